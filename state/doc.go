@@ -1,0 +1,22 @@
+// Package state holds the async transform's worker-local, in-flight state and
+// the format of what it keeps in Beam bag state.
+//
+// Beam bag state is the durable record of every accepted element; this
+// package is the fast, volatile one that sits beside it in each worker
+// process:
+//
+//   - [Pool]: one per async transform per process, shared by all DoFn
+//     instances of that transform. It bounds running calls with a semaphore of
+//     Parallelism tokens and local records (waiting for a slot, running, or
+//     finished and waiting for their key's commit) with a semaphore of Buffer
+//     places, and indexes [Task] records by [TaskKey] so that an element is
+//     never run twice at once in a worker and a key's commit finds its work.
+//   - The registry ([Shared], [Reset]): the only process-global state of the
+//     project, a map from the transform's UUID (fixed at pipeline construction
+//     and shipped with the DoFn) to its Pool.
+//   - [Envelope]: how one element is written into bag state: its identity, its
+//     event time and its value encoded with the input's value coder.
+//
+// Nothing here survives a worker restart, and nothing needs to: an element in
+// bag state that no Pool knows is simply started again.
+package state

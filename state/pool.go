@@ -1,0 +1,272 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// Config sizes a Pool.
+type Config struct {
+	// Parallelism is the most calls running at once. Must be > 0.
+	Parallelism int
+	// Buffer is the most buffered records (waiting, running, or finished and
+	// not yet committed) at once. Must be >= 1.
+	Buffer int
+}
+
+func (c Config) validate() error {
+	if c.Parallelism <= 0 {
+		return fmt.Errorf("state: parallelism must be > 0, got %d", c.Parallelism)
+	}
+	if c.Buffer <= 0 {
+		return fmt.Errorf("state: buffer must be > 0, got %d", c.Buffer)
+	}
+	return nil
+}
+
+// Admission says what Submit did with an element.
+type Admission int
+
+const (
+	// Started: a new task was admitted to the buffer and started.
+	Started Admission = iota
+	// Existing: a task for the same TaskKey is already known; nothing started.
+	Existing
+	// NoRoom: the buffer stayed full for the whole wait; nothing started.
+	NoRoom
+)
+
+// ErrClosed is returned by Submit after the pool was closed (by Reset).
+var ErrClosed = errors.New("state: pool closed")
+
+// Pool runs Work for one async transform in one worker process. It is safe
+// for concurrent use. All its goroutines are waited for by Close.
+type Pool struct {
+	cfg    Config
+	slots  *semaphore.Weighted // Parallelism tokens, held while Work runs
+	buffer *semaphore.Weighted // Buffer places, held by buffered tasks until removed
+	base   context.Context     // parent of every task context; cancelled by Close
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	closed   bool
+	tasks    map[TaskKey]*Task
+	byKey    map[string]map[string]*Task
+	buffered int
+
+	latencyNs atomic.Int64 // moving average of Work durations; 0 until one finishes
+}
+
+// NewPool returns an empty pool, or an error naming the invalid setting.
+func NewPool(cfg Config) (*Pool, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	base, stop := context.WithCancel(context.Background())
+	return &Pool{
+		cfg:    cfg,
+		slots:  semaphore.NewWeighted(int64(cfg.Parallelism)),
+		buffer: semaphore.NewWeighted(int64(cfg.Buffer)),
+		base:   base,
+		stop:   stop,
+		tasks:  map[TaskKey]*Task{},
+		byKey:  map[string]map[string]*Task{},
+	}, nil
+}
+
+// Config returns the pool's sizes.
+func (p *Pool) Config() Config { return p.cfg }
+
+// Lookup returns the task for k, or nil.
+func (p *Pool) Lookup(k TaskKey) *Task {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tasks[k]
+}
+
+// ForKey returns the tasks of one encoded key, in no particular order.
+func (p *Pool) ForKey(key string) []*Task {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make([]*Task, 0, len(p.byKey[key]))
+	for _, t := range p.byKey[key] {
+		out = append(out, t)
+	}
+	return out
+}
+
+// Buffered returns how many buffer places are taken.
+func (p *Pool) Buffered() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.buffered
+}
+
+// Len returns how many tasks the pool knows, buffered or not.
+func (p *Pool) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.tasks)
+}
+
+// ExpectedLatency is a moving average of how long Work has taken, or 0 before
+// any has finished.
+func (p *Pool) ExpectedLatency() time.Duration {
+	return time.Duration(p.latencyNs.Load())
+}
+
+// Submit starts work for k unless a task for k exists already (Existing). A
+// new task first takes a buffer place, waiting at most wait for one (zero:
+// do not wait); if none frees in time, or ctx ends first, it reports NoRoom.
+// The started task then waits for a parallelism slot on its own goroutine,
+// so Submit never waits for a slot.
+func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, work Work) (*Task, Admission, error) {
+	p.mu.Lock()
+	t, closed := p.tasks[k], p.closed
+	p.mu.Unlock()
+	if closed {
+		return nil, NoRoom, ErrClosed
+	}
+	if t != nil {
+		return t, Existing, nil
+	}
+	if !p.acquireBuffer(ctx, wait) {
+		return nil, NoRoom, nil
+	}
+	t, existing, err := p.start(k, true, work)
+	if t == nil || existing {
+		p.buffer.Release(1) // the place was not used
+	}
+	if existing {
+		return t, Existing, nil
+	}
+	if err != nil {
+		return nil, NoRoom, err
+	}
+	return t, Started, nil
+}
+
+func (p *Pool) acquireBuffer(ctx context.Context, wait time.Duration) bool {
+	if wait <= 0 {
+		return p.buffer.TryAcquire(1)
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	return p.buffer.Acquire(ctx, 1) == nil
+}
+
+// StartUnbuffered starts work for k without taking a buffer place, unless a
+// task for k exists already (returned with existing true). The drain of a key
+// uses it: it emits each result as soon as it finishes, so its records are
+// bounded by its own window rather than by the buffer.
+func (p *Pool) StartUnbuffered(k TaskKey, work Work) (t *Task, existing bool, err error) {
+	return p.start(k, false, work)
+}
+
+func (p *Pool) start(k TaskKey, buffered bool, work Work) (*Task, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, false, ErrClosed
+	}
+	if t := p.tasks[k]; t != nil {
+		return t, true, nil
+	}
+	t := newTask(p.base, k, buffered)
+	p.tasks[k] = t
+	if p.byKey[k.Key] == nil {
+		p.byKey[k.Key] = map[string]*Task{}
+	}
+	p.byKey[k.Key][k.ID] = t
+	if buffered {
+		p.buffered++
+	}
+	p.wg.Add(1)
+	go p.run(t, work)
+	return t, false, nil
+}
+
+func (p *Pool) run(t *Task, work Work) {
+	defer p.wg.Done()
+	if err := p.slots.Acquire(t.ctx, 1); err != nil {
+		t.finish(nil, fmt.Errorf("cancelled before it started: %w", err))
+		return
+	}
+	defer p.slots.Release(1)
+	start := time.Now()
+	t.setRunning(start)
+	outputs, err := call(t.ctx, work)
+	p.observe(time.Since(start))
+	t.finish(outputs, err)
+}
+
+// observe folds one duration into the moving average (weight 1/8).
+func (p *Pool) observe(d time.Duration) {
+	for {
+		old := p.latencyNs.Load()
+		next := int64(d)
+		if old != 0 {
+			next = old + (int64(d)-old)/8
+		}
+		if p.latencyNs.CompareAndSwap(old, next) {
+			return
+		}
+	}
+}
+
+// Remove forgets t: it is cancelled if still waiting or running, and its
+// buffer place (if any) is freed at once. A cancelled Work that ignores its
+// context keeps its parallelism slot until it returns. Removing a task twice,
+// or one the pool no longer holds, does nothing.
+func (p *Pool) Remove(t *Task) {
+	p.mu.Lock()
+	if t.removed || p.tasks[t.Key] != t {
+		p.mu.Unlock()
+		return
+	}
+	t.removed = true
+	delete(p.tasks, t.Key)
+	if m := p.byKey[t.Key.Key]; m != nil {
+		delete(m, t.Key.ID)
+		if len(m) == 0 {
+			delete(p.byKey, t.Key.Key)
+		}
+	}
+	release := t.buffered
+	if release {
+		p.buffered--
+	}
+	p.mu.Unlock()
+	t.cancel()
+	if release {
+		p.buffer.Release(1)
+	}
+}
+
+// Close cancels every task, refuses new ones, and waits until all the pool's
+// goroutines have returned or ctx ends (then it returns ctx.Err(); the
+// goroutines still finish on their own).
+func (p *Pool) Close(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.stop()
+	done := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,245 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func mustPool(t *testing.T, cfg Config) *Pool {
+	t.Helper()
+	p, err := NewPool(cfg)
+	if err != nil {
+		t.Fatalf("NewPool(%+v): %v", cfg, err)
+	}
+	t.Cleanup(func() { p.Close(context.Background()) })
+	return p
+}
+
+func wait(t *testing.T, task *Task) {
+	t.Helper()
+	select {
+	case <-task.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("task %v did not finish", task.Key)
+	}
+}
+
+func TestNewPoolRejectsBadConfig(t *testing.T) {
+	for _, cfg := range []Config{{0, 1}, {-1, 1}, {1, 0}} {
+		if _, err := NewPool(cfg); err == nil {
+			t.Errorf("NewPool(%+v) = nil error, want one", cfg)
+		}
+	}
+}
+
+func TestSubmitRunsAndDeduplicates(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 2, Buffer: 4})
+	var calls atomic.Int32
+	work := func(context.Context) ([]any, error) { calls.Add(1); return []any{"out"}, nil }
+	k := TaskKey{Key: "k", ID: "1"}
+	t1, adm, err := p.Submit(context.Background(), k, 0, work)
+	if err != nil || adm != Started {
+		t.Fatalf("first Submit = %v, %v; want Started", adm, err)
+	}
+	t2, adm, _ := p.Submit(context.Background(), k, 0, work)
+	if adm != Existing || t2 != t1 {
+		t.Errorf("second Submit = %v (same task %v); want Existing, same task", adm, t2 == t1)
+	}
+	wait(t, t1)
+	outs, err := t1.Result()
+	if err != nil || len(outs) != 1 || outs[0] != "out" {
+		t.Errorf("Result = %v, %v; want [out], nil", outs, err)
+	}
+	if got := calls.Load(); got != 1 {
+		t.Errorf("work ran %d times, want 1", got)
+	}
+	if got := p.ExpectedLatency(); got <= 0 {
+		t.Errorf("ExpectedLatency after one call = %v, want > 0", got)
+	}
+}
+
+func TestParallelismBound(t *testing.T) {
+	const par, n = 3, 12
+	p := mustPool(t, Config{Parallelism: par, Buffer: n})
+	var running, peak atomic.Int32
+	release := make(chan struct{})
+	var tasks []*Task
+	for i := 0; i < n; i++ {
+		task, adm, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(i)}, 0, func(ctx context.Context) ([]any, error) {
+			now := running.Add(1)
+			for {
+				old := peak.Load()
+				if now <= old || peak.CompareAndSwap(old, now) {
+					break
+				}
+			}
+			<-release
+			running.Add(-1)
+			return nil, nil
+		})
+		if adm != Started {
+			t.Fatalf("Submit %d = %v, want Started", i, adm)
+		}
+		tasks = append(tasks, task)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for running.Load() < par && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	for _, task := range tasks {
+		wait(t, task)
+	}
+	if got := peak.Load(); got != par {
+		t.Errorf("peak concurrent calls = %d, want %d", got, par)
+	}
+}
+
+func TestBufferBoundAndRemove(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 1, Buffer: 2})
+	work := func(context.Context) ([]any, error) { return nil, nil }
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, work)
+	p.Submit(context.Background(), TaskKey{"k", "b"}, 0, work)
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 20*time.Millisecond, work); adm != NoRoom {
+		t.Fatalf("Submit into a full buffer = %v, want NoRoom", adm)
+	}
+	wait(t, a)
+	if got := p.Buffered(); got != 2 {
+		t.Errorf("Buffered with two finished, uncommitted tasks = %d, want 2", got)
+	}
+	p.Remove(a)
+	p.Remove(a) // twice does nothing
+	if got := p.Buffered(); got != 1 {
+		t.Errorf("Buffered after Remove = %d, want 1", got)
+	}
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 0, work); adm != Started {
+		t.Errorf("Submit after Remove = %v, want Started", adm)
+	}
+}
+
+func TestSubmitWaitsForRoom(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(context.Context) ([]any, error) { return nil, nil })
+	go func() {
+		<-a.Done()
+		time.Sleep(10 * time.Millisecond)
+		p.Remove(a)
+	}()
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 5*time.Second, func(context.Context) ([]any, error) { return nil, nil }); adm != Started {
+		t.Errorf("Submit waiting for a place freed by Remove = %v, want Started", adm)
+	}
+}
+
+func TestRemoveCancelsRunningWork(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
+	started := make(chan struct{})
+	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(ctx context.Context) ([]any, error) {
+		close(started)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	<-started
+	p.Remove(task)
+	wait(t, task)
+	if _, err := task.Result(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Result of a removed task = %v, want context.Canceled", err)
+	}
+	if p.Lookup(task.Key) != nil || len(p.ForKey("k")) != 0 {
+		t.Error("removed task is still indexed")
+	}
+}
+
+func TestPanicBecomesError(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 1, Buffer: 2})
+	for _, v := range []any{"boom", nil} {
+		task, _, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(v)}, 0, func(context.Context) ([]any, error) { panic(v) })
+		wait(t, task)
+		_, err := task.Result()
+		var pe *PanicError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "pool_test.go") {
+			t.Errorf("panic(%v): Result error = %v, want *PanicError with a stack", v, err)
+		}
+	}
+}
+
+func TestNotify(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 2, Buffer: 2})
+	ch := make(chan *Task, 2)
+	gate := make(chan struct{})
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(context.Context) ([]any, error) { return nil, nil })
+	wait(t, a)
+	b, _, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 0, func(context.Context) ([]any, error) { <-gate; return nil, nil })
+	a.Notify(ch)
+	b.Notify(ch)
+	if got := <-ch; got != a {
+		t.Errorf("first notification = %v, want the finished task a", got.Key)
+	}
+	close(gate)
+	if got := <-ch; got != b {
+		t.Errorf("second notification = %v, want b", got.Key)
+	}
+}
+
+func TestResetWithStuckWorkDoesNotDeadlock(t *testing.T) {
+	p, err := Shared("reset-test", Config{Parallelism: 1, Buffer: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck, running := make(chan struct{}), make(chan struct{})
+	defer close(stuck)
+	p.Submit(context.Background(), TaskKey{"k", "stuck"}, 0, func(context.Context) ([]any, error) {
+		close(running)
+		<-stuck
+		return nil, nil
+	})
+	<-running
+	p.Submit(context.Background(), TaskKey{"k", "queued"}, 0, func(context.Context) ([]any, error) { return nil, nil })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := Reset(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Reset with work ignoring cancellation = %v, want DeadlineExceeded", err)
+	}
+	again, _ := Shared("reset-test", Config{Parallelism: 1, Buffer: 2})
+	if again == p || again.Len() != 0 {
+		t.Error("Shared after Reset returned the old pool or a non-empty one")
+	}
+	if _, _, err := p.Submit(context.Background(), TaskKey{"k", "late"}, 0, func(context.Context) ([]any, error) { return nil, nil }); !errors.Is(err, ErrClosed) {
+		t.Errorf("Submit on a reset pool = %v, want ErrClosed", err)
+	}
+}
+
+func TestConcurrentSubmitters(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 8, Buffer: 1000})
+	var calls atomic.Int32
+	var wg sync.WaitGroup
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < 200; i++ { // every goroutine submits the same 200 keys
+				p.Submit(context.Background(), TaskKey{fmt.Sprint(i % 10), fmt.Sprint(i)}, time.Second, func(context.Context) ([]any, error) {
+					calls.Add(1)
+					return nil, nil
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	for _, k := range []string{"0", "5", "9"} {
+		for _, task := range p.ForKey(k) {
+			wait(t, task)
+		}
+	}
+	if err := p.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if got := calls.Load(); got != 200 {
+		t.Errorf("200 distinct elements submitted by 8 goroutines ran %d times, want 200", got)
+	}
+}

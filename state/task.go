@@ -1,0 +1,139 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// Work is one element's call: it returns the element's outputs, or an error.
+// It must return soon after ctx is cancelled; until it returns it keeps its
+// pool slot.
+type Work func(ctx context.Context) ([]any, error)
+
+// Status is where a Task is in its life.
+type Status int
+
+const (
+	// Waiting: admitted, waiting for a parallelism slot.
+	Waiting Status = iota
+	// Running: holds a slot and is calling its Work.
+	Running
+	// Finished: its Work returned (or it was cancelled before starting);
+	// Result is ready.
+	Finished
+)
+
+func (s Status) String() string {
+	switch s {
+	case Waiting:
+		return "waiting"
+	case Running:
+		return "running"
+	case Finished:
+		return "finished"
+	}
+	return fmt.Sprintf("Status(%d)", int(s))
+}
+
+// Task is the local record of one element's work: a future for its outputs.
+type Task struct {
+	Key TaskKey
+
+	ctx      context.Context
+	cancel   context.CancelFunc
+	buffered bool // holds one of the pool's buffer places until removed
+	done     chan struct{}
+
+	mu       sync.Mutex
+	status   Status
+	outputs  []any
+	err      error
+	started  time.Time
+	watchers []chan<- *Task
+	removed  bool
+}
+
+func newTask(parent context.Context, k TaskKey, buffered bool) *Task {
+	ctx, cancel := context.WithCancel(parent)
+	return &Task{Key: k, ctx: ctx, cancel: cancel, buffered: buffered, done: make(chan struct{})}
+}
+
+// Done is closed when the task has finished.
+func (t *Task) Done() <-chan struct{} { return t.done }
+
+// Status reports where the task is.
+func (t *Task) Status() Status {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status
+}
+
+// Result returns the task's outputs and error. Before the task has finished
+// it returns nil, nil.
+func (t *Task) Result() ([]any, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.outputs, t.err
+}
+
+// Notify arranges for t to be sent on ch once it has finished (at once if it
+// already has). The send does not block the task: ch must have room for every
+// task the caller asks to be notified of.
+func (t *Task) Notify(ch chan<- *Task) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.status == Finished {
+		ch <- t
+		return
+	}
+	t.watchers = append(t.watchers, ch)
+}
+
+func (t *Task) setRunning(now time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.status = Running
+	t.started = now
+}
+
+func (t *Task) finish(outputs []any, err error) {
+	t.mu.Lock()
+	t.status = Finished
+	t.outputs, t.err = outputs, err
+	watchers := t.watchers
+	t.watchers = nil
+	t.mu.Unlock()
+	close(t.done)
+	for _, ch := range watchers {
+		ch <- t
+	}
+}
+
+// PanicError is a panic recovered from user code, kept with its stack.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("panic: %v\n\n%s", e.Value, e.Stack)
+}
+
+// Unwrap returns the panic value if it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// call runs work, turning a panic into a *PanicError.
+func call(ctx context.Context, work Work) (outputs []any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			outputs, err = nil, &PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return work(ctx)
+}

@@ -1,0 +1,94 @@
+package timers
+
+import (
+	"testing"
+	"time"
+)
+
+func TestNextRound(t *testing.T) {
+	base := time.Unix(1000, 0)
+	tests := []struct {
+		name  string
+		now   time.Time
+		freq  time.Duration
+		phase time.Duration
+		want  time.Time
+	}{
+		{"on a boundary moves to the next", base, time.Second, 0, base.Add(time.Second)},
+		{"mid period", base.Add(300 * time.Millisecond), time.Second, 0, base.Add(time.Second)},
+		{"phase ahead in this period", base.Add(100 * time.Millisecond), time.Second, 250 * time.Millisecond, base.Add(250 * time.Millisecond)},
+		{"phase already passed", base.Add(400 * time.Millisecond), time.Second, 250 * time.Millisecond, base.Add(1250 * time.Millisecond)},
+		{"phase wraps modulo freq", base.Add(100 * time.Millisecond), time.Second, 1250 * time.Millisecond, base.Add(250 * time.Millisecond)},
+		{"before the epoch", time.Unix(-1, 500_000_000), time.Second, 0, time.Unix(0, 0)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NextRound(tc.now, tc.freq, tc.phase); !got.Equal(tc.want) {
+				t.Errorf("NextRound(%v, %v, %v) = %v, want %v", tc.now, tc.freq, tc.phase, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNextRoundIsStableWithinAPeriod(t *testing.T) {
+	phase := Phase([]byte("key-7"), time.Second)
+	start := time.Unix(5000, 0)
+	first := NextRound(start, time.Second, phase)
+	for d := time.Duration(0); start.Add(d).Before(first); d += 37 * time.Millisecond {
+		if got := NextRound(start.Add(d), time.Second, phase); !got.Equal(first) {
+			t.Fatalf("NextRound at +%v = %v, want the same instant %v", d, got, first)
+		}
+	}
+}
+
+func TestPhase(t *testing.T) {
+	freq := time.Second
+	a, b := Phase([]byte("a"), freq), Phase([]byte("a"), freq)
+	if a != b {
+		t.Errorf("Phase is not deterministic: %v then %v", a, b)
+	}
+	seen := map[time.Duration]bool{}
+	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		p := Phase([]byte(k), freq)
+		if p < 0 || p >= freq {
+			t.Errorf("Phase(%q) = %v, want within [0, %v)", k, p, freq)
+		}
+		seen[p] = true
+	}
+	if len(seen) < 6 {
+		t.Errorf("8 keys got only %d distinct phases; want them spread", len(seen))
+	}
+	if got := Phase([]byte("a"), 0); got != 0 {
+		t.Errorf("Phase with zero frequency = %v, want 0", got)
+	}
+}
+
+func TestRearm(t *testing.T) {
+	now := time.Unix(100, 0)
+	round := now.Add(time.Second)
+	tests := []struct {
+		name     string
+		expected time.Duration
+		want     time.Time
+	}{
+		{"unknown latency waits for the round", 0, round},
+		{"short latency fires early", 40 * time.Millisecond, now.Add(40 * time.Millisecond)},
+		{"tiny latency is clamped", time.Millisecond, now.Add(MinRearm)},
+		{"long latency keeps the round", 3 * time.Second, round},
+	}
+	for _, tc := range tests {
+		if got := Rearm(now, round, tc.expected); !got.Equal(tc.want) {
+			t.Errorf("%s: Rearm(expected=%v) = %v, want %v", tc.name, tc.expected, got, tc.want)
+		}
+	}
+}
+
+func TestManual(t *testing.T) {
+	m := NewManual(time.Unix(10, 0))
+	if got := m.Advance(time.Second); !got.Equal(time.Unix(11, 0)) {
+		t.Errorf("Advance = %v, want %v", got, time.Unix(11, 0))
+	}
+	if got := m.Now(); !got.Equal(time.Unix(11, 0)) {
+		t.Errorf("Now = %v, want %v", got, time.Unix(11, 0))
+	}
+}
