@@ -1,0 +1,112 @@
+package async
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// batchFn is the DoFn for bounded input: a key's outputs are committed by an
+// event-time timer at the end of the window, which fires once the input is
+// exhausted. It is the one commit path that runners which never fire
+// processing-time timers in batch (Dataflow) deliver.
+type batchFn struct {
+	core
+	// Pending holds every accepted element of a key (and window) until its
+	// output is committed.
+	Pending beamstate.Bag[[]byte]
+	// Drain fires at the end of the window.
+	Drain beamtimers.EventTime
+}
+
+// ProcessElement accepts one element and sets the key's drain timer.
+func (f *batchFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, _ func(beam.Z)) error {
+	f.noWait = true // every commit comes at the end: waiting cannot gain room
+	if _, err := f.accept(ctx, ts, &f.Pending, sp, key, value); err != nil {
+		return err
+	}
+	f.Drain.Set(tp, w.MaxTimestamp().ToTime(), beamtimers.WithOutputTimestamp(ts.ToTime()))
+	return nil
+}
+
+// OnTimer drains the key.
+func (f *batchFn) OnTimer(ctx context.Context, sp beamstate.Provider, _ beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.Z)) error {
+	if timer.Family != drainFamily {
+		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
+	}
+	return f.drain(ctx, sp, key, emit)
+}
+
+// drain commits everything the key holds, blocking until it is done. It runs
+// when the window ends (for bounded input: once the input is exhausted), which
+// is the only callback a runner that ignores processing-time timers in batch
+// will deliver. Elements are started outside the buffer, at most Buffer at a
+// time, and each result is emitted as soon as it finishes.
+func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emit func(beam.Z)) error {
+	entries, _, err := f.readPending(&f.Pending, sp)
+	if err != nil || len(entries) == 0 {
+		return err
+	}
+	kb, err := encode(f.keyEnc, key)
+	if err != nil {
+		return fmt.Errorf("async: encoding key %v: %w", key, err)
+	}
+	pool, err := f.pool()
+	if err != nil {
+		return err
+	}
+	cancelStale(pool, string(kb), entries)
+
+	finished := make(chan *state.Task, len(entries))
+	next, active := 0, 0
+	startMore := func() error {
+		for ; next < len(entries) && active < f.Buffer; next++ {
+			e := entries[next]
+			k := state.TaskKey{Key: string(kb), ID: e.env.ID}
+			t := pool.Lookup(k)
+			if t == nil {
+				value, err := decode(f.valDec, e.env.Value)
+				if err != nil {
+					return fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
+				}
+				if t, err = f.startUnbuffered(pool, k, key, value); err != nil {
+					return err
+				}
+			}
+			t.Notify(finished)
+			active++
+		}
+		return nil
+	}
+	if err := startMore(); err != nil {
+		return err
+	}
+	for active > 0 {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("async: drain of key %v interrupted: %w", key, ctx.Err())
+		case t := <-finished:
+			active--
+			outputs, err := t.Result()
+			pool.Remove(t)
+			if err != nil {
+				return fmt.Errorf("async: element %x of key %v failed; the drain of this key fails so that the runner retries it: %w", t.Key.ID, key, err)
+			}
+			for _, o := range outputs {
+				emit(o)
+			}
+			if err := startMore(); err != nil {
+				return err
+			}
+		}
+	}
+	if err := f.Pending.Clear(sp); err != nil {
+		return fmt.Errorf("async: clearing bag state: %w", err)
+	}
+	return nil
+}

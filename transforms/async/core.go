@@ -1,0 +1,187 @@
+package async
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+
+	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/timers"
+)
+
+// Names of the transform's bag state and timer families, as they appear in
+// the runner's job graph.
+const (
+	pendingStateID = "asyncPending"
+	commitFamily   = "asyncCommit"
+	drainFamily    = "asyncDrain"
+)
+
+// core is what the two stateful DoFns behind ParDo share (see streamFn and
+// batchFn). Its exported fields are the configuration, shipped to workers as
+// JSON; the rest is rebuilt in Setup. The DoFns hold the state and timer
+// fields themselves, because Beam looks for them at the top level only.
+type core struct {
+	// ID names the transform's shared Pool in each worker process.
+	ID                  string
+	User                userSpec
+	KeyType             beam.EncodedType
+	ValueType           beam.EncodedType
+	IDFn                *beam.EncodedFunc
+	Parallelism         int
+	Buffer              int
+	CallbackFrequencyNs int64
+	MaxWaitNs           int64
+
+
+	clock  timers.Clock
+	user   *userFn
+	keyEnc beam.ElementEncoder
+	valEnc beam.ElementEncoder
+	valDec beam.ElementDecoder
+	// noWait is set once a wait for buffer room timed out in the current
+	// bundle: room comes only from commits in other bundles, so waiting again
+	// would only stretch this one.
+	noWait bool
+}
+
+func (f *core) freq() time.Duration    { return time.Duration(f.CallbackFrequencyNs) }
+func (f *core) maxWait() time.Duration { return time.Duration(f.MaxWaitNs) }
+
+// Setup rebuilds the wrapped fn, forwards its Setup, and prepares coders.
+func (f *core) Setup(ctx context.Context) error {
+	if f.clock == nil {
+		f.clock = timers.System{}
+	}
+	u, err := newUserFn(f.User)
+	if err != nil {
+		return err
+	}
+	if err := u.setup(ctx); err != nil {
+		return fmt.Errorf("async: %w", err)
+	}
+	f.user = u
+	f.keyEnc = beam.NewElementEncoder(f.KeyType.T)
+	f.valEnc = beam.NewElementEncoder(f.ValueType.T)
+	f.valDec = beam.NewElementDecoder(f.ValueType.T)
+	return nil
+}
+
+// pool returns this transform's Pool in this process. It is looked up on
+// every use rather than kept, so that a registry Reset (a simulated worker
+// restart) is seen at once.
+func (f *core) pool() (*state.Pool, error) {
+	return state.Shared(f.ID, state.Config{Parallelism: f.Parallelism, Buffer: f.Buffer})
+}
+
+// StartBundle resets the per-bundle wait flag.
+func (f *core) StartBundle(_ context.Context, _ func(beam.Z)) {
+	f.noWait = false
+}
+
+// accept takes one element: it is added to bag state and started if there is
+// buffer room. It returns the encoded key, for the caller to set its timer.
+func (f *core) accept(ctx context.Context, ts beam.EventTime, bag *beamstate.Bag[[]byte], sp beamstate.Provider, key, value any) ([]byte, error) {
+	kb, err := encode(f.keyEnc, key)
+	if err != nil {
+		return nil, fmt.Errorf("async: encoding key %v: %w", key, err)
+	}
+	vb, err := encode(f.valEnc, value)
+	if err != nil {
+		return nil, fmt.Errorf("async: encoding value of key %v: %w", key, err)
+	}
+	id, err := f.identify(value, vb)
+	if err != nil {
+		return nil, err
+	}
+	if err := bag.Add(sp, state.Envelope{ID: id, EventTimeMs: int64(ts), Value: vb}.Encode()); err != nil {
+		return nil, fmt.Errorf("async: adding to bag state: %w", err)
+	}
+	pool, err := f.pool()
+	if err != nil {
+		return nil, err
+	}
+	wait := f.maxWait()
+	if f.noWait {
+		wait = 0
+	}
+	_, adm, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: id}, wait, key, value)
+	if err != nil {
+		return nil, err
+	}
+	if adm == state.NoRoom && wait > 0 {
+		f.noWait = true
+	}
+	return kb, nil
+}
+
+// submit starts the wrapped fn for one element in the buffer, if there is room.
+func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wait time.Duration, key, value any) (*state.Task, state.Admission, error) {
+	if !f.user.hold() {
+		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.name)
+	}
+	t, adm, err := pool.Submit(ctx, k, wait, f.work(key, value))
+	if adm != state.Started {
+		f.user.release()
+	}
+	return t, adm, err
+}
+
+// startUnbuffered starts the wrapped fn for one element outside the buffer.
+func (f *core) startUnbuffered(pool *state.Pool, k state.TaskKey, key, value any) (*state.Task, error) {
+	if !f.user.hold() {
+		return nil, fmt.Errorf("async: %s is already torn down", f.user.name)
+	}
+	t, existing, err := pool.StartUnbuffered(k, f.work(key, value))
+	if existing || err != nil {
+		f.user.release()
+	}
+	return t, err
+}
+
+// work is one element's call. The caller holds the user fn; work releases it.
+func (f *core) work(key, value any) state.Work {
+	u := f.user
+	return func(ctx context.Context) ([]any, error) {
+		defer u.release()
+		return u.call(ctx, key, value)
+	}
+}
+
+// identify returns the element's ID within its key.
+func (f *core) identify(value any, encoded []byte) (id string, err error) {
+	if f.IDFn == nil {
+		return state.DefaultID(encoded), nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("async: the ID function %s panicked on value %v: %v", f.IDFn.Fn.Name(), value, r)
+		}
+	}()
+	return f.IDFn.Fn.Call([]any{value})[0].(string), nil
+}
+
+// Teardown forwards Teardown to the wrapped fn once its running calls end.
+func (f *core) Teardown(ctx context.Context) error {
+	if f.user == nil {
+		return nil
+	}
+	return f.user.close(ctx)
+}
+
+func encode(enc beam.ElementEncoder, v any) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := enc.Encode(v, &buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func decode(dec beam.ElementDecoder, b []byte) (any, error) {
+	return dec.Decode(bytes.NewReader(b))
+}
+

@@ -1,0 +1,142 @@
+package async
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+)
+
+// Defaults of the options.
+const (
+	DefaultParallelism       = 16
+	DefaultCallbackFrequency = time.Second
+	DefaultMaxWait           = time.Duration(0)
+)
+
+// Option configures ParDo. Invalid values are reported by TryParDo (ParDo
+// panics with the same error) at pipeline construction.
+type Option func(*settings)
+
+type settings struct {
+	parallelism int
+	freq        time.Duration
+	buffer      int // 0: default from parallelism
+	maxWait     time.Duration
+	idFn        any
+	errs        []error
+}
+
+func defaultSettings() settings {
+	return settings{parallelism: DefaultParallelism, freq: DefaultCallbackFrequency, maxWait: DefaultMaxWait}
+}
+
+// WithParallelism sets the most calls of the wrapped fn that run at once in
+// one worker process, across all bundles and DoFn instances of this
+// transform. Must be > 0. Default: DefaultParallelism (16).
+func WithParallelism(n int) Option {
+	return func(s *settings) {
+		if n <= 0 {
+			s.errs = append(s.errs, fmt.Errorf("WithParallelism(%d): parallelism must be > 0", n))
+			return
+		}
+		s.parallelism = n
+	}
+}
+
+// WithCallbackFrequency sets the period of the commit timers: a key's
+// finished results are committed at the latest one period (plus at most one
+// more, see the package doc) after they finish. Shorter means lower latency and
+// more timer callbacks. Must be > 0. Default: DefaultCallbackFrequency (1 s).
+func WithCallbackFrequency(d time.Duration) Option {
+	return func(s *settings) {
+		if d <= 0 {
+			s.errs = append(s.errs, fmt.Errorf("WithCallbackFrequency(%v): the frequency must be > 0 (a zero period would fire without end)", d))
+			return
+		}
+		s.freq = d
+	}
+}
+
+// WithMaxItemsToBuffer sets how many elements one worker process holds for
+// this transform at once: waiting for a slot, running, or finished and waiting
+// for their key's commit. It bounds worker memory (see the package doc). Must
+// be at least the parallelism. Default: max(2*parallelism, 10).
+func WithMaxItemsToBuffer(n int) Option {
+	return func(s *settings) {
+		if n <= 0 {
+			s.errs = append(s.errs, fmt.Errorf("WithMaxItemsToBuffer(%d): the buffer must be > 0", n))
+			return
+		}
+		s.buffer = n
+	}
+}
+
+// WithMaxWait sets how long ProcessElement may wait for buffer room before it
+// leaves an element queued in bag state only, to be started by its key's
+// commit callback. Once a wait has timed out, the rest of that bundle does not
+// wait again (room can only come from commits, which run in other bundles).
+// It applies to unbounded input only: with bounded input every commit happens
+// at the end, so waiting could never gain room.
+//
+// Zero never waits. Must be >= 0. Default: DefaultMaxWait (0). A wait stalls
+// the input bundle, and prism (v2.77.0) splits a stalled bundle; measured
+// here, bag state written by a split stateful bundle was lost. Raise it only
+// on runners you have checked.
+func WithMaxWait(d time.Duration) Option {
+	return func(s *settings) {
+		if d < 0 {
+			s.errs = append(s.errs, fmt.Errorf("WithMaxWait(%v): the wait must be >= 0", d))
+			return
+		}
+		s.maxWait = d
+	}
+}
+
+// WithIDFn sets how elements are told apart within a key: fn is a top-level
+// function func(V) string over the input's value type. Elements of one key
+// with equal IDs are one element: run once, output once. Default: the
+// SHA-256 of the value's encoding, so equal values of a key are one element.
+func WithIDFn(fn any) Option {
+	return func(s *settings) { s.idFn = fn }
+}
+
+// resolve applies opts and validates the combination.
+func resolve(opts []Option) (settings, error) {
+	s := defaultSettings()
+	for _, o := range opts {
+		if o == nil {
+			s.errs = append(s.errs, errors.New("a nil Option was passed"))
+			continue
+		}
+		o(&s)
+	}
+	if s.buffer == 0 {
+		s.buffer = max(2*s.parallelism, 10)
+	} else if s.buffer < s.parallelism {
+		s.errs = append(s.errs, fmt.Errorf("WithMaxItemsToBuffer(%d) is smaller than the parallelism %d: at most %d calls could ever run; raise the buffer or lower the parallelism", s.buffer, s.parallelism, s.buffer))
+	}
+	return s, errors.Join(s.errs...)
+}
+
+// inspectIDFn checks an ID function against the value type.
+func inspectIDFn(fn any, valT reflect.Type) (*beam.EncodedFunc, error) {
+	if fn == nil {
+		return nil, nil
+	}
+	ft := reflect.TypeOf(fn)
+	if ft.Kind() != reflect.Func || ft.NumIn() != 1 || ft.NumOut() != 1 || !valT.AssignableTo(ft.In(0)) || ft.Out(0) != reflect.TypeOf("") {
+		return nil, fmt.Errorf("WithIDFn: fn has type %v; want func(%v) string", ft, valT)
+	}
+	if reflect.ValueOf(fn).IsNil() {
+		return nil, errors.New("WithIDFn: fn is a nil function")
+	}
+	name := reflectx.FunctionName(fn)
+	if closureName.MatchString(name) {
+		return nil, fmt.Errorf("WithIDFn: %s is a closure or function literal; declare it as a top-level function", name)
+	}
+	return &beam.EncodedFunc{Fn: reflectx.MakeFunc(fn)}, nil
+}

@@ -1,0 +1,94 @@
+package async
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
+	"github.com/google/uuid"
+)
+
+// isUnbounded reports whether col is unbounded. beam.PCollection does not
+// expose it, but its String form, which prints the graph node, marks
+// unbounded collections with ":unbounded"; pardo_test.go checks both cases.
+func isUnbounded(col beam.PCollection) bool {
+	return strings.HasSuffix(col.String(), ":unbounded}")
+}
+
+// ParDo is TryParDo that panics on error, for use at pipeline construction.
+func ParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) beam.PCollection {
+	out, err := TryParDo(s, fn, col, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// TryParDo applies fn to every element of col, a PCollection<KV<K, V>>,
+// asynchronously, and returns the PCollection<O> of what fn emits.
+//
+// fn is a pointer to a registered DoFn struct whose ProcessElement has the
+// form
+//
+//	ProcessElement([ctx context.Context,] key K, value V, emit func(O)) [error]
+//
+// (with optional Setup, StartBundle, FinishBundle and Teardown), or a
+// top-level function of the same form. The error names what to change when
+// col is not a KV, fn has another shape or is not registered, the key coder
+// is not deterministic, or an option is invalid.
+func TryParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.PCollection, error) {
+	s = s.Scope("async.ParDo")
+	fail := func(err error) (beam.PCollection, error) {
+		return beam.PCollection{}, fmt.Errorf("async.ParDo: %w", err)
+	}
+	if !col.IsValid() {
+		return fail(fmt.Errorf("the input PCollection is invalid (zero value?)"))
+	}
+	if !typex.IsKV(col.Type()) {
+		return fail(fmt.Errorf("the input must be a PCollection<KV<K, V>>, got PCollection<%v>; key it first, for example with beam.ParDo(s, func(v V) (K, V) {...}, col)", col.Type()))
+	}
+	keyFT, valFT := col.Type().Components()[0], col.Type().Components()[1]
+	keyT, valT := keyFT.Type(), valFT.Type()
+	if !beam.NewCoder(keyFT).IsDeterministic() {
+		return fail(fmt.Errorf("the key coder for %v is not deterministic, and bag state and timers are kept per encoded key: use a key of type string, []byte, bool, an integer, or register a deterministic coder", keyT))
+	}
+	set, err := resolve(opts)
+	if err != nil {
+		return fail(err)
+	}
+	spec, outT, err := inspectFn(fn, keyT, valT)
+	if err != nil {
+		return fail(err)
+	}
+	idFn, err := inspectIDFn(set.idFn, valT)
+	if err != nil {
+		return fail(err)
+	}
+	c := core{
+		ID:                  uuid.NewString(),
+		User:                spec,
+		KeyType:             beam.EncodedType{T: keyT},
+		ValueType:           beam.EncodedType{T: valT},
+		IDFn:                idFn,
+		Parallelism:         set.parallelism,
+		Buffer:              set.buffer,
+		CallbackFrequencyNs: int64(set.freq),
+		MaxWaitNs:           int64(set.maxWait),
+	}
+	// One DoFn type per input kind, each with a single timer family: Beam Go
+	// v2.77.0 hangs a bundle on prism when a DoFn declares two (the SDK
+	// expects one end-of-timers signal per transform, prism sends one per
+	// family).
+	var dofn any = &streamFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Commit: beamtimers.InProcessingTime(commitFamily)}
+	if !isUnbounded(col) {
+		dofn = &batchFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Drain: beamtimers.InEventTime(drainFamily)}
+	}
+	outs, err := beam.TryParDo(s, dofn, col, beam.TypeDefinition{Var: beam.ZType, T: outT})
+	if err != nil {
+		return fail(err)
+	}
+	return outs[0], nil
+}

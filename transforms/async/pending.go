@@ -1,0 +1,59 @@
+package async
+
+import (
+	"fmt"
+
+	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// pending is one bag-state entry: its raw bytes (re-added unchanged when it
+// stays) and their decoded form.
+type pending struct {
+	raw []byte
+	env state.Envelope
+}
+
+// readPending reads the key's bag state, keeping the first entry of each ID.
+// dropped reports whether duplicate entries were left out.
+func (f *core) readPending(bag *beamstate.Bag[[]byte], sp beamstate.Provider) (entries []pending, dropped bool, err error) {
+	raws, _, err := bag.Read(sp)
+	if err != nil {
+		return nil, false, fmt.Errorf("async: reading bag state: %w", err)
+	}
+	seen := make(map[string]bool, len(raws))
+	for _, raw := range raws {
+		env, err := state.DecodeEnvelope(raw)
+		if err != nil {
+			return nil, false, fmt.Errorf("async: bag state %q holds an entry this version cannot read: %w", pendingStateID, err)
+		}
+		if seen[env.ID] {
+			dropped = true
+			continue
+		}
+		seen[env.ID] = true
+		entries = append(entries, pending{raw: raw, env: env})
+	}
+	return entries, dropped, nil
+}
+
+// cancelStale removes the key's local tasks whose element is no longer in bag
+// state: they were committed elsewhere (a key that moved between workers, or
+// a retried bundle), and running them on would only waste a slot.
+func cancelStale(pool *state.Pool, kb string, entries []pending) {
+	local := pool.ForKey(kb)
+	if len(local) == 0 {
+		return
+	}
+	in := make(map[string]bool, len(entries))
+	for _, e := range entries {
+		in[e.env.ID] = true
+	}
+	for _, t := range local {
+		if !in[t.Key.ID] {
+			pool.Remove(t)
+		}
+	}
+}
+

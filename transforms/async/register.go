@@ -1,0 +1,18 @@
+package async
+
+import (
+	"context"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+)
+
+// The package registers its own DoFn, so a worker that is a separate process
+// can rebuild it. Users register only their wrapped fn (see TryParDo).
+func init() {
+	register.DoFn8x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.Z), error](&streamFn{})
+	register.DoFn8x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.Z), error](&batchFn{})
+	register.Emitter1[beam.Z]()
+}

@@ -1,0 +1,352 @@
+package async
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
+)
+
+var (
+	contextType = reflect.TypeOf((*context.Context)(nil)).Elem()
+	errorType   = reflect.TypeOf((*error)(nil)).Elem()
+	closureName = regexp.MustCompile(`\.func\d+(\.\d+)*$`)
+)
+
+// expectedShape is quoted by every error about the wrapped fn's signature.
+const expectedShape = "ProcessElement([ctx context.Context,] key K, value V, emit func(O)) [error]"
+
+// userSpec is the serialisable description of the wrapped fn: either a
+// registered DoFn struct (its type and the JSON of its exported fields) or a
+// registered function.
+type userSpec struct {
+	Type *beam.EncodedType `json:",omitempty"`
+	JSON string            `json:",omitempty"`
+	Func *beam.EncodedFunc `json:",omitempty"`
+}
+
+// signature is what analysis of the wrapped fn found.
+type signature struct {
+	output reflect.Type // O of emit func(O)
+}
+
+// inspectFn checks fn against the input's key and value types and returns the
+// spec that will be shipped to workers and the output type.
+func inspectFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) {
+	if fn == nil {
+		return userSpec{}, nil, fmt.Errorf("fn is nil: pass a pointer to a registered DoFn struct or a registered function of the form %s", expectedShape)
+	}
+	v := reflect.ValueOf(fn)
+	switch {
+	case v.Kind() == reflect.Func:
+		sig, err := checkProcess(v.Type(), keyT, valT, "fn")
+		if err != nil {
+			return userSpec{}, nil, err
+		}
+		name := reflectx.FunctionName(fn)
+		if closureName.MatchString(name) {
+			return userSpec{}, nil, fmt.Errorf("fn %s is a closure or function literal; it cannot be shipped to a worker: declare it as a top-level function", name)
+		}
+		return userSpec{Func: &beam.EncodedFunc{Fn: reflectx.MakeFunc(fn)}}, sig.output, nil
+	case v.Kind() == reflect.Ptr && v.Type().Elem().Kind() == reflect.Struct:
+		if v.IsNil() {
+			return userSpec{}, nil, fmt.Errorf("fn is a nil %v: pass a pointer to a value", v.Type())
+		}
+		t := v.Type().Elem()
+		if key, ok := runtime.TypeKey(t); !ok {
+			return userSpec{}, nil, fmt.Errorf("fn type %v is unnamed: declare a named struct type and register it", t)
+		} else if _, ok := runtime.LookupType(key); !ok {
+			return userSpec{}, nil, fmt.Errorf("fn type %v is not registered: call register.DoFn%s (or beam.RegisterType) for it in an init() function, before beam.Init", t, "NxM[...](&"+t.Name()+"{})")
+		}
+		sig, err := checkStruct(v.Type(), keyT, valT)
+		if err != nil {
+			return userSpec{}, nil, err
+		}
+		body, err := json.Marshal(fn)
+		if err != nil {
+			return userSpec{}, nil, fmt.Errorf("fn %v cannot be serialised as JSON of its exported fields: %w", t, err)
+		}
+		return userSpec{Type: &beam.EncodedType{T: t}, JSON: string(body)}, sig.output, nil
+	case v.Kind() == reflect.Struct:
+		return userSpec{}, nil, fmt.Errorf("fn is a %v value: pass a pointer (&%v{...}) so that its methods are found", v.Type(), v.Type().Name())
+	default:
+		return userSpec{}, nil, fmt.Errorf("fn is a %v: want a pointer to a registered DoFn struct or a registered function of the form %s", v.Type(), expectedShape)
+	}
+}
+
+// checkProcess checks a ProcessElement signature (without receiver).
+func checkProcess(ft reflect.Type, keyT, valT reflect.Type, what string) (signature, error) {
+	bad := func(format string, args ...any) (signature, error) {
+		return signature{}, fmt.Errorf("%s has signature %v: %s; want %s with K=%v, V=%v", what, ft, fmt.Sprintf(format, args...), expectedShape, keyT, valT)
+	}
+	in := make([]reflect.Type, 0, ft.NumIn())
+	for i := 0; i < ft.NumIn(); i++ {
+		in = append(in, ft.In(i))
+	}
+	if len(in) > 0 && in[0] == contextType {
+		in = in[1:]
+	}
+	if len(in) != 3 {
+		return bad("it takes %d parameters after the optional context, want 3", len(in))
+	}
+	if !keyT.AssignableTo(in[0]) {
+		return bad("the key parameter is %v but the input's keys are %v", in[0], keyT)
+	}
+	if !valT.AssignableTo(in[1]) {
+		return bad("the value parameter is %v but the input's values are %v", in[1], valT)
+	}
+	out, ok := emitterOutput(in[2])
+	if !ok {
+		return bad("the last parameter %v is not an emitter func(O)", in[2])
+	}
+	if err := checkReturnsOnlyError(ft); err != nil {
+		return bad("%v", err)
+	}
+	return signature{output: out}, nil
+}
+
+func emitterOutput(t reflect.Type) (reflect.Type, bool) {
+	if t.Kind() != reflect.Func || t.NumIn() != 1 || t.NumOut() != 0 || t.IsVariadic() {
+		return nil, false
+	}
+	return t.In(0), true
+}
+
+func checkReturnsOnlyError(ft reflect.Type) error {
+	switch {
+	case ft.NumOut() == 0:
+		return nil
+	case ft.NumOut() == 1 && ft.Out(0) == errorType:
+		return nil
+	}
+	return fmt.Errorf("it returns %d values; want nothing or a single error", ft.NumOut())
+}
+
+// lifecycle lists the optional methods forwarded to the wrapped DoFn.
+var lifecycle = []string{"Setup", "StartBundle", "FinishBundle", "Teardown"}
+
+func checkStruct(pt reflect.Type, keyT, valT reflect.Type) (signature, error) {
+	m, ok := pt.MethodByName("ProcessElement")
+	if !ok {
+		return signature{}, fmt.Errorf("fn %v has no ProcessElement method; want %s", pt, expectedShape)
+	}
+	sig, err := checkProcess(methodType(m), keyT, valT, fmt.Sprintf("%v.ProcessElement", pt))
+	if err != nil {
+		return signature{}, err
+	}
+	emitT := reflect.FuncOf([]reflect.Type{sig.output}, nil, false)
+	for _, name := range lifecycle {
+		m, ok := pt.MethodByName(name)
+		if !ok {
+			continue
+		}
+		if err := checkLifecycle(name, methodType(m), emitT); err != nil {
+			return signature{}, fmt.Errorf("fn %v: %w", pt, err)
+		}
+	}
+	return sig, nil
+}
+
+// methodType drops the receiver from a method's func type.
+func methodType(m reflect.Method) reflect.Type {
+	ft := m.Type
+	in := make([]reflect.Type, 0, ft.NumIn()-1)
+	for i := 1; i < ft.NumIn(); i++ {
+		in = append(in, ft.In(i))
+	}
+	out := make([]reflect.Type, 0, ft.NumOut())
+	for i := 0; i < ft.NumOut(); i++ {
+		out = append(out, ft.Out(i))
+	}
+	return reflect.FuncOf(in, out, false)
+}
+
+func checkLifecycle(name string, ft reflect.Type, emitT reflect.Type) error {
+	want := name + "([ctx context.Context]) [error]"
+	if name == "StartBundle" || name == "FinishBundle" {
+		want = fmt.Sprintf("%s([ctx context.Context,] [emit %v]) [error]", name, emitT)
+	}
+	i := 0
+	if i < ft.NumIn() && ft.In(i) == contextType {
+		i++
+	}
+	if i < ft.NumIn() && ft.In(i) == emitT && (name == "StartBundle" || name == "FinishBundle") {
+		i++
+	}
+	if i != ft.NumIn() || checkReturnsOnlyError(ft) != nil {
+		return fmt.Errorf("%s has signature %v; want %s", name, ft, want)
+	}
+	return nil
+}
+
+// userFn is the wrapped fn on a worker. Its ProcessElement (with StartBundle
+// before and FinishBundle after, per element) runs concurrently on the pool's
+// goroutines. Teardown waits for the last running call: see close.
+type userFn struct {
+	name    string
+	process func(args []reflect.Value) error
+	procT   reflect.Type // ProcessElement's type, without receiver
+	methods map[string]reflect.Value // present lifecycle methods
+	emitT   reflect.Type
+
+	mu      sync.Mutex
+	refs    int
+	closing bool
+}
+
+func newUserFn(spec userSpec) (*userFn, error) {
+	switch {
+	case spec.Func != nil:
+		fn := spec.Func.Fn
+		process := func(args []reflect.Value) error {
+			in := make([]any, len(args))
+			for i, a := range args {
+				in[i] = a.Interface()
+			}
+			out := fn.Call(in)
+			if len(out) == 0 || out[0] == nil {
+				return nil
+			}
+			return out[0].(error)
+		}
+		return &userFn{name: fn.Name(), process: process, procT: fn.Type(), methods: map[string]reflect.Value{}, emitT: lastIn(fn.Type())}, nil
+	case spec.Type != nil:
+		ptr := reflect.New(spec.Type.T)
+		if spec.JSON != "" {
+			if err := json.Unmarshal([]byte(spec.JSON), ptr.Interface()); err != nil {
+				return nil, fmt.Errorf("async: rebuilding wrapped DoFn %v: %w", spec.Type.T, err)
+			}
+		}
+		m := ptr.MethodByName("ProcessElement")
+		process := func(args []reflect.Value) error { return resultError(m.Call(args)) }
+		u := &userFn{name: spec.Type.T.String(), process: process, procT: m.Type(), methods: map[string]reflect.Value{}, emitT: lastIn(m.Type())}
+		for _, name := range lifecycle {
+			if m := ptr.MethodByName(name); m.IsValid() {
+				u.methods[name] = m
+			}
+		}
+		return u, nil
+	}
+	return nil, fmt.Errorf("async: the transform carries no wrapped fn")
+}
+
+func lastIn(ft reflect.Type) reflect.Type { return ft.In(ft.NumIn() - 1) }
+
+// setup forwards Setup.
+func (u *userFn) setup(ctx context.Context) error { return u.lifecycle(ctx, "Setup", nil) }
+
+// hold counts a call that is about to be started; it fails once the fn is
+// closing. Every successful hold is matched by release.
+func (u *userFn) hold() bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closing {
+		return false
+	}
+	u.refs++
+	return true
+}
+
+// release ends a held call, and tears the fn down if it was the last one of
+// a closing fn.
+func (u *userFn) release() {
+	u.mu.Lock()
+	u.refs--
+	last := u.closing && u.refs == 0
+	u.mu.Unlock()
+	if last {
+		u.teardown(context.Background())
+	}
+}
+
+// close forwards Teardown now if no call is running, or else after the last
+// running call returns: calls started by this instance may outlive it, since
+// the pool is shared and another instance may commit their results.
+func (u *userFn) close(ctx context.Context) error {
+	u.mu.Lock()
+	u.closing = true
+	now := u.refs == 0
+	u.mu.Unlock()
+	if now {
+		return u.lifecycle(ctx, "Teardown", nil)
+	}
+	return nil
+}
+
+func (u *userFn) teardown(ctx context.Context) {
+	if err := u.lifecycle(ctx, "Teardown", nil); err != nil {
+		log.Warnf(ctx, "async: Teardown of %s after its last call: %v", u.name, err)
+	}
+}
+
+// call runs StartBundle, ProcessElement and FinishBundle for one element and
+// returns everything they emitted.
+func (u *userFn) call(ctx context.Context, key, value any) ([]any, error) {
+	var outputs []any
+	emit := reflect.MakeFunc(u.emitT, func(args []reflect.Value) []reflect.Value {
+		outputs = append(outputs, args[0].Interface())
+		return nil
+	})
+	if err := u.lifecycle(ctx, "StartBundle", &emit); err != nil {
+		return nil, err
+	}
+	ft := u.procT
+	args := make([]reflect.Value, 0, 4)
+	if ft.In(0) == contextType {
+		args = append(args, reflect.ValueOf(ctx))
+	}
+	args = append(args, valueOf(key, ft.In(len(args))), valueOf(value, ft.In(len(args)+1)), emit)
+	if err := u.process(args); err != nil {
+		return nil, err
+	}
+	if err := u.lifecycle(ctx, "FinishBundle", &emit); err != nil {
+		return nil, err
+	}
+	return outputs, nil
+}
+
+// lifecycle calls an optional method, passing ctx and emit where it takes them.
+func (u *userFn) lifecycle(ctx context.Context, name string, emit *reflect.Value) error {
+	m, ok := u.methods[name]
+	if !ok {
+		return nil
+	}
+	ft := m.Type()
+	var args []reflect.Value
+	for i := 0; i < ft.NumIn(); i++ {
+		switch ft.In(i) {
+		case contextType:
+			args = append(args, reflect.ValueOf(ctx))
+		default:
+			args = append(args, *emit)
+		}
+	}
+	if err := resultError(m.Call(args)); err != nil {
+		return fmt.Errorf("%s.%s: %w", strings.TrimPrefix(u.name, "*"), name, err)
+	}
+	return nil
+}
+
+// valueOf converts an element to the parameter type, mapping a nil interface
+// to the parameter's zero value.
+func valueOf(x any, t reflect.Type) reflect.Value {
+	if x == nil {
+		return reflect.Zero(t)
+	}
+	return reflect.ValueOf(x)
+}
+
+func resultError(out []reflect.Value) error {
+	if len(out) == 0 || out[0].IsNil() {
+		return nil
+	}
+	return out[0].Interface().(error)
+}
