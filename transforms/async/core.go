@@ -37,7 +37,6 @@ type core struct {
 	CallbackFrequencyNs int64
 	MaxWaitNs           int64
 
-
 	clock  timers.Clock
 	user   *userFn
 	keyEnc beam.ElementEncoder
@@ -184,4 +183,3 @@ func encode(enc beam.ElementEncoder, v any) ([]byte, error) {
 func decode(dec beam.ElementDecoder, b []byte) (any, error) {
 	return dec.Decode(bytes.NewReader(b))
 }
-

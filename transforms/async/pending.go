@@ -56,4 +56,3 @@ func cancelStale(pool *state.Pool, kb string, entries []pending) {
 		}
 	}
 }
-

@@ -130,4 +130,3 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 	}
 	return nil
 }
-

@@ -193,7 +193,7 @@ func checkLifecycle(name string, ft reflect.Type, emitT reflect.Type) error {
 type userFn struct {
 	name    string
 	process func(args []reflect.Value) error
-	procT   reflect.Type // ProcessElement's type, without receiver
+	procT   reflect.Type             // ProcessElement's type, without receiver
 	methods map[string]reflect.Value // present lifecycle methods
 	emitT   reflect.Type
 
