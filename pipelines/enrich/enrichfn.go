@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+)
+
+// keyByField keys each JSON Lines record by one of its fields.
+type keyByField struct {
+	Field string
+}
+
+func (f *keyByField) ProcessElement(line string) (string, string, error) {
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(line), &rec); err != nil {
+		return "", "", fmt.Errorf("input line is not a JSON object (%v): %.200s", err, line)
+	}
+	v, ok := rec[f.Field]
+	if !ok {
+		return "", "", fmt.Errorf("input record has no field %q to key by (see --key_field): %.200s", f.Field, line)
+	}
+	return fmt.Sprint(v), line, nil
+}
+
+// enrichFn is an ordinary synchronous DoFn: one blocking HTTP call per
+// record. The async transform runs it concurrently.
+type enrichFn struct {
+	ServiceURL string
+	TimeoutMs  int64
+
+	client *http.Client
+}
+
+func (f *enrichFn) Setup() {
+	f.client = &http.Client{Timeout: time.Duration(f.TimeoutMs) * time.Millisecond}
+}
+
+// ProcessElement calls the service and emits the record with the enrichment
+// merged in. A failed call is emitted as the record with an "enrich_error"
+// field, so that the job's output accounts for every input record.
+func (f *enrichFn) ProcessElement(ctx context.Context, key string, line string, emit func(string)) error {
+	var rec map[string]any
+	if err := json.Unmarshal([]byte(line), &rec); err != nil {
+		return fmt.Errorf("record of key %s is not JSON: %w", key, err)
+	}
+	extra, err := f.call(ctx, line)
+	if err != nil {
+		rec["enrich_error"] = err.Error()
+	} else {
+		for k, v := range extra {
+			rec[k] = v
+		}
+	}
+	out, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	emit(string(out))
+	return nil
+}
+
+func (f *enrichFn) call(ctx context.Context, line string) (map[string]any, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.ServiceURL, bytes.NewBufferString(line))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("enrichment service answered %s: %s", resp.Status, bytes.TrimSpace(body))
+	}
+	var extra map[string]any
+	if err := json.Unmarshal(body, &extra); err != nil {
+		return nil, fmt.Errorf("enrichment service answered with invalid JSON: %w", err)
+	}
+	return extra, nil
+}

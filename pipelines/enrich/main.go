@@ -1,0 +1,263 @@
+// Command enrich is the project's main job: it reads JSON Lines records, keys
+// them by a field, enriches each one with a call to an HTTP service through
+// the async transform, and writes the enriched records as JSON Lines.
+//
+// With no flags it runs on embedded prism against an enrichment service it
+// starts on loopback, over a sample of 3,000 order records shipped in data/:
+//
+//	go run ./pipelines/enrich
+//
+// It ends with one summary line:
+//
+//	records: in=N out=M failed=F wall=D throughput=R/s parallelism=P
+//
+// and exits non-zero if any input record is missing from the output or
+// appears more than once.
+package main
+
+import (
+	"bufio"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/asyncbeam/asyncbeam/runner"
+	"github.com/asyncbeam/asyncbeam/transforms/async"
+)
+
+//go:embed data/records.jsonl
+var sampleRecords []byte
+
+var (
+	input       = flag.String("input", "", "JSON Lines file to enrich (default: the 3,000 sample records shipped with the job)")
+	output      = flag.String("output", "", "directory for enriched.jsonl (default: a new temporary directory, printed)")
+	keyField    = flag.String("key_field", "customer_id", "record field whose value keys the records")
+	serviceURL  = flag.String("service_url", "", "enrichment service endpoint taking POSTed JSON records (default: start one on loopback)")
+	latency     = flag.Duration("latency", 20*time.Millisecond, "latency of each call to the loopback service")
+	errorRate   = flag.Float64("error_rate", 0, "share of calls the loopback service fails with 503, from 0 to 1")
+	concurrency = flag.Int("concurrency", 32, "calls in flight at once per worker (the async transform's parallelism)")
+	frequency   = flag.Duration("callback_frequency", time.Second, "commit timer period for unbounded input")
+	httpTimeout = flag.Duration("http_timeout", 10*time.Second, "timeout of one HTTP call")
+	verbose     = flag.Bool("verbose", false, "show the runner's own log lines")
+)
+
+func init() {
+	register.DoFn1x3[string, string, string, error](&keyByField{})
+	register.DoFn4x1[context.Context, string, string, func(string), error](&enrichFn{})
+	register.Emitter1[string]()
+}
+
+func main() {
+	flag.Parse()
+	beam.Init()
+	if err := run(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, "enrich:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context) error {
+	if !*verbose {
+		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	}
+	if err := runner.Check(); err != nil {
+		return err
+	}
+	outDir, err := outputDir()
+	if err != nil {
+		return err
+	}
+	inPath, err := inputPath(outDir)
+	if err != nil {
+		return err
+	}
+	inIDs, err := recordIDs(inPath)
+	if err != nil {
+		return err
+	}
+	url := *serviceURL
+	var svc *service
+	if url == "" {
+		if svc, err = startService(*latency, *errorRate); err != nil {
+			return err
+		}
+		defer svc.stop(context.Background())
+		url = svc.url
+	}
+	fmt.Printf("enrich: %d records from %s, key %q, service %s, runner %s\n", len(inIDs), inPath, *keyField, url, runner.Name())
+
+	p, s := beam.NewPipelineWithRoot()
+	lines := textio.Read(s, inPath)
+	keyed := beam.ParDo(s, &keyByField{Field: *keyField}, lines)
+	enriched, err := async.TryParDo(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed,
+		async.WithParallelism(*concurrency), async.WithCallbackFrequency(*frequency))
+	if err != nil {
+		return err
+	}
+	outPath := filepath.Join(outDir, "enriched.jsonl")
+	textio.Write(s, outPath, enriched)
+
+	start := time.Now()
+	stopProgress := showProgress(svc, len(inIDs), start)
+	_, err = runner.Run(ctx, p)
+	stopProgress()
+	wall := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("pipeline failed: %w", err)
+	}
+	return summarize(inIDs, outPath, wall, svc)
+}
+
+func outputDir() (string, error) {
+	if *output != "" {
+		return *output, os.MkdirAll(*output, 0o755)
+	}
+	return os.MkdirTemp("", "enrich-")
+}
+
+// inputPath returns --input, or writes the embedded sample next to the output.
+func inputPath(outDir string) (string, error) {
+	if *input != "" {
+		return *input, nil
+	}
+	path := filepath.Join(outDir, "sample-records.jsonl")
+	return path, os.WriteFile(path, sampleRecords, 0o644)
+}
+
+// recordIDs reads the "id" of every record of a JSON Lines file.
+func recordIDs(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening input: %w", err)
+	}
+	defer f.Close()
+	var ids []string
+	err = eachLine(f, func(line string) error {
+		var rec struct {
+			ID any `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			return fmt.Errorf("%s: a line is not a JSON object: %w", path, err)
+		}
+		ids = append(ids, fmt.Sprint(rec.ID))
+		return nil
+	})
+	return ids, err
+}
+
+func eachLine(r io.Reader, fn func(string) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for sc.Scan() {
+		if line := strings.TrimSpace(sc.Text()); line != "" {
+			if err := fn(line); err != nil {
+				return err
+			}
+		}
+	}
+	return sc.Err()
+}
+
+// showProgress prints the loopback service's call count every second: a
+// live line on a terminal, plain lines otherwise. The returned func stops it
+// and waits for its goroutine.
+func showProgress(svc *service, total int, start time.Time) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	live := isTerminal(os.Stdout)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				if live {
+					fmt.Println()
+				}
+				return
+			case <-tick.C:
+				line := fmt.Sprintf("progress: elapsed=%s", time.Since(start).Round(time.Second))
+				if svc != nil {
+					line += fmt.Sprintf(" calls=%d/%d in_flight=%d", svc.calls.Load(), total, svc.inFlight.Load())
+				}
+				if live {
+					fmt.Printf("\r%-70s", line)
+				} else {
+					fmt.Println(line)
+				}
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// summarize checks the output against the input and prints the summary line.
+func summarize(inIDs []string, outPath string, wall time.Duration, svc *service) error {
+	f, err := os.Open(outPath)
+	if err != nil {
+		return fmt.Errorf("opening output: %w", err)
+	}
+	defer f.Close()
+	seen := map[string]int{}
+	out, failed := 0, 0
+	err = eachLine(f, func(line string) error {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			return fmt.Errorf("output line is not JSON: %w", err)
+		}
+		seen[fmt.Sprint(rec["id"])]++
+		if _, bad := rec["enrich_error"]; bad {
+			failed++
+		} else {
+			out++
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	missing, dups := 0, 0
+	for _, id := range inIDs {
+		switch seen[id] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			dups++
+		}
+		seen[id] = -1 // count each input ID once
+	}
+	line := fmt.Sprintf("records: in=%d out=%d failed=%d wall=%s throughput=%.0f/s",
+		len(inIDs), out, failed, wall.Round(time.Millisecond), float64(len(inIDs))/wall.Seconds())
+	if svc != nil {
+		line += fmt.Sprintf(" parallelism=%d", svc.peak.Load())
+	}
+	fmt.Printf("output: %s\n%s\n", outPath, line)
+	if missing > 0 || dups > 0 {
+		return fmt.Errorf("%d input records missing from the output and %d duplicated", missing, dups)
+	}
+	return nil
+}
