@@ -1,0 +1,405 @@
+package async
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+var stringKey = reflect.TypeOf("")
+
+func sorted(s []string) []string {
+	s = append([]string(nil), s...)
+	sort.Strings(s)
+	return s
+}
+
+func mustFire(t *testing.T, h *harness, f *streamFn, key any) []string {
+	t.Helper()
+	out, err := h.fire(f, key)
+	if err != nil {
+		t.Fatalf("commit of key %v: %v", key, err)
+	}
+	return sorted(out)
+}
+
+func TestCommitBasic(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	f := h.stream()
+	h.process(f, "a", 1)
+	if _, ok := h.tm("a").take(); !ok {
+		t.Fatal("ProcessElement set no commit timer")
+	}
+	book.open(gateID(t.Name(), "a", 1))
+	h.waitFinished("a", 1)
+	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("commit emitted %v, want %v", got, want)
+	}
+	if n := h.st("a").size(); n != 0 {
+		t.Errorf("bag state holds %d entries after the commit, want 0", n)
+	}
+	if _, ok := h.tm("a").take(); ok {
+		t.Error("a commit that left nothing re-armed its timer; a bounded pipeline could not end")
+	}
+	if got := mustFire(t, h, f, "a"); len(got) != 0 {
+		t.Errorf("a second commit emitted %v, want nothing", got)
+	}
+}
+
+func TestCommitTimerOnRoundIncrement(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(time.Second))
+	f := h.stream()
+	h.process(f, "a", 1)
+	first, _ := h.tm("a").take()
+	h.clock.Advance(100 * time.Millisecond)
+	h.process(f, "a", 2)
+	second, _ := h.tm("a").take()
+	if !first.Equal(second) {
+		t.Errorf("a later element of the key moved its commit from %v to %v", first, second)
+	}
+	if d := first.Sub(h.clock.Now()); d <= -time.Second || d > time.Second {
+		t.Errorf("commit timer %v is not within one period of now", d)
+	}
+	book.open(gateID(t.Name(), "a", 1))
+	book.open(gateID(t.Name(), "a", 2))
+}
+
+func TestCommitKeysIndependent(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	f := h.stream()
+	h.process(f, "a", 1)
+	h.process(f, "b", 1)
+	book.open(gateID(t.Name(), "b", 1))
+	h.waitFinished("b", 1)
+	if got := mustFire(t, h, f, "a"); len(got) != 0 {
+		t.Errorf("commit of key a emitted %v while a's element runs, want nothing", got)
+	}
+	if _, ok := h.tm("a").take(); !ok {
+		t.Error("commit of a key with running work did not re-arm")
+	}
+	if got, want := mustFire(t, h, f, "b"), []string{"b:1#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("commit of key b = %v, want %v", got, want)
+	}
+	book.open(gateID(t.Name(), "a", 1))
+	h.waitFinished("a", 1)
+	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("commit of key a = %v, want %v", got, want)
+	}
+}
+
+func TestCommitSeveralOutputsAndFinishBundle(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name(), Outputs: 3, Finish: true}, stringKey)
+	f := h.stream()
+	h.process(f, "a", 7)
+	book.open(gateID(t.Name(), "a", 7))
+	h.waitFinished("a", 7)
+	want := []string{"a:7#0", "a:7#1", "a:7#2", "finish"}
+	if got := mustFire(t, h, f, "a"); !reflect.DeepEqual(got, want) {
+		t.Errorf("commit = %v, want %v", got, want)
+	}
+}
+
+func TestDuplicateRunsOnceAndEmitsOnce(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	f := h.stream()
+	h.process(f, "a", 5)
+	h.process(f, "a", 5) // same (key, value): one element
+	id := gateID(t.Name(), "a", 5)
+	book.open(id)
+	h.waitFinished("a", 5)
+	h.process(f, "a", 5) // a slow duplicate, after the first finished
+	if got, want := mustFire(t, h, f, "a"), []string{"a:5#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("commit = %v, want %v", got, want)
+	}
+	if n := book.count(id); n != 1 {
+		t.Errorf("the fn ran %d times for one element delivered three times, want 1", n)
+	}
+	if n := h.st("a").size(); n != 0 {
+		t.Errorf("bag state holds %d duplicate entries after the commit, want 0", n)
+	}
+}
+
+func TestSameValueUnderTwoKeysIsTwoElements(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	f := h.stream()
+	h.process(f, "a", 1)
+	h.process(f, "b", 1)
+	book.open(gateID(t.Name(), "a", 1))
+	book.open(gateID(t.Name(), "b", 1))
+	h.waitFinished("a", 1)
+	h.waitFinished("b", 1)
+	got := append(mustFire(t, h, f, "a"), mustFire(t, h, f, "b")...)
+	if want := []string{"a:1#0", "b:1#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("commits = %v, want %v", got, want)
+	}
+}
+
+func TestCustomIDFn(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(parity))
+	f := h.stream()
+	h.process(f, "a", 2)
+	h.process(f, "a", 4) // same parity: the same element
+	h.process(f, "a", 3)
+	book.open(gateID(t.Name(), "a", 2))
+	book.open(gateID(t.Name(), "a", 3))
+	h.waitFinished("a", 2)
+	h.waitFinished("a", 3)
+	if got, want := mustFire(t, h, f, "a"), []string{"a:2#0", "a:3#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("commit = %v, want %v", got, want)
+	}
+	if n := book.count(gateID(t.Name(), "a", 4)); n != 0 {
+		t.Errorf("element 4, a duplicate of 2 by ID, ran %d times", n)
+	}
+}
+
+// TestRestartReschedules models a worker restart: the registry is reset, so
+// the element in bag state is unknown locally; the commit starts it again and
+// emits it once.
+func TestRestartReschedules(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fn   any
+		keyT reflect.Type
+		key  any
+	}{
+		{"string key", &gated{Name: "restart-string"}, stringKey, "k"},
+		{"int key", &gatedInt{gated{Name: "restart-int"}}, reflect.TypeOf(0), 42},
+		{"struct key", &gatedStruct{gated{Name: "restart-struct"}}, reflect.TypeOf(point{}), point{1, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.fn, tc.keyT)
+			f := h.stream()
+			h.process(f, tc.key, 1)
+			name := tc.fn.(interface{ base() *gated }).base().Name
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := state.Reset(ctx); err != nil { // the running call is cancelled
+				t.Fatalf("Reset: %v", err)
+			}
+			if got := mustFire(t, h, f, tc.key); len(got) != 0 {
+				t.Fatalf("first commit after restart emitted %v, want nothing (just rescheduled)", got)
+			}
+			book.open(gateID(name, tc.key, 1))
+			h.waitFinished(tc.key, 1)
+			want := []string{fmt.Sprintf("%v:1#0", tc.key)}
+			if got := mustFire(t, h, f, tc.key); !reflect.DeepEqual(got, want) {
+				t.Errorf("commit after restart = %v, want %v", got, want)
+			}
+			// The first call may have been cancelled before it began.
+			if n := book.count(gateID(name, tc.key, 1)); n < 1 || n > 2 {
+				t.Errorf("calls = %d, want 1 or 2 (the rescheduled one, after the cancelled one)", n)
+			}
+		})
+	}
+}
+
+func (g *gated) base() *gated { return g }
+
+// TestStaleLocalWorkIsCancelled: the element left bag state (committed by
+// another worker); this worker's call is cancelled and never emitted.
+func TestStaleLocalWorkIsCancelled(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fn   any
+		keyT reflect.Type
+		key  any
+	}{
+		{"string key", &gated{Name: "stale-string"}, stringKey, "k"},
+		{"int key", &gatedInt{gated{Name: "stale-int"}}, reflect.TypeOf(0), 7},
+		{"struct key", &gatedStruct{gated{Name: "stale-struct"}}, reflect.TypeOf(point{}), point{3, 4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.fn, tc.keyT)
+			f := h.stream()
+			h.process(f, tc.key, 1)
+			h.process(f, tc.key, 2)
+			// Another worker committed element 1: drop it from this key's state.
+			st := h.st(tc.key)
+			st.mu.Lock()
+			st.bags[pendingStateID] = st.bags[pendingStateID][1:]
+			st.mu.Unlock()
+			p, _ := h.c.pool()
+			before := p.Buffered()
+			if got := mustFire(t, h, f, tc.key); len(got) != 0 {
+				t.Errorf("commit emitted %v, want nothing", got)
+			}
+			if after := p.Buffered(); after != before-1 {
+				t.Errorf("buffer places after cancelling the stale element = %d, want %d", after, before-1)
+			}
+			name := tc.fn.(interface{ base() *gated }).base().Name
+			book.open(gateID(name, tc.key, 2))
+			h.waitFinished(tc.key, 2)
+			want := []string{fmt.Sprintf("%v:2#0", tc.key)}
+			if got := mustFire(t, h, f, tc.key); !reflect.DeepEqual(got, want) {
+				t.Errorf("commit = %v, want %v (the cancelled element must never be emitted)", got, want)
+			}
+		})
+	}
+}
+
+func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithCallbackFrequency(10*time.Second))
+	f := h.stream()
+	p, _ := h.c.pool()
+	h.process(f, "a", 1)
+	h.process(f, "a", 2) // no room: stays in bag state only
+	if got := p.Buffered(); got != 1 {
+		t.Fatalf("buffered = %d, want 1 (the bound)", got)
+	}
+	if got := h.st("a").size(); got != 2 {
+		t.Fatalf("bag state holds %d elements, want 2 (queued work is kept)", got)
+	}
+	book.open(gateID(t.Name(), "a", 1))
+	book.open(gateID(t.Name(), "a", 2))
+	h.waitFinished("a", 1)
+	h.tm("a").take()
+	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("first commit = %v, want %v", got, want)
+	}
+	next, ok := h.tm("a").take()
+	if !ok {
+		t.Fatal("commit with queued work did not re-arm")
+	}
+	if wait := next.Sub(h.clock.Now()); wait >= 10*time.Second {
+		t.Errorf("re-armed %v ahead, a whole round; want sooner, from the observed call latency", wait)
+	}
+	h.waitFinished("a", 2) // the commit started the queued element
+	if got, want := mustFire(t, h, f, "a"), []string{"a:2#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("second commit = %v, want %v", got, want)
+	}
+	if got := p.Buffered(); got != 0 {
+		t.Errorf("buffered after all commits = %d, want 0", got)
+	}
+}
+
+func TestFailureFailsCommitThenRetrySucceeds(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		arrange func(id string)
+		want    string
+	}{
+		{"error", func(id string) { book.mu.Lock(); book.fail[id] = errors.New("backend down"); book.mu.Unlock() }, "backend down"},
+		{"panic", func(id string) { book.mu.Lock(); book.panic[id] = "kaboom"; book.mu.Unlock() }, "kaboom"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := t.Name()
+			h := newHarness(t, &gated{Name: name}, stringKey)
+			f := h.stream()
+			id := gateID(name, "a", 1)
+			tc.arrange(id)
+			h.process(f, "a", 1)
+			book.open(id)
+			h.waitFinished("a", 1)
+			_, err := h.fire(f, "a")
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("commit error = %v, want one carrying %q", err, tc.want)
+			}
+			if tc.name == "panic" && !strings.Contains(err.Error(), "goroutine") {
+				t.Errorf("a panic's error carries no stack: %v", err)
+			}
+			book.mu.Lock()
+			delete(book.panic, id)
+			book.mu.Unlock()
+			// The runner retries the failed callback with the same state.
+			if got, _ := h.fire(f, "a"); len(got) != 0 {
+				t.Fatalf("retried commit emitted %v before the rerun finished", got)
+			}
+			h.waitFinished("a", 1)
+			if got, want := mustFire(t, h, f, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
+				t.Errorf("commit after the rerun = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+func TestDrainCommitsEverything(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithParallelism(2), WithMaxItemsToBuffer(2))
+	f := h.batch()
+	var want []string
+	for v := 0; v < 9; v++ {
+		h.process(f, "a", v)
+		book.open(gateID(t.Name(), "a", v))
+		want = append(want, fmt.Sprintf("a:%d#0", v))
+	}
+	h.process(f, "a", 3) // a duplicate
+	got, err := h.drain(f, "a")
+	if err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if got := sorted(got); !reflect.DeepEqual(got, want) {
+		t.Errorf("drain emitted %v, want %v", got, want)
+	}
+	if n := h.st("a").size(); n != 0 {
+		t.Errorf("bag state holds %d entries after the drain, want 0", n)
+	}
+	p, _ := h.c.pool()
+	if p.Len() != 0 || p.Buffered() != 0 {
+		t.Errorf("pool after drain: %d tasks, %d buffered; want none", p.Len(), p.Buffered())
+	}
+}
+
+func TestConcurrentKeysLoad(t *testing.T) {
+	const keys, perKey = 20, 25
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithParallelism(8), WithMaxItemsToBuffer(1000))
+	for k := 0; k < keys; k++ {
+		for v := 0; v < perKey; v++ {
+			book.open(gateID(t.Name(), fmt.Sprint("k", k), v))
+		}
+	}
+	// Every key gets its own DoFn instance, like concurrent bundles.
+	for k := 0; k < keys; k++ {
+		h.st(fmt.Sprint("k", k))
+		h.tm(fmt.Sprint("k", k))
+	}
+	var wg sync.WaitGroup
+	results := make([][]string, keys)
+	errs := make([]error, keys)
+	for k := 0; k < keys; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprint("k", k)
+			f := h.stream()
+			for v := 0; v < perKey; v++ {
+				f.StartBundle(context.Background(), nil)
+				if _, err := f.accept(context.Background(), 0, &f.Pending, h.states[key], key, v); err != nil {
+					errs[k] = err
+					return
+				}
+			}
+			for round := 0; round < 1000 && h.states[key].size() > 0; round++ {
+				out, err := h.fire(f, key)
+				if err != nil {
+					errs[k] = err
+					return
+				}
+				results[k] = append(results[k], out...)
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	for k := 0; k < keys; k++ {
+		if errs[k] != nil {
+			t.Fatalf("key %d: %v", k, errs[k])
+		}
+		if got := len(results[k]); got != perKey {
+			t.Errorf("key k%d: %d outputs, want %d", k, got, perKey)
+		}
+		seen := map[string]bool{}
+		for _, o := range results[k] {
+			if seen[o] {
+				t.Errorf("key k%d: %s emitted twice", k, o)
+			}
+			seen[o] = true
+		}
+	}
+}

@@ -1,0 +1,321 @@
+package async
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/google/uuid"
+
+	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/timers"
+)
+
+// memState is an in-memory state.Provider for one key: bag state only.
+type memState struct {
+	mu   sync.Mutex
+	bags map[string][]any
+}
+
+func (m *memState) ReadBagState(id string) ([]any, []beamstate.Transaction, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]any(nil), m.bags[id]...), nil, nil
+}
+func (m *memState) WriteBagState(t beamstate.Transaction) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.bags == nil {
+		m.bags = map[string][]any{}
+	}
+	m.bags[t.Key] = append(m.bags[t.Key], t.Val)
+	return nil
+}
+func (m *memState) ClearBagState(t beamstate.Transaction) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.bags, t.Key)
+	return nil
+}
+func (m *memState) size() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.bags[pendingStateID])
+}
+
+var errUnused = fmt.Errorf("memState: not used by the async transform")
+
+func (m *memState) ReadValueState(string) (any, []beamstate.Transaction, error) {
+	return nil, nil, errUnused
+}
+func (m *memState) WriteValueState(beamstate.Transaction) error { return errUnused }
+func (m *memState) ClearValueState(beamstate.Transaction) error { return errUnused }
+func (m *memState) CreateAccumulatorFn(string) reflectx.Func    { return nil }
+func (m *memState) AddInputFn(string) reflectx.Func             { return nil }
+func (m *memState) MergeAccumulatorsFn(string) reflectx.Func    { return nil }
+func (m *memState) ExtractOutputFn(string) reflectx.Func        { return nil }
+func (m *memState) ReadMapStateValue(string, any) (any, []beamstate.Transaction, error) {
+	return nil, nil, errUnused
+}
+func (m *memState) ReadMapStateKeys(string) ([]any, []beamstate.Transaction, error) {
+	return nil, nil, errUnused
+}
+func (m *memState) WriteMapState(beamstate.Transaction) error    { return errUnused }
+func (m *memState) ClearMapStateKey(beamstate.Transaction) error { return errUnused }
+func (m *memState) ClearMapState(beamstate.Transaction) error    { return errUnused }
+func (m *memState) ReadOrderedListState(string) ([]any, []beamstate.Transaction, error) {
+	return nil, nil, errUnused
+}
+func (m *memState) WriteOrderedListState(beamstate.Transaction) error { return errUnused }
+func (m *memState) ClearOrderedListState(beamstate.Transaction) error { return errUnused }
+
+// memTimers records the timers set for one key; the last set wins.
+type memTimers struct {
+	mu   sync.Mutex
+	last *beamtimers.TimerMap
+}
+
+func (m *memTimers) Set(t beamtimers.TimerMap) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = &t
+}
+
+// pending returns the fire time of the set timer and clears it, or false.
+func (m *memTimers) take() (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		return time.Time{}, false
+	}
+	t := m.last.FireTimestamp.ToTime()
+	m.last = nil
+	return t, true
+}
+
+// gated is a wrapped DoFn whose calls block until the test opens their gate.
+// Calls and gates live in package variables keyed by Name, because the
+// transform rebuilds the fn from JSON in Setup.
+type gated struct {
+	Name string
+	// Outputs per call from ProcessElement; FinishBundle adds one more when Finish is set.
+	Outputs int
+	Finish  bool
+}
+
+type gateBook struct {
+	mu    sync.Mutex
+	gates map[string]chan struct{}
+	calls map[string]int
+	fail  map[string]error
+	panic map[string]any
+}
+
+var book = &gateBook{gates: map[string]chan struct{}{}, calls: map[string]int{}, fail: map[string]error{}, panic: map[string]any{}}
+
+func gateID(name string, key any, v int) string { return fmt.Sprintf("%s/%v/%d", name, key, v) }
+
+func (b *gateBook) gate(id string) chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	g, ok := b.gates[id]
+	if !ok {
+		g = make(chan struct{})
+		b.gates[id] = g
+	}
+	return g
+}
+
+func (b *gateBook) open(id string) { close(b.gate(id)) }
+
+func (b *gateBook) count(id string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.calls[id]
+}
+
+func (f *gated) run(ctx context.Context, key any, v int, emit func(string)) error {
+	id := gateID(f.Name, key, v)
+	book.mu.Lock()
+	book.calls[id]++
+	fail, p := book.fail[id], book.panic[id]
+	delete(book.fail, id)
+	book.mu.Unlock()
+	select {
+	case <-book.gate(id):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if p != nil {
+		panic(p)
+	}
+	if fail != nil {
+		return fail
+	}
+	for i := 0; i < max(f.Outputs, 1); i++ {
+		emit(fmt.Sprintf("%v:%d#%d", key, v, i))
+	}
+	return nil
+}
+
+func (f *gated) ProcessElement(ctx context.Context, key string, v int, emit func(string)) error {
+	return f.run(ctx, key, v, emit)
+}
+
+func (f *gated) FinishBundle(emit func(string)) {
+	if f.Finish {
+		emit("finish")
+	}
+}
+
+// gatedInt and gatedStruct take other key types.
+type gatedInt struct{ gated }
+
+func (f *gatedInt) ProcessElement(ctx context.Context, key int, v int, emit func(string)) error {
+	return f.run(ctx, key, v, emit)
+}
+
+type point struct{ X, Y int }
+
+type gatedStruct struct{ gated }
+
+func (f *gatedStruct) ProcessElement(ctx context.Context, key point, v int, emit func(string)) error {
+	return f.run(ctx, key, v, emit)
+}
+
+// parity is an ID function: elements with values of equal parity are one.
+func parity(v int) string { return fmt.Sprint(v % 2) }
+
+func init() {
+	register.DoFn4x1[context.Context, string, int, func(string), error](&gated{})
+	register.DoFn4x1[context.Context, int, int, func(string), error](&gatedInt{})
+	register.DoFn4x1[context.Context, point, int, func(string), error](&gatedStruct{})
+	register.Function1x1(parity)
+	beam.RegisterType(reflect.TypeOf(point{}))
+}
+
+// harness drives one transform's DoFns directly, with per-key in-memory
+// state and timers and a manual clock.
+type harness struct {
+	t      *testing.T
+	c      core
+	clock  *timers.Manual
+	states map[any]*memState
+	timers map[any]*memTimers
+}
+
+func newHarness(t *testing.T, fn any, keyT reflect.Type, opts ...Option) *harness {
+	t.Helper()
+	set, err := resolve(opts)
+	if err != nil {
+		t.Fatalf("resolve: %v", err)
+	}
+	spec, _, err := inspectFn(fn, keyT, reflect.TypeOf(0))
+	if err != nil {
+		t.Fatalf("inspectFn: %v", err)
+	}
+	idFn, err := inspectIDFn(set.idFn, reflect.TypeOf(0))
+	if err != nil {
+		t.Fatalf("inspectIDFn: %v", err)
+	}
+	h := &harness{t: t, clock: timers.NewManual(time.Unix(1_800_000_000, 0)), states: map[any]*memState{}, timers: map[any]*memTimers{}}
+	h.c = core{
+		ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: keyT}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
+		IDFn: idFn, Parallelism: set.parallelism, Buffer: set.buffer,
+		CallbackFrequencyNs: int64(set.freq), MaxWaitNs: int64(set.maxWait), clock: h.clock,
+	}
+	if err := h.c.Setup(context.Background()); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	t.Cleanup(func() {
+		h.c.Teardown(context.Background())
+		if p, err := h.c.pool(); err == nil {
+			p.Close(context.Background())
+		}
+	})
+	return h
+}
+
+func (h *harness) stream() *streamFn {
+	return &streamFn{core: h.c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Commit: beamtimers.InProcessingTime(commitFamily)}
+}
+
+func (h *harness) batch() *batchFn {
+	return &batchFn{core: h.c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Drain: beamtimers.InEventTime(drainFamily)}
+}
+
+func (h *harness) st(key any) *memState {
+	if h.states[key] == nil {
+		h.states[key] = &memState{}
+	}
+	return h.states[key]
+}
+
+func (h *harness) tm(key any) *memTimers {
+	if h.timers[key] == nil {
+		h.timers[key] = &memTimers{}
+	}
+	return h.timers[key]
+}
+
+// process feeds one element to fn (a *streamFn or *batchFn).
+func (h *harness) process(fn any, key any, v int) {
+	h.t.Helper()
+	var err error
+	ts := mtime.FromTime(h.clock.Now())
+	w := window.GlobalWindow{}
+	switch f := fn.(type) {
+	case *streamFn:
+		f.StartBundle(context.Background(), nil)
+		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, nil)
+	case *batchFn:
+		f.StartBundle(context.Background(), nil)
+		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, nil)
+	}
+	if err != nil {
+		h.t.Fatalf("ProcessElement(%v, %d): %v", key, v, err)
+	}
+}
+
+// fire runs the key's commit callback and returns what it emitted.
+func (h *harness) fire(f *streamFn, key any) ([]string, error) {
+	var out []string
+	emit := func(z beam.Z) { out = append(out, z.(string)) }
+	err := f.OnTimer(context.Background(), mtime.FromTime(h.clock.Now()), h.st(key), h.tm(key), key, beamtimers.Context{Family: commitFamily}, emit)
+	return out, err
+}
+
+func (h *harness) drain(f *batchFn, key any) ([]string, error) {
+	var out []string
+	emit := func(z beam.Z) { out = append(out, z.(string)) }
+	err := f.OnTimer(context.Background(), h.st(key), h.tm(key), key, beamtimers.Context{Family: drainFamily}, emit)
+	return out, err
+}
+
+// waitFinished waits until the pool's task for (key, v) has finished.
+func (h *harness) waitFinished(key any, v int) {
+	h.t.Helper()
+	p, _ := h.c.pool()
+	kb, _ := encode(h.c.keyEnc, key)
+	vb, _ := encode(h.c.valEnc, v)
+	id, _ := h.c.identify(v, vb)
+	t := p.Lookup(state.TaskKey{Key: string(kb), ID: id})
+	if t == nil {
+		h.t.Fatalf("element (%v, %d) is not known to the pool", key, v)
+	}
+	select {
+	case <-t.Done():
+	case <-time.After(10 * time.Second):
+		h.t.Fatalf("element (%v, %d) did not finish", key, v)
+	}
+}
