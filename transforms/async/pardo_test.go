@@ -1,0 +1,120 @@
+package async_test
+
+import (
+	"reflect"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async"
+)
+
+type unregistered struct{}
+
+func (*unregistered) ProcessElement(key string, v int, emit func(string)) {}
+
+type wrongShape struct{}
+
+func (*wrongShape) ProcessElement(v int, emit func(string)) {}
+
+type badSetup struct{}
+
+func (*badSetup) Setup(x int)                                          {}
+func (*badSetup) ProcessElement(key string, v int, emit func(string)) {}
+
+// upper is a plain registered function of the wrapped shape.
+func upper(key string, v int, emit func(string)) { emit(strings.ToUpper(key) + fmt.Sprint(v)) }
+
+func valueID(v int) string { return fmt.Sprint(v) }
+
+func init() {
+	register.DoFn2x0[int, func(string)](&wrongShape{})
+	beam.RegisterType(reflect.TypeOf(badSetup{}))
+	register.Function3x0(upper)
+	register.Function1x1(valueID)
+}
+
+func TestTryParDoConstructionErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   any
+		kv   bool
+		opts []async.Option
+		want string
+	}{
+		{"input not KV", &slowLabel{}, false, nil, "PCollection<KV<K, V>>"},
+		{"nil fn", nil, true, nil, "fn is nil"},
+		{"nil pointer", (*slowLabel)(nil), true, nil, "nil *async_test.slowLabel"},
+		{"struct value", slowLabel{}, true, nil, "pass a pointer"},
+		{"not registered", &unregistered{}, true, nil, "not registered"},
+		{"wrong shape", &wrongShape{}, true, nil, "ProcessElement([ctx context.Context,] key K, value V, emit func(O))"},
+		{"wrong Setup", &badSetup{}, true, nil, "Setup has signature"},
+		{"closure", func(k string, v int, emit func(string)) {}, true, nil, "closure"},
+		{"parallelism 0", &slowLabel{}, true, []async.Option{async.WithParallelism(0)}, "WithParallelism(0)"},
+		{"negative frequency", &slowLabel{}, true, []async.Option{async.WithCallbackFrequency(-time.Second)}, "WithCallbackFrequency"},
+		{"zero frequency", &slowLabel{}, true, []async.Option{async.WithCallbackFrequency(0)}, "must be > 0"},
+		{"buffer below parallelism", &slowLabel{}, true, []async.Option{async.WithParallelism(8), async.WithMaxItemsToBuffer(4)}, "smaller than the parallelism"},
+		{"negative wait", &slowLabel{}, true, []async.Option{async.WithMaxWait(-1)}, "WithMaxWait"},
+		{"ID fn of wrong type", &slowLabel{}, true, []async.Option{async.WithIDFn(strings.ToUpper)}, "want func(int) string"},
+		{"nil option", &slowLabel{}, true, []async.Option{nil}, "nil Option"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, s := beam.NewPipelineWithRoot()
+			col := beam.Create(s, 1, 2)
+			if tc.kv {
+				col = beam.ParDo(s, &keyBy{Keys: 2}, col)
+			}
+			_, err := async.TryParDo(s, tc.fn, col, tc.opts...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("TryParDo error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestParDoPanicsWithTheError(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "PCollection<KV<K, V>>") {
+			t.Errorf("ParDo on a non-KV input panicked with %v, want the TryParDo error", r)
+		}
+	}()
+	_, s := beam.NewPipelineWithRoot()
+	async.ParDo(s, &slowLabel{}, beam.Create(s, 1))
+}
+
+func TestPipelineFunctionAndIDFn(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	out := async.ParDo(s, upper, input(s, 40, 4), async.WithIDFn(valueID), async.WithParallelism(4))
+	var want []any
+	for i := 0; i < 40; i++ {
+		k, v := keyed(i, 4)
+		want = append(want, strings.ToUpper(k)+fmt.Sprint(v))
+	}
+	passert.EqualsList(s, out, want)
+	ptest.RunAndValidate(t, p)
+}
+
+// Example wraps an existing synchronous DoFn: the calls run up to 32 at a
+// time, and every output is committed exactly once.
+func Example() {
+	p, s := beam.NewPipelineWithRoot()
+	keyedInput := input(s, 100, 10) // PCollection<KV<string, int>>
+	labels := async.ParDo(s, &slowLabel{SleepMs: 20}, keyedInput,
+		async.WithParallelism(32), async.WithCallbackFrequency(500*time.Millisecond))
+	passert.Count(s, labels, "labels", 100)
+	if err := ptest.Run(p); err != nil {
+		fmt.Println("pipeline failed:", err)
+		return
+	}
+	fmt.Println("ok")
+	// Output: ok
+}
+
+
