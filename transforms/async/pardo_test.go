@@ -1,8 +1,8 @@
 package async_test
 
 import (
-	"reflect"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,7 +25,7 @@ func (*wrongShape) ProcessElement(v int, emit func(string)) {}
 
 type badSetup struct{}
 
-func (*badSetup) Setup(x int)                                          {}
+func (*badSetup) Setup(x int)                                         {}
 func (*badSetup) ProcessElement(key string, v int, emit func(string)) {}
 
 // upper is a plain registered function of the wrapped shape.
@@ -116,5 +116,3 @@ func Example() {
 	fmt.Println("ok")
 	// Output: ok
 }
-
-
