@@ -49,6 +49,7 @@ var (
 	latency     = flag.Duration("latency", 20*time.Millisecond, "latency of each call to the loopback service")
 	errorRate   = flag.Float64("error_rate", 0, "share of calls the loopback service fails with 503, from 0 to 1")
 	concurrency = flag.Int("concurrency", 32, "calls in flight at once per worker (the async transform's parallelism)")
+	buffer      = flag.Int("buffer", 4096, "elements held per worker: waiting, running or awaiting commit (0: the transform's default, max(2*concurrency, 10))")
 	frequency   = flag.Duration("callback_frequency", time.Second, "commit timer period for unbounded input")
 	httpTimeout = flag.Duration("http_timeout", 10*time.Second, "timeout of one HTTP call")
 	verbose     = flag.Bool("verbose", false, "show the runner's own log lines")
@@ -102,8 +103,12 @@ func run(ctx context.Context) error {
 	p, s := beam.NewPipelineWithRoot()
 	lines := textio.Read(s, inPath)
 	keyed := beam.ParDo(s, &keyByField{Field: *keyField}, lines)
+	opts := []async.Option{async.WithParallelism(*concurrency), async.WithCallbackFrequency(*frequency)}
+	if *buffer > 0 {
+		opts = append(opts, async.WithMaxItemsToBuffer(*buffer))
+	}
 	enriched, err := async.TryParDo(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed,
-		async.WithParallelism(*concurrency), async.WithCallbackFrequency(*frequency))
+		opts...)
 	if err != nil {
 		return err
 	}

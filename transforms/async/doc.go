@@ -72,7 +72,8 @@
 //   - For unbounded input in non-global windows, an element must be committed
 //     before its window expires, or the runner drops its state: keep the
 //     callback frequency well inside the allowed lateness.
-//   - With bounded input, keys are drained one after another within a bundle:
-//     many keys with few elements each use the pool less well than few keys
-//     with many.
+//   - With bounded input, keys are drained one after another within a bundle,
+//     and finished results of keys not yet drained hold buffer places: with
+//     many keys and a buffer smaller than the bundle's input, the pool idles.
+//     Raise WithMaxItemsToBuffer towards the input size when memory allows.
 package async
