@@ -9,27 +9,84 @@ import (
 
 // envelopeVersion is the first byte of every encoded Envelope. A change of
 // layout bumps it so that state written by an older version is recognised.
-const envelopeVersion byte = 1
+const envelopeVersion byte = 2
 
-// Envelope is one accepted element as kept in bag state.
+// Envelope is one accepted element as kept in bag state, with its retry
+// state: keeping the attempt count and the time of the next attempt here
+// means a worker restart or a moved key neither resets the count nor retries
+// early.
 type Envelope struct {
 	// ID identifies the element within its key (see DefaultID).
 	ID string
 	// EventTimeMs is the element's event time in Unix milliseconds.
 	EventTimeMs int64
+	// Attempts is how many attempts have failed so far.
+	Attempts int
+	// FirstAttemptMs and LastAttemptMs are when the first and the latest
+	// failed attempt started (Unix ms); zero before any failed.
+	FirstAttemptMs, LastAttemptMs int64
+	// NextAttemptMs is the earliest time the next attempt may start (Unix
+	// ms); zero means at once.
+	NextAttemptMs int64
+	// LastKind and LastError describe the latest failed attempt.
+	LastKind, LastError string
 	// Value is the element's value encoded with the input's value coder.
 	Value []byte
 }
 
-// Encode returns e's bag-state bytes: version, uvarint length and ID bytes,
-// zig-zag varint event time, then the value bytes to the end.
+// Encode returns e's bag-state bytes: the version byte; the ID and the last
+// kind and error as uvarint-length-prefixed strings, the numbers as varints;
+// then the value bytes to the end.
 func (e Envelope) Encode() []byte {
-	buf := make([]byte, 0, 1+binary.MaxVarintLen64*2+len(e.ID)+len(e.Value))
+	buf := make([]byte, 0, 1+binary.MaxVarintLen64*9+len(e.ID)+len(e.LastKind)+len(e.LastError)+len(e.Value))
 	buf = append(buf, envelopeVersion)
-	buf = binary.AppendUvarint(buf, uint64(len(e.ID)))
-	buf = append(buf, e.ID...)
+	buf = appendString(buf, e.ID)
 	buf = binary.AppendVarint(buf, e.EventTimeMs)
+	buf = binary.AppendVarint(buf, int64(e.Attempts))
+	buf = binary.AppendVarint(buf, e.FirstAttemptMs)
+	buf = binary.AppendVarint(buf, e.LastAttemptMs)
+	buf = binary.AppendVarint(buf, e.NextAttemptMs)
+	buf = appendString(buf, e.LastKind)
+	buf = appendString(buf, e.LastError)
 	return append(buf, e.Value...)
+}
+
+func appendString(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
+// reader consumes an encoded envelope, remembering the first error.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) varint(what string) int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = fmt.Errorf("%w: bad %s", ErrBadEnvelope, what)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) str(what string) string {
+	if r.err != nil {
+		return ""
+	}
+	l, n := binary.Uvarint(r.b)
+	if n <= 0 || l > uint64(len(r.b)-n) {
+		r.err = fmt.Errorf("%w: bad %s length", ErrBadEnvelope, what)
+		return ""
+	}
+	s := string(r.b[n : n+int(l)])
+	r.b = r.b[n+int(l):]
+	return s
 }
 
 // ErrBadEnvelope is wrapped by every DecodeEnvelope error.
@@ -45,19 +102,23 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 	if b[0] != envelopeVersion {
 		return Envelope{}, fmt.Errorf("%w: version %d, want %d", ErrBadEnvelope, b[0], envelopeVersion)
 	}
-	rest := b[1:]
-	idLen, n := binary.Uvarint(rest)
-	if n <= 0 || idLen > uint64(len(rest)-n) {
-		return Envelope{}, fmt.Errorf("%w: bad ID length", ErrBadEnvelope)
+	r := &reader{b: b[1:]}
+	e := Envelope{ID: r.str("ID"), EventTimeMs: r.varint("event time")}
+	attempts := r.varint("attempts")
+	if r.err == nil && (attempts < 0 || attempts > 1<<31) {
+		r.err = fmt.Errorf("%w: attempts %d out of range", ErrBadEnvelope, attempts)
 	}
-	rest = rest[n:]
-	id := string(rest[:idLen])
-	rest = rest[idLen:]
-	ts, n := binary.Varint(rest)
-	if n <= 0 {
-		return Envelope{}, fmt.Errorf("%w: bad event time", ErrBadEnvelope)
+	e.Attempts = int(attempts)
+	e.FirstAttemptMs = r.varint("first attempt time")
+	e.LastAttemptMs = r.varint("last attempt time")
+	e.NextAttemptMs = r.varint("next attempt time")
+	e.LastKind = r.str("last kind")
+	e.LastError = r.str("last error")
+	if r.err != nil {
+		return Envelope{}, r.err
 	}
-	return Envelope{ID: id, EventTimeMs: ts, Value: rest[n:]}, nil
+	e.Value = r.b
+	return e, nil
 }
 
 // DefaultID is the identity of an element whose transform has no ID

@@ -79,6 +79,13 @@ func (t *Task) Result() ([]any, error) {
 	return t.outputs, t.err
 }
 
+// StartedAt is when the task's Work began, or the zero time if it has not.
+func (t *Task) StartedAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.started
+}
+
 // Notify arranges for t to be sent on ch once it has finished (at once if it
 // already has). The send does not block the task: ch must have room for every
 // task the caller asks to be notified of.

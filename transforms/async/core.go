@@ -3,6 +3,7 @@ package async
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -36,6 +37,14 @@ type core struct {
 	Buffer              int
 	CallbackFrequencyNs int64
 	MaxWaitNs           int64
+	CallTimeoutNs       int64
+	MaxAttempts         int
+	Backoff             Backoff
+	RetryIf             *beam.EncodedFunc
+	Fallbacks           []string
+	// HasFailures is set by ParDoWithFailures: an element that fails for good
+	// goes to the failure output instead of failing its key's commit.
+	HasFailures bool
 
 	clock  timers.Clock
 	user   *userFn
@@ -78,7 +87,7 @@ func (f *core) pool() (*state.Pool, error) {
 }
 
 // StartBundle resets the per-bundle wait flag.
-func (f *core) StartBundle(_ context.Context, _ func(beam.Z)) {
+func (f *core) StartBundle(_ context.Context, _ func(beam.Z), _ func(Failure)) {
 	f.noWait = false
 }
 
@@ -108,7 +117,7 @@ func (f *core) accept(ctx context.Context, ts beam.EventTime, bag *beamstate.Bag
 	if f.noWait {
 		wait = 0
 	}
-	_, adm, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: id}, wait, key, value)
+	_, adm, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: id}, wait, key, value, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -119,11 +128,11 @@ func (f *core) accept(ctx context.Context, ts beam.EventTime, bag *beamstate.Bag
 }
 
 // submit starts the wrapped fn for one element in the buffer, if there is room.
-func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wait time.Duration, key, value any) (*state.Task, state.Admission, error) {
+func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wait time.Duration, key, value any, attempt int) (*state.Task, state.Admission, error) {
 	if !f.user.hold() {
 		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
-	t, adm, err := pool.Submit(ctx, k, wait, f.work(key, value))
+	t, adm, err := pool.Submit(ctx, k, wait, f.work(key, value, attempt))
 	if adm != state.Started {
 		f.user.release()
 	}
@@ -131,23 +140,34 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wa
 }
 
 // startUnbuffered starts the wrapped fn for one element outside the buffer.
-func (f *core) startUnbuffered(pool *state.Pool, k state.TaskKey, key, value any) (*state.Task, error) {
+func (f *core) startUnbuffered(pool *state.Pool, k state.TaskKey, key, value any, attempt int) (*state.Task, error) {
 	if !f.user.hold() {
 		return nil, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
-	t, existing, err := pool.StartUnbuffered(k, f.work(key, value))
+	t, existing, err := pool.StartUnbuffered(k, f.work(key, value, attempt))
 	if existing || err != nil {
 		f.user.release()
 	}
 	return t, err
 }
 
-// work is one element's call. The caller holds the user fn; work releases it.
-func (f *core) work(key, value any) state.Work {
-	u := f.user
+// work is one attempt of one element's call. The caller holds the user fn;
+// work releases it.
+func (f *core) work(key, value any, attempt int) state.Work {
+	u, limit, fallbacks := f.user, time.Duration(f.CallTimeoutNs), f.Fallbacks
 	return func(ctx context.Context) ([]any, error) {
 		defer u.release()
-		return u.call(ctx, key, value)
+		ctx = withAttempt(ctx, attempt, fallbacks)
+		if limit <= 0 {
+			return u.call(ctx, key, value)
+		}
+		ctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		outputs, err := u.call(ctx, key, value)
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, &timeoutError{limit: limit, err: err}
+		}
+		return outputs, err
 	}
 }
 

@@ -212,9 +212,19 @@ type harness struct {
 	clock  *timers.Manual
 	states map[any]*memState
 	timers map[any]*memTimers
+	// failures is whether the transform has a failure output; failed
+	// collects what the callbacks wrote to it.
+	failures bool
+	failed   []Failure
 }
 
 func newHarness(t *testing.T, fn any, keyT reflect.Type, opts ...Option) *harness {
+	t.Helper()
+	return newHarnessFailures(t, false, fn, keyT, opts...)
+}
+
+// newHarnessFailures is newHarness with or without a failure output.
+func newHarnessFailures(t *testing.T, failures bool, fn any, keyT reflect.Type, opts ...Option) *harness {
 	t.Helper()
 	set, err := resolve(opts)
 	if err != nil {
@@ -228,11 +238,17 @@ func newHarness(t *testing.T, fn any, keyT reflect.Type, opts ...Option) *harnes
 	if err != nil {
 		t.Fatalf("inspectIDFn: %v", err)
 	}
-	h := &harness{t: t, clock: timers.NewManual(time.Unix(1_800_000_000, 0)), states: map[any]*memState{}, timers: map[any]*memTimers{}}
+	h := &harness{t: t, clock: timers.NewManual(time.Unix(1_800_000_000, 0)), states: map[any]*memState{}, timers: map[any]*memTimers{}, failures: failures}
+	retryIf, err := inspectRetryIf(set.retryIf)
+	if err != nil {
+		t.Fatalf("inspectRetryIf: %v", err)
+	}
 	h.c = core{
 		ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: keyT}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
 		IDFn: idFn, Parallelism: set.parallelism, Buffer: set.buffer,
 		CallbackFrequencyNs: int64(set.freq), MaxWaitNs: int64(set.maxWait), clock: h.clock,
+		CallTimeoutNs: int64(set.callTimeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff,
+		RetryIf: retryIf, Fallbacks: set.fallbacks, HasFailures: h.failures,
 	}
 	if err := h.c.Setup(context.Background()); err != nil {
 		t.Fatalf("Setup: %v", err)
@@ -276,11 +292,11 @@ func (h *harness) process(fn any, key any, v int) {
 	w := window.GlobalWindow{}
 	switch f := fn.(type) {
 	case *streamFn:
-		f.StartBundle(context.Background(), nil)
-		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, nil)
+		f.StartBundle(context.Background(), nil, nil)
+		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, nil, nil)
 	case *batchFn:
-		f.StartBundle(context.Background(), nil)
-		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, nil)
+		f.StartBundle(context.Background(), nil, nil)
+		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, nil, nil)
 	}
 	if err != nil {
 		h.t.Fatalf("ProcessElement(%v, %d): %v", key, v, err)
@@ -291,16 +307,18 @@ func (h *harness) process(fn any, key any, v int) {
 func (h *harness) fire(f *streamFn, key any) ([]string, error) {
 	var out []string
 	emit := func(z beam.Z) { out = append(out, z.(string)) }
-	err := f.OnTimer(context.Background(), mtime.FromTime(h.clock.Now()), h.st(key), h.tm(key), key, beamtimers.Context{Family: commitFamily}, emit)
+	err := f.OnTimer(context.Background(), mtime.FromTime(h.clock.Now()), h.st(key), h.tm(key), key, beamtimers.Context{Family: commitFamily}, emit, h.fail)
 	return out, err
 }
 
 func (h *harness) drain(f *batchFn, key any) ([]string, error) {
 	var out []string
 	emit := func(z beam.Z) { out = append(out, z.(string)) }
-	err := f.OnTimer(context.Background(), h.st(key), h.tm(key), key, beamtimers.Context{Family: drainFamily}, emit)
+	err := f.OnTimer(context.Background(), h.st(key), h.tm(key), key, beamtimers.Context{Family: drainFamily}, emit, h.fail)
 	return out, err
 }
+
+func (h *harness) fail(fr Failure) { h.failed = append(h.failed, fr) }
 
 // waitFinished waits until the pool's task for (key, v) has finished.
 func (h *harness) waitFinished(key any, v int) {

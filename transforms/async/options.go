@@ -27,11 +27,16 @@ type settings struct {
 	buffer      int // 0: default from parallelism
 	maxWait     time.Duration
 	idFn        any
+	callTimeout time.Duration
+	maxAttempts int
+	backoff     Backoff
+	retryIf     func(error) bool
+	fallbacks   []string
 	errs        []error
 }
 
 func defaultSettings() settings {
-	return settings{parallelism: DefaultParallelism, freq: DefaultCallbackFrequency, maxWait: DefaultMaxWait}
+	return settings{parallelism: DefaultParallelism, freq: DefaultCallbackFrequency, maxWait: DefaultMaxWait, maxAttempts: 1, backoff: DefaultBackoff}
 }
 
 // WithParallelism sets the most calls of the wrapped fn that run at once in
@@ -122,6 +127,26 @@ func resolve(opts []Option) (settings, error) {
 	return s, errors.Join(s.errs...)
 }
 
+// encodeFunc checks that fn (already type-checked) can be shipped to workers.
+func encodeFunc(option string, fn any) (*beam.EncodedFunc, error) {
+	if reflect.ValueOf(fn).IsNil() {
+		return nil, fmt.Errorf("%s: fn is a nil function", option)
+	}
+	name := reflectx.FunctionName(fn)
+	if closureName.MatchString(name) {
+		return nil, fmt.Errorf("%s: %s is a closure or function literal; declare it as a top-level function", option, name)
+	}
+	return &beam.EncodedFunc{Fn: reflectx.MakeFunc(fn)}, nil
+}
+
+// inspectRetryIf checks the retry predicate.
+func inspectRetryIf(fn func(error) bool) (*beam.EncodedFunc, error) {
+	if fn == nil {
+		return nil, nil
+	}
+	return encodeFunc("WithRetryIf", fn)
+}
+
 // inspectIDFn checks an ID function against the value type.
 func inspectIDFn(fn any, valT reflect.Type) (*beam.EncodedFunc, error) {
 	if fn == nil {
@@ -131,12 +156,5 @@ func inspectIDFn(fn any, valT reflect.Type) (*beam.EncodedFunc, error) {
 	if ft.Kind() != reflect.Func || ft.NumIn() != 1 || ft.NumOut() != 1 || !valT.AssignableTo(ft.In(0)) || ft.Out(0) != reflect.TypeOf("") {
 		return nil, fmt.Errorf("WithIDFn: fn has type %v; want func(%v) string", ft, valT)
 	}
-	if reflect.ValueOf(fn).IsNil() {
-		return nil, errors.New("WithIDFn: fn is a nil function")
-	}
-	name := reflectx.FunctionName(fn)
-	if closureName.MatchString(name) {
-		return nil, fmt.Errorf("WithIDFn: %s is a closure or function literal; declare it as a top-level function", name)
-	}
-	return &beam.EncodedFunc{Fn: reflectx.MakeFunc(fn)}, nil
+	return encodeFunc("WithIDFn", fn)
 }

@@ -27,6 +27,27 @@ func ParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) beam.PCol
 	return out
 }
 
+// ParDoWithFailures is TryParDoWithFailures that panics on error.
+func ParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (out, failures beam.PCollection) {
+	out, failures, err := TryParDoWithFailures(s, fn, col, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return out, failures
+}
+
+// TryParDoWithFailures is TryParDo with a second output: the PCollection<Failure>
+// of elements that failed for good (their attempts exhausted, or a Permanent
+// error). Each such element is written there exactly once and removed from
+// bag state in the same callback, instead of failing its key's commit.
+func TryParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (out, failures beam.PCollection, err error) {
+	outs, err := build(s.Scope("async.ParDoWithFailures"), fn, col, true, opts)
+	if err != nil {
+		return beam.PCollection{}, beam.PCollection{}, fmt.Errorf("async.ParDoWithFailures: %w", err)
+	}
+	return outs[0], outs[1], nil
+}
+
 // TryParDo applies fn to every element of col, a PCollection<KV<K, V>>,
 // asynchronously, and returns the PCollection<O> of what fn emits.
 //
@@ -39,11 +60,21 @@ func ParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) beam.PCol
 // top-level function of the same form. The error names what to change when
 // col is not a KV, fn has another shape or is not registered, the key coder
 // is not deterministic, or an option is invalid.
+//
+// An element that fails for good fails its key's commit with the cause; use
+// TryParDoWithFailures to receive such elements as data instead.
 func TryParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.PCollection, error) {
-	s = s.Scope("async.ParDo")
-	fail := func(err error) (beam.PCollection, error) {
+	outs, err := build(s.Scope("async.ParDo"), fn, col, false, opts)
+	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("async.ParDo: %w", err)
 	}
+	return outs[0], nil
+}
+
+// build validates everything and applies the stateful DoFn, which always has
+// two outputs: the results and the failures.
+func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []Option) ([]beam.PCollection, error) {
+	fail := func(err error) ([]beam.PCollection, error) { return nil, err }
 	if !col.IsValid() {
 		return fail(fmt.Errorf("the input PCollection is invalid (zero value?)"))
 	}
@@ -67,6 +98,10 @@ func TryParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.
 	if err != nil {
 		return fail(err)
 	}
+	retryIf, err := inspectRetryIf(set.retryIf)
+	if err != nil {
+		return fail(err)
+	}
 	c := core{
 		ID:                  uuid.NewString(),
 		User:                spec,
@@ -77,6 +112,12 @@ func TryParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.
 		Buffer:              set.buffer,
 		CallbackFrequencyNs: int64(set.freq),
 		MaxWaitNs:           int64(set.maxWait),
+		CallTimeoutNs:       int64(set.callTimeout),
+		MaxAttempts:         set.maxAttempts,
+		Backoff:             set.backoff,
+		RetryIf:             retryIf,
+		Fallbacks:           set.fallbacks,
+		HasFailures:         hasFailures,
 	}
 	// One DoFn type per input kind, each with a single timer family: Beam Go
 	// v2.77.0 hangs a bundle on prism when a DoFn declares two (the SDK
@@ -86,9 +127,5 @@ func TryParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.
 	if !isUnbounded(col) {
 		dofn = &batchFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Drain: beamtimers.InEventTime(drainFamily)}
 	}
-	outs, err := beam.TryParDo(s, dofn, col, beam.TypeDefinition{Var: beam.ZType, T: outT})
-	if err != nil {
-		return fail(err)
-	}
-	return outs[0], nil
+	return beam.TryParDo(s, dofn, col, beam.TypeDefinition{Var: beam.ZType, T: outT})
 }

@@ -2,6 +2,7 @@ package async
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -12,7 +13,9 @@ import (
 // The package registers its own DoFn, so a worker that is a separate process
 // can rebuild it. Users register only their wrapped fn (see TryParDo).
 func init() {
-	register.DoFn8x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.Z), error](&streamFn{})
-	register.DoFn8x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.Z), error](&batchFn{})
+	register.DoFn9x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.Z), func(Failure), error](&streamFn{})
+	register.DoFn9x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.Z), func(Failure), error](&batchFn{})
 	register.Emitter1[beam.Z]()
+	register.Emitter1[Failure]()
+	beam.RegisterType(reflect.TypeOf(Failure{}))
 }

@@ -2,7 +2,6 @@ package async
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -28,7 +27,7 @@ type streamFn struct {
 // ProcessElement accepts one element and sets the key's commit timer to the
 // next round increment, the same instant for every element of the key in
 // that period, so a busy key does not push its own commit back.
-func (f *streamFn) ProcessElement(ctx context.Context, _ beam.Window, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, _ func(beam.Z)) error {
+func (f *streamFn) ProcessElement(ctx context.Context, _ beam.Window, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, _ func(beam.Z), _ func(Failure)) error {
 	kb, err := f.accept(ctx, ts, &f.Pending, sp, key, value)
 	if err != nil {
 		return err
@@ -42,18 +41,21 @@ func (f *streamFn) nextRound(kb []byte) time.Time {
 }
 
 // OnTimer commits the key.
-func (f *streamFn) OnTimer(ctx context.Context, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.Z)) error {
+func (f *streamFn) OnTimer(ctx context.Context, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.Z), fail func(Failure)) error {
 	if timer.Family != commitFamily {
 		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
 	}
-	return f.commit(ctx, ts, sp, tp, key, emit)
+	return f.commit(ctx, ts, sp, tp, key, emit, fail)
 }
 
-// commit is the exactly-once step of one key: outputs of finished elements are
+// commit is the exactly-once step of one key: the outputs of finished
+// elements (and the failure records of elements that failed for good) are
 // emitted and those elements are removed from bag state in the same callback,
-// so the runner commits both or neither.
-func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key any, emit func(beam.Z)) error {
-	entries, dropped, err := f.readPending(&f.Pending, sp)
+// so the runner commits both or neither. A failed attempt that will be
+// retried is written back to bag state with its attempt count and the time of
+// its next attempt, and holds no pool slot while it waits.
+func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key any, emit func(beam.Z), fail func(Failure)) error {
+	entries, changed, err := f.readPending(&f.Pending, sp)
 	if err != nil || len(entries) == 0 {
 		return err // an empty bag sets no timer, so a bounded pipeline can end
 	}
@@ -67,29 +69,49 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 	}
 	cancelStale(pool, string(kb), entries)
 
+	now := f.clock.Now()
+	var keep, toStart []pending
 	var done []*state.Task
-	var keep, unknown []pending
-	var failed []error
+	var failures []Failure
+	var dueNext time.Time // earliest retry that is not due yet
 	for _, e := range entries {
 		t := pool.Lookup(state.TaskKey{Key: string(kb), ID: e.env.ID})
 		switch {
 		case t == nil:
-			unknown = append(unknown, e)
+			if due := time.UnixMilli(e.env.NextAttemptMs); e.env.NextAttemptMs != 0 && due.After(now) {
+				if dueNext.IsZero() || due.Before(dueNext) {
+					dueNext = due
+				}
+			} else {
+				toStart = append(toStart, e)
+			}
 			keep = append(keep, e)
 		case t.Status() != state.Finished:
 			keep = append(keep, e)
 		default:
-			if _, err := t.Result(); err != nil {
-				// Forget it so that the retried bundle runs it again.
-				pool.Remove(t)
-				failed = append(failed, fmt.Errorf("element %x: %w", e.env.ID, err))
+			_, callErr := t.Result()
+			if callErr == nil {
+				done = append(done, t)
 				continue
 			}
-			done = append(done, t)
+			// Forget the task either way: a retry starts a new one, and if
+			// this callback fails the retried callback runs it again.
+			pool.Remove(t)
+			out, err := f.settle(ctx, key, kb, e.env, t.StartedAt(), callErr)
+			if err != nil {
+				return err
+			}
+			changed = true
+			if out.failure != nil {
+				failures = append(failures, *out.failure)
+				continue
+			}
+			retry := pending{raw: out.retry.Encode(), env: *out.retry}
+			keep = append(keep, retry)
+			if due := time.UnixMilli(retry.env.NextAttemptMs); dueNext.IsZero() || due.Before(dueNext) {
+				dueNext = due
+			}
 		}
-	}
-	if len(failed) > 0 {
-		return fmt.Errorf("async: %d element(s) of key %v failed; the commit of this key fails so that the runner retries it: %w", len(failed), key, errors.Join(failed...))
 	}
 	for _, t := range done {
 		outputs, _ := t.Result()
@@ -98,20 +120,24 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 		}
 		pool.Remove(t)
 	}
+	for _, fr := range failures {
+		fail(fr)
+	}
+	changed = changed || len(done) > 0
 	// Start what this worker does not know (state written by another worker
-	// or before a restart, or queued for want of room), now that the
-	// committed elements have freed their places.
-	for _, e := range unknown {
+	// or before a restart, queued for want of room, or a retry now due), now
+	// that the committed elements have freed their places. Without room an
+	// element stays queued in bag state for a later callback.
+	for _, e := range toStart {
 		value, err := decode(f.valDec, e.env.Value)
 		if err != nil {
 			return fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
 		}
-		// Without room the element stays queued in bag state for a later callback.
-		if _, _, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: e.env.ID}, 0, key, value); err != nil {
+		if _, _, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: e.env.ID}, 0, key, value, e.env.Attempts+1); err != nil {
 			return err
 		}
 	}
-	if len(done) > 0 || dropped {
+	if changed {
 		if err := f.Pending.Clear(sp); err != nil {
 			return fmt.Errorf("async: clearing bag state: %w", err)
 		}
@@ -124,8 +150,14 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 	if len(keep) > 0 {
 		// Work remains: come back when it is expected to have progressed
 		// rather than a whole round later, so that queued elements do not
-		// leave freed slots idle.
-		next := timers.Rearm(f.clock.Now(), f.nextRound(kb), pool.ExpectedLatency())
+		// leave freed slots idle; and no later than the next retry is due.
+		next := timers.Rearm(now, f.nextRound(kb), pool.ExpectedLatency())
+		if !dueNext.IsZero() && dueNext.Before(next) {
+			next = dueNext
+			if soonest := now.Add(timers.MinRearm); next.Before(soonest) {
+				next = soonest
+			}
+		}
 		f.Commit.Set(tp, next, beamtimers.WithOutputTimestamp(ts.ToTime()))
 	}
 	return nil

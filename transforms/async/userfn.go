@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -152,6 +153,11 @@ func checkStruct(pt reflect.Type, keyT, valT reflect.Type) (signature, error) {
 			return signature{}, fmt.Errorf("fn %v: %w", pt, err)
 		}
 	}
+	if m, ok := pt.MethodByName("Revert"); ok {
+		if err := checkRevert(methodType(m), keyT, valT); err != nil {
+			return signature{}, fmt.Errorf("fn %v: %w", pt, err)
+		}
+	}
 	return sig, nil
 }
 
@@ -195,6 +201,7 @@ type userFn struct {
 	process func(args []reflect.Value) error
 	procT   reflect.Type             // ProcessElement's type, without receiver
 	methods map[string]reflect.Value // present lifecycle methods
+	revertM reflect.Value            // the compensation method, if any
 	emitT   reflect.Type
 
 	mu      sync.Mutex
@@ -233,6 +240,7 @@ func newUserFn(spec userSpec) (*userFn, error) {
 				u.methods[name] = m
 			}
 		}
+		u.revertM = ptr.MethodByName("Revert")
 		return u, nil
 	}
 	return nil, fmt.Errorf("async: the transform carries no wrapped fn")
@@ -311,6 +319,29 @@ func (u *userFn) call(ctx context.Context, key, value any) ([]any, error) {
 		return nil, err
 	}
 	return outputs, nil
+}
+
+// revert calls the compensation method, if the fn has one, for an element
+// that failed for good; a panic in it becomes an error.
+func (u *userFn) revert(ctx context.Context, key, value any, cause error) (err error) {
+	if !u.revertM.IsValid() {
+		return nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("Revert panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	ft := u.revertM.Type()
+	args := make([]reflect.Value, 0, 4)
+	if ft.In(0) == contextType {
+		args = append(args, reflect.ValueOf(ctx))
+	}
+	args = append(args, valueOf(key, ft.In(len(args))), valueOf(value, ft.In(len(args)+1)), reflect.ValueOf(&cause).Elem())
+	if err := resultError(u.revertM.Call(args)); err != nil {
+		return fmt.Errorf("Revert: %w", err)
+	}
+	return nil
 }
 
 // lifecycle calls an optional method, passing ctx and emit where it takes them.
