@@ -8,7 +8,24 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
+
+// failureJSON writes a failure record of the async transform as one JSON
+// line: the original record, the last error, its kind and the attempts.
+func failureJSON(f async.Failure) (string, error) {
+	var rec any = f.ValueText
+	if err := json.Unmarshal([]byte(f.ValueText), &rec); err != nil {
+		rec = f.ValueText
+	}
+	out, err := json.Marshal(map[string]any{
+		"key": f.KeyText, "record": rec, "error": f.Error, "kind": f.Kind, "attempts": f.Attempts,
+		"first_attempt": time.UnixMilli(f.FirstAttemptUnixMs).UTC().Format(time.RFC3339Nano),
+		"last_attempt":  time.UnixMilli(f.LastAttemptUnixMs).UTC().Format(time.RFC3339Nano),
+	})
+	return string(out), err
+}
 
 // keyByField keys each JSON Lines record by one of its fields.
 type keyByField struct {
@@ -41,20 +58,20 @@ func (f *enrichFn) Setup() {
 }
 
 // ProcessElement calls the service and emits the record with the enrichment
-// merged in. A failed call is emitted as the record with an "enrich_error"
-// field, so that the job's output accounts for every input record.
+// merged in. Errors the service could recover from (5xx, a broken connection,
+// a timeout) are returned for the async transform to retry; a record the
+// service rejects (4xx) or cannot be parsed is a permanent failure.
 func (f *enrichFn) ProcessElement(ctx context.Context, key string, line string, emit func(string)) error {
 	var rec map[string]any
 	if err := json.Unmarshal([]byte(line), &rec); err != nil {
-		return fmt.Errorf("record of key %s is not JSON: %w", key, err)
+		return async.Permanent(fmt.Errorf("record of key %s is not JSON: %w", key, err))
 	}
 	extra, err := f.call(ctx, line)
 	if err != nil {
-		rec["enrich_error"] = err.Error()
-	} else {
-		for k, v := range extra {
-			rec[k] = v
-		}
+		return err
+	}
+	for k, v := range extra {
+		rec[k] = v
 	}
 	out, err := json.Marshal(rec)
 	if err != nil {
@@ -80,11 +97,15 @@ func (f *enrichFn) call(ctx context.Context, line string) (map[string]any, error
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("enrichment service answered %s: %s", resp.Status, bytes.TrimSpace(body))
+		err := fmt.Errorf("enrichment service answered %s: %s", resp.Status, bytes.TrimSpace(body))
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
+			return nil, async.Permanent(err)
+		}
+		return nil, err
 	}
 	var extra map[string]any
 	if err := json.Unmarshal(body, &extra); err != nil {
-		return nil, fmt.Errorf("enrichment service answered with invalid JSON: %w", err)
+		return nil, async.Permanent(fmt.Errorf("enrichment service answered with invalid JSON: %w", err))
 	}
 	return extra, nil
 }

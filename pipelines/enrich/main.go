@@ -7,12 +7,14 @@
 //
 //	go run ./pipelines/enrich
 //
-// It ends with one summary line:
+// Records whose calls fail for good (after --max_attempts, or rejected by the
+// service) are written to failures.jsonl next to enriched.jsonl. The job ends
+// with one summary line:
 //
-//	records: in=N out=M failed=F wall=D throughput=R/s parallelism=P
+//	records: in=N out=M failed=F wall=D throughput=R/s parallelism=P failures: kind=n ...
 //
-// and exits non-zero if any input record is missing from the output or
-// appears more than once.
+// and exits non-zero if any input record is missing from both outputs or
+// appears more than once across them.
 package main
 
 import (
@@ -20,12 +22,14 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +52,9 @@ var (
 	serviceURL  = flag.String("service_url", "", "enrichment service endpoint taking POSTed JSON records (default: start one on loopback)")
 	latency     = flag.Duration("latency", 20*time.Millisecond, "latency of each call to the loopback service")
 	errorRate   = flag.Float64("error_rate", 0, "share of calls the loopback service fails with 503, from 0 to 1")
+	callTimeout = flag.Duration("call_timeout", 5*time.Second, "deadline of one attempt of a call (0: none)")
+	maxAttempts = flag.Int("max_attempts", 3, "attempts per record before it is written to failures.jsonl")
+	backoff     = flag.Duration("backoff", 50*time.Millisecond, "delay before the first retry, doubling up to 5s")
 	concurrency = flag.Int("concurrency", 32, "calls in flight at once per worker (the async transform's parallelism)")
 	buffer      = flag.Int("buffer", 4096, "elements held per worker: waiting, running or awaiting commit (0: the transform's default, max(2*concurrency, 10))")
 	frequency   = flag.Duration("callback_frequency", time.Second, "commit timer period for unbounded input")
@@ -59,6 +66,7 @@ func init() {
 	register.DoFn1x3[string, string, string, error](&keyByField{})
 	register.DoFn4x1[context.Context, string, string, func(string), error](&enrichFn{})
 	register.Emitter1[string]()
+	register.Function1x2(failureJSON)
 }
 
 func main() {
@@ -103,17 +111,20 @@ func run(ctx context.Context) error {
 	p, s := beam.NewPipelineWithRoot()
 	lines := textio.Read(s, inPath)
 	keyed := beam.ParDo(s, &keyByField{Field: *keyField}, lines)
-	opts := []async.Option{async.WithParallelism(*concurrency), async.WithCallbackFrequency(*frequency)}
+	opts := []async.Option{async.WithParallelism(*concurrency), async.WithCallbackFrequency(*frequency),
+		async.WithCallTimeout(*callTimeout), async.WithMaxAttempts(*maxAttempts), async.WithBackoff(async.ExponentialBackoff(*backoff, 5*time.Second))}
 	if *buffer > 0 {
 		opts = append(opts, async.WithMaxItemsToBuffer(*buffer))
 	}
-	enriched, err := async.TryParDo(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed,
+	enriched, failures, err := async.TryParDoWithFailures(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed,
 		opts...)
 	if err != nil {
 		return err
 	}
 	outPath := filepath.Join(outDir, "enriched.jsonl")
+	failPath := filepath.Join(outDir, "failures.jsonl")
 	textio.Write(s, outPath, enriched)
+	textio.Write(s, failPath, beam.ParDo(s, failureJSON, failures))
 
 	start := time.Now()
 	stopProgress := showProgress(svc, len(inIDs), start)
@@ -123,7 +134,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("pipeline failed: %w", err)
 	}
-	return summarize(inIDs, outPath, wall, svc)
+	return summarize(inIDs, outPath, failPath, wall, svc)
 }
 
 func outputDir() (string, error) {
@@ -219,27 +230,19 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// summarize checks the output against the input and prints the summary line.
-func summarize(inIDs []string, outPath string, wall time.Duration, svc *service) error {
-	f, err := os.Open(outPath)
-	if err != nil {
-		return fmt.Errorf("opening output: %w", err)
-	}
-	defer f.Close()
+// summarize checks both outputs against the input and prints the summary.
+func summarize(inIDs []string, outPath, failPath string, wall time.Duration, svc *service) error {
 	seen := map[string]int{}
-	out, failed := 0, 0
-	err = eachLine(f, func(line string) error {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			return fmt.Errorf("output line is not JSON: %w", err)
+	out, err := countRecords(outPath, func(rec map[string]any) { seen[fmt.Sprint(rec["id"])]++ })
+	if err != nil {
+		return err
+	}
+	kinds := map[string]int{}
+	failed, err := countRecords(failPath, func(rec map[string]any) {
+		kinds[fmt.Sprint(rec["kind"])]++
+		if r, ok := rec["record"].(map[string]any); ok {
+			seen[fmt.Sprint(r["id"])]++
 		}
-		seen[fmt.Sprint(rec["id"])]++
-		if _, bad := rec["enrich_error"]; bad {
-			failed++
-		} else {
-			out++
-		}
-		return nil
 	})
 	if err != nil {
 		return err
@@ -260,9 +263,43 @@ func summarize(inIDs []string, outPath string, wall time.Duration, svc *service)
 	if svc != nil {
 		line += fmt.Sprintf(" parallelism=%d", svc.peak.Load())
 	}
-	fmt.Printf("output: %s\n%s\n", outPath, line)
+	if len(kinds) > 0 {
+		names := make([]string, 0, len(kinds))
+		for k := range kinds {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		line += " failures:"
+		for _, k := range names {
+			line += fmt.Sprintf(" %s=%d", k, kinds[k])
+		}
+	}
+	fmt.Printf("output: %s\nfailures: %s\n%s\n", outPath, failPath, line)
 	if missing > 0 || dups > 0 {
-		return fmt.Errorf("%d input records missing from the output and %d duplicated", missing, dups)
+		return fmt.Errorf("%d input records missing from both outputs and %d duplicated", missing, dups)
 	}
 	return nil
+}
+
+// countRecords reads a JSON Lines file (a missing file holds none).
+func countRecords(path string, each func(map[string]any)) (int, error) {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("opening %s: %w", path, err)
+	}
+	defer f.Close()
+	n := 0
+	err = eachLine(f, func(line string) error {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			return fmt.Errorf("%s: a line is not JSON: %w", path, err)
+		}
+		each(rec)
+		n++
+		return nil
+	})
+	return n, err
 }

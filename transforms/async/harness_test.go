@@ -119,9 +119,20 @@ type gateBook struct {
 	calls map[string]int
 	fail  map[string]error
 	panic map[string]any
+	// plan lists per element the error of each successive attempt (nil:
+	// success); seen records "attempt/fallback" of each call.
+	plan map[string][]error
+	seen map[string][]string
 }
 
-var book = &gateBook{gates: map[string]chan struct{}{}, calls: map[string]int{}, fail: map[string]error{}, panic: map[string]any{}}
+var book = &gateBook{gates: map[string]chan struct{}{}, calls: map[string]int{}, fail: map[string]error{}, panic: map[string]any{},
+	plan: map[string][]error{}, seen: map[string][]string{}}
+
+func (b *gateBook) attempts(id string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.seen[id]...)
+}
 
 func gateID(name string, key any, v int) string { return fmt.Sprintf("%s/%v/%d", name, key, v) }
 
@@ -150,6 +161,11 @@ func (f *gated) run(ctx context.Context, key any, v int, emit func(string)) erro
 	book.calls[id]++
 	fail, p := book.fail[id], book.panic[id]
 	delete(book.fail, id)
+	if plan := book.plan[id]; len(plan) > 0 {
+		fail, book.plan[id] = plan[0], plan[1:]
+	}
+	fb, _ := Fallback(ctx)
+	book.seen[id] = append(book.seen[id], fmt.Sprintf("%d/%s", Attempt(ctx), fb))
 	book.mu.Unlock()
 	select {
 	case <-book.gate(id):
@@ -178,6 +194,23 @@ func (f *gated) FinishBundle(emit func(string)) {
 	}
 }
 
+// reverting is gated with a compensation method that counts its calls and
+// panics when Panic is set.
+type reverting struct {
+	gated
+	Panic bool
+}
+
+func (f *reverting) Revert(ctx context.Context, key string, v int, err error) error {
+	book.mu.Lock()
+	book.calls["revert/"+gateID(f.Name, key, v)]++
+	book.mu.Unlock()
+	if f.Panic {
+		panic("revert exploded")
+	}
+	return nil
+}
+
 // gatedInt and gatedStruct take other key types.
 type gatedInt struct{ gated }
 
@@ -199,6 +232,7 @@ func parity(v int) string { return fmt.Sprint(v % 2) }
 func init() {
 	register.DoFn4x1[context.Context, string, int, func(string), error](&gated{})
 	register.DoFn4x1[context.Context, int, int, func(string), error](&gatedInt{})
+	register.DoFn4x1[context.Context, string, int, func(string), error](&reverting{})
 	register.DoFn4x1[context.Context, point, int, func(string), error](&gatedStruct{})
 	register.Function1x1(parity)
 	beam.RegisterType(reflect.TypeOf(point{}))

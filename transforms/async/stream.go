@@ -74,6 +74,7 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 	var done []*state.Task
 	var failures []Failure
 	var dueNext time.Time // earliest retry that is not due yet
+	waitingRetries := 0   // kept entries that wait for their backoff
 	for _, e := range entries {
 		t := pool.Lookup(state.TaskKey{Key: string(kb), ID: e.env.ID})
 		switch {
@@ -82,6 +83,7 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 				if dueNext.IsZero() || due.Before(dueNext) {
 					dueNext = due
 				}
+				waitingRetries++
 			} else {
 				toStart = append(toStart, e)
 			}
@@ -108,6 +110,7 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 			}
 			retry := pending{raw: out.retry.Encode(), env: *out.retry}
 			keep = append(keep, retry)
+			waitingRetries++
 			if due := time.UnixMilli(retry.env.NextAttemptMs); dueNext.IsZero() || due.Before(dueNext) {
 				dueNext = due
 			}
@@ -148,11 +151,15 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 		}
 	}
 	if len(keep) > 0 {
-		// Work remains: come back when it is expected to have progressed
-		// rather than a whole round later, so that queued elements do not
-		// leave freed slots idle; and no later than the next retry is due.
-		next := timers.Rearm(now, f.nextRound(kb), pool.ExpectedLatency())
-		if !dueNext.IsZero() && dueNext.Before(next) {
+		// Work remains. Running or queued work: come back when it is expected
+		// to have progressed rather than a whole round later, so that queued
+		// elements do not leave freed slots idle. Retries waiting for their
+		// backoff: come back when the first is due.
+		var next time.Time
+		if active := len(keep) - waitingRetries; active > 0 {
+			next = timers.Rearm(now, f.nextRound(kb), pool.ExpectedLatency())
+		}
+		if !dueNext.IsZero() && (next.IsZero() || dueNext.Before(next)) {
 			next = dueNext
 			if soonest := now.Add(timers.MinRearm); next.Before(soonest) {
 				next = soonest

@@ -1,0 +1,64 @@
+package async_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async"
+)
+
+// flaky fails some values: multiples of 10 permanently, multiples of 13 by
+// panicking on every attempt, multiples of 7 on their first attempt only.
+type flaky struct{}
+
+func (*flaky) ProcessElement(ctx context.Context, key string, v int, emit func(string)) error {
+	switch {
+	case v%10 == 0:
+		return async.Permanent(errors.New("rejected"))
+	case v%13 == 0:
+		panic(fmt.Sprintf("cannot handle %d", v))
+	case v%7 == 0 && async.Attempt(ctx) == 1:
+		return errors.New("try again")
+	}
+	emit(fmt.Sprintf("%s:%d", key, v))
+	return nil
+}
+
+func describeFailure(f async.Failure) string {
+	return fmt.Sprintf("%s/%s/%s/%d", f.KeyText, f.ValueText, f.Kind, f.Attempts)
+}
+
+func init() {
+	register.DoFn4x1[context.Context, string, int, func(string), error](&flaky{})
+	register.Function1x1(describeFailure)
+}
+
+func TestPipelineFailureOutput(t *testing.T) {
+	const n, keys = 400, 9
+	p, s := beam.NewPipelineWithRoot()
+	out, failures := async.ParDoWithFailures(s, &flaky{}, input(s, n, keys),
+		async.WithParallelism(16), async.WithMaxAttempts(3), async.WithBackoff(async.FixedBackoff(10*time.Millisecond)))
+	var wantOut, wantFail []any
+	for i := 0; i < n; i++ {
+		k, v := keyed(i, keys)
+		switch {
+		case v%10 == 0:
+			wantFail = append(wantFail, fmt.Sprintf("%s/%d/permanent/1", k, v))
+		case v%13 == 0:
+			wantFail = append(wantFail, fmt.Sprintf("%s/%d/panic/3", k, v))
+		default:
+			wantOut = append(wantOut, fmt.Sprintf("%s:%d", k, v))
+		}
+	}
+	passert.EqualsList(s, out, wantOut)
+	passert.EqualsList(s, beam.ParDo(s, describeFailure, failures), wantFail)
+	ptest.RunAndValidate(t, p)
+}

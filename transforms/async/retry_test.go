@@ -1,0 +1,342 @@
+package async
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/timers"
+)
+
+var errFlaky = errors.New("flaky backend")
+
+func notTimeout(err error) bool { return !strings.Contains(err.Error(), "timed out") }
+
+func TestBackoffDelay(t *testing.T) {
+	seed := []byte("k/id")
+	tests := []struct {
+		name  string
+		b     Backoff
+		retry int
+		want  time.Duration
+	}{
+		{"fixed first", FixedBackoff(time.Second), 1, time.Second},
+		{"fixed fifth", FixedBackoff(time.Second), 5, time.Second},
+		{"exponential first", Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Multiplier: 2}, 1, 100 * time.Millisecond},
+		{"exponential third", Backoff{Initial: 100 * time.Millisecond, Max: time.Minute, Multiplier: 2}, 3, 400 * time.Millisecond},
+		{"capped", Backoff{Initial: 100 * time.Millisecond, Max: time.Second, Multiplier: 10}, 4, time.Second},
+		{"huge retry stays capped", Backoff{Initial: time.Second, Max: time.Hour, Multiplier: 2}, 5000, time.Hour},
+	}
+	for _, tc := range tests {
+		if got := tc.b.Delay(tc.retry, seed); got != tc.want {
+			t.Errorf("%s: Delay(%d) = %v, want %v", tc.name, tc.retry, got, tc.want)
+		}
+	}
+	j := ExponentialBackoff(time.Second, time.Minute)
+	for retry := 1; retry <= 4; retry++ {
+		base := time.Duration(float64(time.Second) * float64(int(1)<<(retry-1)))
+		got := j.Delay(retry, seed)
+		if got > base || got < time.Duration(float64(base)*0.8) {
+			t.Errorf("jittered Delay(%d) = %v, want within [0.8, 1] x %v", retry, got, base)
+		}
+		if again := j.Delay(retry, seed); again != got {
+			t.Errorf("jittered Delay(%d) is not deterministic: %v then %v", retry, got, again)
+		}
+	}
+}
+
+func TestBackoffValidation(t *testing.T) {
+	for _, b := range []Backoff{
+		{Initial: -1, Max: 0, Multiplier: 1},
+		{Initial: 2, Max: 1, Multiplier: 1},
+		{Initial: 1, Max: 1, Multiplier: 0.5},
+		{Initial: 1, Max: 1, Multiplier: 1, Jitter: 2},
+	} {
+		if _, err := resolve([]Option{WithBackoff(b)}); err == nil {
+			t.Errorf("WithBackoff(%+v) accepted, want an error", b)
+		}
+	}
+	for _, o := range []Option{WithMaxAttempts(0), WithCallTimeout(-1), WithFallbacks()} {
+		if _, err := resolve([]Option{o}); err == nil {
+			t.Error("an invalid failure option was accepted")
+		}
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{errors.New("x"), KindError},
+		{Permanent(errors.New("x")), KindPermanent},
+		{fmt.Errorf("wrapped: %w", Permanent(errors.New("x"))), KindPermanent},
+		{&timeoutError{limit: time.Second}, KindTimeout},
+		{&state.PanicError{Value: "x"}, KindPanic},
+	}
+	for _, tc := range tests {
+		if got := kindOf(tc.err); got != tc.want {
+			t.Errorf("kindOf(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+	if Permanent(nil) != nil {
+		t.Error("Permanent(nil) != nil")
+	}
+}
+
+// retryUntilDone fires the key's commit, moving the clock to each re-arm,
+// until its bag state is empty; it returns everything emitted.
+func retryUntilDone(t *testing.T, h *harness, f *streamFn, key any) []string {
+	t.Helper()
+	var out []string
+	for round := 0; round < 50; round++ {
+		if h.st(key).size() == 0 {
+			return sorted(out)
+		}
+		p, _ := h.c.pool()
+		for _, task := range p.ForKey(string(mustEncode(t, h, key))) {
+			select {
+			case <-task.Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("a task did not finish")
+			}
+		}
+		got, err := h.fire(f, key)
+		if err != nil {
+			t.Fatalf("commit: %v", err)
+		}
+		out = append(out, got...)
+		if next, ok := h.tm(key).take(); ok && next.After(h.clock.Now()) {
+			h.clock.Advance(next.Sub(h.clock.Now()))
+		}
+	}
+	t.Fatalf("key %v not done after 50 commits", key)
+	return nil
+}
+
+func mustEncode(t *testing.T, h *harness, key any) []byte {
+	kb, err := encode(h.c.keyEnc, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kb
+}
+
+func TestRetriesThenSuccess(t *testing.T) {
+	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey,
+		WithMaxAttempts(3), WithBackoff(FixedBackoff(5*time.Second)), WithFallbacks("primary", "secondary"))
+	f := h.stream()
+	id := gateID(t.Name(), "a", 1)
+	book.mu.Lock()
+	book.plan[id] = []error{errFlaky, errFlaky}
+	book.mu.Unlock()
+	book.open(id)
+	h.process(f, "a", 1)
+	h.waitFinished("a", 1)
+	h.tm("a").take()
+	if got, _ := h.fire(f, "a"); len(got) != 0 {
+		t.Fatalf("commit after a failed attempt emitted %v", got)
+	}
+	// The retry waits in bag state, holding no task and no slot.
+	p, _ := h.c.pool()
+	if p.Len() != 0 {
+		t.Errorf("a retrying element holds %d local tasks, want 0", p.Len())
+	}
+	st := h.st("a")
+	env, _ := state.DecodeEnvelope(st.bags[pendingStateID][0].([]byte))
+	if env.Attempts != 1 || env.LastKind != KindError || env.NextAttemptMs != h.clock.Now().Add(5*time.Second).UnixMilli() {
+		t.Errorf("bag state after one failure = attempts %d, kind %q, next %d; want 1, error, now+5s", env.Attempts, env.LastKind, env.NextAttemptMs)
+	}
+	next, ok := h.tm("a").take()
+	if !ok || !next.Equal(h.clock.Now().Add(5*time.Second)) {
+		t.Errorf("re-armed at %v (set %v), want when the retry is due, %v", next, ok, h.clock.Now().Add(5*time.Second))
+	}
+	// Not due yet: nothing starts.
+	h.fire(f, "a")
+	if p.Len() != 0 {
+		t.Error("a retry started before its backoff ended")
+	}
+	h.clock.Advance(5 * time.Second)
+	if got := retryUntilDone(t, h, f, "a"); !reflect.DeepEqual(got, []string{"a:1#0"}) {
+		t.Errorf("outputs = %v, want [a:1#0]", got)
+	}
+	want := []string{"1/primary", "2/secondary", "3/secondary"}
+	if got := book.attempts(id); !reflect.DeepEqual(got, want) {
+		t.Errorf("attempt/fallback per call = %v, want %v", got, want)
+	}
+	if len(h.failed) != 0 {
+		t.Errorf("failures = %v, want none", h.failed)
+	}
+}
+
+func TestFinalFailures(t *testing.T) {
+	tests := []struct {
+		name         string
+		plan         []error
+		panicValue   any
+		opts         []Option
+		wantKind     string
+		wantAttempts int
+		wantText     string
+	}{
+		{"attempts exhausted", []error{errFlaky, errFlaky}, nil, []Option{WithMaxAttempts(2), WithBackoff(FixedBackoff(0))}, KindError, 2, "flaky backend"},
+		{"permanent is not retried", []error{Permanent(errors.New("bad request"))}, nil, []Option{WithMaxAttempts(5)}, KindPermanent, 1, "bad request"},
+		{"predicate says no", []error{errFlaky}, nil, []Option{WithMaxAttempts(5), WithRetryIf(func(error) bool { return false })}, "", 0, ""},
+		{"panic", nil, "boom", []Option{WithMaxAttempts(1)}, KindPanic, 1, "goroutine"},
+		{"timeout", nil, nil, []Option{WithMaxAttempts(1), WithCallTimeout(20 * time.Millisecond)}, KindTimeout, 1, "timed out after 20ms"},
+		{"timeouts retried until exhausted", nil, nil, []Option{WithMaxAttempts(2), WithCallTimeout(10 * time.Millisecond), WithBackoff(FixedBackoff(0))}, KindTimeout, 2, "timed out"},
+		{"predicate stops timeouts", nil, nil, []Option{WithMaxAttempts(4), WithCallTimeout(10 * time.Millisecond), WithRetryIf(notTimeout)}, KindTimeout, 1, "timed out"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.name == "predicate says no" {
+				if _, err := resolveAndInspect(tc.opts); err == nil || !strings.Contains(err.Error(), "closure") {
+					t.Errorf("a closure predicate was accepted: %v", err)
+				}
+				return
+			}
+			h := newHarnessFailures(t, true, &reverting{gated: gated{Name: t.Name()}}, stringKey, tc.opts...)
+			f := h.stream()
+			id := gateID(t.Name(), "a", 1)
+			book.mu.Lock()
+			book.plan[id] = tc.plan
+			if tc.panicValue != nil {
+				book.panic[id] = tc.panicValue
+			}
+			book.mu.Unlock()
+			if tc.wantKind != KindTimeout {
+				book.open(id)
+			}
+			h.process(f, "a", 1)
+			if got := retryUntilDone(t, h, f, "a"); len(got) != 0 {
+				t.Errorf("outputs = %v, want none", got)
+			}
+			if len(h.failed) != 1 {
+				t.Fatalf("failure records = %d, want exactly 1", len(h.failed))
+			}
+			fr := h.failed[0]
+			if fr.Kind != tc.wantKind || fr.Attempts != tc.wantAttempts || !strings.Contains(fr.Error, tc.wantText) {
+				t.Errorf("failure = kind %q, attempts %d, error %q; want %q, %d, containing %q", fr.Kind, fr.Attempts, fr.Error, tc.wantKind, tc.wantAttempts, tc.wantText)
+			}
+			if fr.KeyText != "a" || fr.ValueText != "1" || fr.FirstAttemptUnixMs == 0 || fr.LastAttemptUnixMs < fr.FirstAttemptUnixMs {
+				t.Errorf("failure record = %+v; want key a, value 1 and attempt times", fr)
+			}
+			if n := book.count("revert/" + id); n != 1 {
+				t.Errorf("Revert called %d times, want once", n)
+			}
+			if got, _ := h.fire(f, "a"); len(got) != 0 || len(h.failed) != 1 {
+				t.Errorf("a later commit emitted %v and %d failures; want nothing more", got, len(h.failed))
+			}
+		})
+	}
+}
+
+// resolveAndInspect runs the construction checks of options.
+func resolveAndInspect(opts []Option) (settings, error) {
+	set, err := resolve(opts)
+	if err != nil {
+		return set, err
+	}
+	_, err = inspectRetryIf(set.retryIf)
+	return set, err
+}
+
+func TestCompensationPanicIsRecorded(t *testing.T) {
+	h := newHarnessFailures(t, true, &reverting{gated: gated{Name: t.Name()}, Panic: true}, stringKey, WithMaxAttempts(1))
+	f := h.stream()
+	id := gateID(t.Name(), "a", 1)
+	book.mu.Lock()
+	book.plan[id] = []error{errFlaky}
+	book.mu.Unlock()
+	book.open(id)
+	h.process(f, "a", 1)
+	retryUntilDone(t, h, f, "a")
+	if len(h.failed) != 1 || !strings.Contains(h.failed[0].CompensationError, "revert exploded") {
+		t.Fatalf("failures = %+v, want one whose CompensationError holds the Revert panic", h.failed)
+	}
+}
+
+func TestAttemptCountSurvivesRestart(t *testing.T) {
+	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(3), WithBackoff(FixedBackoff(time.Second)))
+	f := h.stream()
+	id := gateID(t.Name(), "a", 1)
+	book.mu.Lock()
+	book.plan[id] = []error{errFlaky, errFlaky, errFlaky}
+	book.mu.Unlock()
+	book.open(id)
+	h.process(f, "a", 1)
+	h.waitFinished("a", 1)
+	h.fire(f, "a") // attempt 1 failed: kept with attempts=1
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := state.Reset(ctx); err != nil { // the worker restarts
+		t.Fatal(err)
+	}
+	h.clock.Advance(time.Second)
+	retryUntilDone(t, h, f, "a")
+	if got, want := book.attempts(id), []string{"1/", "2/", "3/"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("attempts across a restart = %v, want %v (the count must not reset)", got, want)
+	}
+	if len(h.failed) != 1 || h.failed[0].Attempts != 3 {
+		t.Errorf("failures = %+v, want one after 3 attempts", h.failed)
+	}
+}
+
+func TestDrainRetriesAndFailures(t *testing.T) {
+	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(2), WithBackoff(FixedBackoff(20*time.Millisecond)), WithParallelism(2))
+	h.c.clock = timers.System{} // the drain waits for backoffs in real time
+	f := h.batch()
+	for v := 0; v < 6; v++ {
+		id := gateID(t.Name(), "a", v)
+		book.mu.Lock()
+		switch v {
+		case 1:
+			book.plan[id] = []error{errFlaky} // succeeds on the retry
+		case 2:
+			book.plan[id] = []error{errFlaky, errFlaky} // fails for good
+		case 3:
+			book.plan[id] = []error{Permanent(errFlaky)}
+		}
+		book.mu.Unlock()
+		book.open(id)
+		h.process(f, "a", v)
+	}
+	got, err := h.drain(f, "a")
+	if err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	if want := []string{"a:0#0", "a:1#0", "a:4#0", "a:5#0"}; !reflect.DeepEqual(sorted(got), want) {
+		t.Errorf("drain emitted %v, want %v", sorted(got), want)
+	}
+	kinds := map[string]int{}
+	for _, fr := range h.failed {
+		kinds[fmt.Sprintf("%s/%s/%d", fr.ValueText, fr.Kind, fr.Attempts)]++
+	}
+	if want := map[string]int{"2/error/2": 1, "3/permanent/1": 1}; !reflect.DeepEqual(kinds, want) {
+		t.Errorf("failures = %v, want %v", kinds, want)
+	}
+	if h.st("a").size() != 0 {
+		t.Error("bag state is not empty after the drain")
+	}
+}
+
+func TestFinalFailureWithoutFailureOutputFailsCommit(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(1))
+	f := h.stream()
+	id := gateID(t.Name(), "a", 1)
+	book.mu.Lock()
+	book.plan[id] = []error{Permanent(errors.New("no such customer"))}
+	book.mu.Unlock()
+	book.open(id)
+	h.process(f, "a", 1)
+	h.waitFinished("a", 1)
+	_, err := h.fire(f, "a")
+	if err == nil || !strings.Contains(err.Error(), "no such customer") || !strings.Contains(err.Error(), "ParDoWithFailures") {
+		t.Errorf("commit error = %v, want the cause and a pointer to ParDoWithFailures", err)
+	}
+}
