@@ -127,7 +127,10 @@ func (p *Pool) ExpectedLatency() time.Duration {
 // do not wait); if none frees in time, or ctx ends first, it reports NoRoom.
 // The started task then waits for a parallelism slot on its own goroutine,
 // so Submit never waits for a slot.
-func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, work Work) (*Task, Admission, error) {
+//
+// retry, if not nil, lets the task try again in this process after a failed
+// attempt (see Retry); the task finishes only with its final outcome.
+func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, work Work, retry Retry) (*Task, Admission, error) {
 	p.mu.Lock()
 	t, closed := p.tasks[k], p.closed
 	p.mu.Unlock()
@@ -140,7 +143,7 @@ func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, work W
 	if !p.acquireBuffer(ctx, wait) {
 		return nil, NoRoom, nil
 	}
-	t, existing, err := p.start(k, true, work)
+	t, existing, err := p.start(k, true, work, retry)
 	if t == nil || existing {
 		p.buffer.Release(1) // the place was not used
 	}
@@ -166,11 +169,11 @@ func (p *Pool) acquireBuffer(ctx context.Context, wait time.Duration) bool {
 // task for k exists already (returned with existing true). The drain of a key
 // uses it: it emits each result as soon as it finishes, so its records are
 // bounded by its own window rather than by the buffer.
-func (p *Pool) StartUnbuffered(k TaskKey, work Work) (t *Task, existing bool, err error) {
-	return p.start(k, false, work)
+func (p *Pool) StartUnbuffered(k TaskKey, work Work, retry Retry) (t *Task, existing bool, err error) {
+	return p.start(k, false, work, retry)
 }
 
-func (p *Pool) start(k TaskKey, buffered bool, work Work) (*Task, bool, error) {
+func (p *Pool) start(k TaskKey, buffered bool, work Work, retry Retry) (*Task, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -189,22 +192,42 @@ func (p *Pool) start(k TaskKey, buffered bool, work Work) (*Task, bool, error) {
 		p.buffered++
 	}
 	p.wg.Add(1)
-	go p.run(t, work)
+	go p.run(t, work, retry)
 	return t, false, nil
 }
 
-func (p *Pool) run(t *Task, work Work) {
+// run makes one attempt of t on a slot. After a failed attempt that retry
+// wants repeated, it schedules the next attempt on a timer (owned by the
+// pool's WaitGroup) and returns, holding neither a goroutine nor a slot.
+func (p *Pool) run(t *Task, work Work, retry Retry) {
 	defer p.wg.Done()
 	if err := p.slots.Acquire(t.ctx, 1); err != nil {
 		t.finish(nil, fmt.Errorf("cancelled before it started: %w", err))
 		return
 	}
-	defer p.slots.Release(1)
 	start := time.Now()
-	t.setRunning(start)
-	outputs, err := call(t.ctx, work)
+	attempt := t.setRunning(start)
+	outputs, err := call(t.ctx, work, attempt)
+	p.slots.Release(1)
 	p.observe(time.Since(start))
-	t.finish(outputs, err)
+	if err == nil || retry == nil || t.ctx.Err() != nil {
+		t.finish(outputs, err)
+		return
+	}
+	delay, again := retry(attempt, err)
+	if !again {
+		t.finish(outputs, err)
+		return
+	}
+	t.setWaiting()
+	p.wg.Add(1)
+	timer := time.AfterFunc(delay, func() { p.run(t, work, retry) })
+	context.AfterFunc(t.ctx, func() {
+		if timer.Stop() { // the attempt will not run: account for it here
+			t.finish(nil, fmt.Errorf("cancelled while waiting to retry: %w", t.ctx.Err()))
+			p.wg.Done()
+		}
+	})
 }
 
 // observe folds one duration into the moving average (weight 1/8).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -41,13 +42,13 @@ func TestNewPoolRejectsBadConfig(t *testing.T) {
 func TestSubmitRunsAndDeduplicates(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 2, Buffer: 4})
 	var calls atomic.Int32
-	work := func(context.Context) ([]any, error) { calls.Add(1); return []any{"out"}, nil }
+	work := func(context.Context, int) ([]any, error) { calls.Add(1); return []any{"out"}, nil }
 	k := TaskKey{Key: "k", ID: "1"}
-	t1, adm, err := p.Submit(context.Background(), k, 0, work)
+	t1, adm, err := p.Submit(context.Background(), k, 0, work, nil)
 	if err != nil || adm != Started {
 		t.Fatalf("first Submit = %v, %v; want Started", adm, err)
 	}
-	t2, adm, _ := p.Submit(context.Background(), k, 0, work)
+	t2, adm, _ := p.Submit(context.Background(), k, 0, work, nil)
 	if adm != Existing || t2 != t1 {
 		t.Errorf("second Submit = %v (same task %v); want Existing, same task", adm, t2 == t1)
 	}
@@ -71,7 +72,7 @@ func TestParallelismBound(t *testing.T) {
 	release := make(chan struct{})
 	var tasks []*Task
 	for i := 0; i < n; i++ {
-		task, adm, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(i)}, 0, func(ctx context.Context) ([]any, error) {
+		task, adm, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(i)}, 0, func(ctx context.Context, _ int) ([]any, error) {
 			now := running.Add(1)
 			for {
 				old := peak.Load()
@@ -82,7 +83,7 @@ func TestParallelismBound(t *testing.T) {
 			<-release
 			running.Add(-1)
 			return nil, nil
-		})
+		}, nil)
 		if adm != Started {
 			t.Fatalf("Submit %d = %v, want Started", i, adm)
 		}
@@ -103,10 +104,10 @@ func TestParallelismBound(t *testing.T) {
 
 func TestBufferBoundAndRemove(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 2})
-	work := func(context.Context) ([]any, error) { return nil, nil }
-	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, work)
-	p.Submit(context.Background(), TaskKey{"k", "b"}, 0, work)
-	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 20*time.Millisecond, work); adm != NoRoom {
+	work := func(context.Context, int) ([]any, error) { return nil, nil }
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, work, nil)
+	p.Submit(context.Background(), TaskKey{"k", "b"}, 0, work, nil)
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 20*time.Millisecond, work, nil); adm != NoRoom {
 		t.Fatalf("Submit into a full buffer = %v, want NoRoom", adm)
 	}
 	wait(t, a)
@@ -118,20 +119,20 @@ func TestBufferBoundAndRemove(t *testing.T) {
 	if got := p.Buffered(); got != 1 {
 		t.Errorf("Buffered after Remove = %d, want 1", got)
 	}
-	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 0, work); adm != Started {
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 0, work, nil); adm != Started {
 		t.Errorf("Submit after Remove = %v, want Started", adm)
 	}
 }
 
 func TestSubmitWaitsForRoom(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
-	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(context.Context) ([]any, error) { return nil, nil })
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(context.Context, int) ([]any, error) { return nil, nil }, nil)
 	go func() {
 		<-a.Done()
 		time.Sleep(10 * time.Millisecond)
 		p.Remove(a)
 	}()
-	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 5*time.Second, func(context.Context) ([]any, error) { return nil, nil }); adm != Started {
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 5*time.Second, func(context.Context, int) ([]any, error) { return nil, nil }, nil); adm != Started {
 		t.Errorf("Submit waiting for a place freed by Remove = %v, want Started", adm)
 	}
 }
@@ -139,11 +140,11 @@ func TestSubmitWaitsForRoom(t *testing.T) {
 func TestRemoveCancelsRunningWork(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
 	started := make(chan struct{})
-	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(ctx context.Context) ([]any, error) {
+	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(ctx context.Context, _ int) ([]any, error) {
 		close(started)
 		<-ctx.Done()
 		return nil, ctx.Err()
-	})
+	}, nil)
 	<-started
 	p.Remove(task)
 	wait(t, task)
@@ -158,7 +159,7 @@ func TestRemoveCancelsRunningWork(t *testing.T) {
 func TestPanicBecomesError(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 2})
 	for _, v := range []any{"boom", nil} {
-		task, _, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(v)}, 0, func(context.Context) ([]any, error) { panic(v) })
+		task, _, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(v)}, 0, func(context.Context, int) ([]any, error) { panic(v) }, nil)
 		wait(t, task)
 		_, err := task.Result()
 		var pe *PanicError
@@ -172,9 +173,9 @@ func TestNotify(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 2, Buffer: 2})
 	ch := make(chan *Task, 2)
 	gate := make(chan struct{})
-	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(context.Context) ([]any, error) { return nil, nil })
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(context.Context, int) ([]any, error) { return nil, nil }, nil)
 	wait(t, a)
-	b, _, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 0, func(context.Context) ([]any, error) { <-gate; return nil, nil })
+	b, _, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 0, func(context.Context, int) ([]any, error) { <-gate; return nil, nil }, nil)
 	a.Notify(ch)
 	b.Notify(ch)
 	if got := <-ch; got != a {
@@ -193,13 +194,13 @@ func TestResetWithStuckWorkDoesNotDeadlock(t *testing.T) {
 	}
 	stuck, running := make(chan struct{}), make(chan struct{})
 	defer close(stuck)
-	p.Submit(context.Background(), TaskKey{"k", "stuck"}, 0, func(context.Context) ([]any, error) {
+	p.Submit(context.Background(), TaskKey{"k", "stuck"}, 0, func(context.Context, int) ([]any, error) {
 		close(running)
 		<-stuck
 		return nil, nil
-	})
+	}, nil)
 	<-running
-	p.Submit(context.Background(), TaskKey{"k", "queued"}, 0, func(context.Context) ([]any, error) { return nil, nil })
+	p.Submit(context.Background(), TaskKey{"k", "queued"}, 0, func(context.Context, int) ([]any, error) { return nil, nil }, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := Reset(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -209,7 +210,7 @@ func TestResetWithStuckWorkDoesNotDeadlock(t *testing.T) {
 	if again == p || again.Len() != 0 {
 		t.Error("Shared after Reset returned the old pool or a non-empty one")
 	}
-	if _, _, err := p.Submit(context.Background(), TaskKey{"k", "late"}, 0, func(context.Context) ([]any, error) { return nil, nil }); !errors.Is(err, ErrClosed) {
+	if _, _, err := p.Submit(context.Background(), TaskKey{"k", "late"}, 0, func(context.Context, int) ([]any, error) { return nil, nil }, nil); !errors.Is(err, ErrClosed) {
 		t.Errorf("Submit on a reset pool = %v, want ErrClosed", err)
 	}
 }
@@ -223,10 +224,10 @@ func TestConcurrentSubmitters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 200; i++ { // every goroutine submits the same 200 keys
-				p.Submit(context.Background(), TaskKey{fmt.Sprint(i % 10), fmt.Sprint(i)}, time.Second, func(context.Context) ([]any, error) {
+				p.Submit(context.Background(), TaskKey{fmt.Sprint(i % 10), fmt.Sprint(i)}, time.Second, func(context.Context, int) ([]any, error) {
 					calls.Add(1)
 					return nil, nil
-				})
+				}, nil)
 			}
 		}()
 	}
@@ -241,5 +242,62 @@ func TestConcurrentSubmitters(t *testing.T) {
 	}
 	if got := calls.Load(); got != 200 {
 		t.Errorf("200 distinct elements submitted by 8 goroutines ran %d times, want 200", got)
+	}
+}
+
+func TestLocalRetryHoldsNoSlotWhileWaiting(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 1, Buffer: 2})
+	var attempts []int
+	var mu sync.Mutex
+	retry := func(attempt int, err error) (time.Duration, bool) { return 50 * time.Millisecond, attempt < 3 }
+	flaky, _, _ := p.Submit(context.Background(), TaskKey{"k", "flaky"}, 0, func(_ context.Context, attempt int) ([]any, error) {
+		mu.Lock()
+		attempts = append(attempts, attempt)
+		mu.Unlock()
+		if attempt < 3 {
+			return nil, errors.New("not yet")
+		}
+		return []any{"ok"}, nil
+	}, retry)
+	// While flaky waits for its retry, the only slot is free for another task.
+	other, _, _ := p.Submit(context.Background(), TaskKey{"k", "other"}, 0, func(context.Context, int) ([]any, error) { return nil, nil }, nil)
+	select {
+	case <-other.Done():
+	case <-flaky.Done():
+		t.Fatal("flaky finished before the other task could use the slot")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other task never got the slot")
+	}
+	wait(t, flaky)
+	outs, err := flaky.Result()
+	if err != nil || len(outs) != 1 || flaky.Attempts() != 3 {
+		t.Errorf("after local retries: %v, %v, %d attempts; want [ok], nil, 3", outs, err, flaky.Attempts())
+	}
+	if want := []int{1, 2, 3}; !reflect.DeepEqual(attempts, want) {
+		t.Errorf("attempt numbers = %v, want %v", attempts, want)
+	}
+}
+
+func TestRemoveDuringRetryWaitFinishesTask(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
+	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(context.Context, int) ([]any, error) {
+		return nil, errors.New("fails")
+	}, func(int, error) (time.Duration, bool) { return time.Hour, true })
+	deadline := time.Now().Add(5 * time.Second)
+	for task.Attempts() == 0 || task.Status() != Waiting {
+		if time.Now().After(deadline) {
+			t.Fatal("the task never started waiting for its retry")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	p.Remove(task)
+	wait(t, task)
+	if _, err := task.Result(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Result of a task removed while waiting to retry = %v, want context.Canceled", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		t.Errorf("Close after a cancelled retry wait: %v (a timer was not accounted for)", err)
 	}
 }

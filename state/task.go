@@ -8,10 +8,16 @@ import (
 	"time"
 )
 
-// Work is one element's call: it returns the element's outputs, or an error.
-// It must return soon after ctx is cancelled; until it returns it keeps its
-// pool slot.
-type Work func(ctx context.Context) ([]any, error)
+// Work is one attempt of an element's call (attempt counts from 1 within
+// the task): it returns the element's outputs, or an error. It must return
+// soon after ctx is cancelled; until it returns it keeps its pool slot.
+type Work func(ctx context.Context, attempt int) ([]any, error)
+
+// Retry decides, after attempt number attempt failed with err, whether the
+// task tries again and after what delay. A task without a Retry finishes
+// with its first attempt's result. The delay is waited for on a timer, with
+// no goroutine and no pool slot held.
+type Retry func(attempt int, err error) (delay time.Duration, again bool)
 
 // Status is where a Task is in its life.
 type Status int
@@ -51,8 +57,11 @@ type Task struct {
 	status   Status
 	outputs  []any
 	err      error
-	started  time.Time
+	started  time.Time // start of the latest attempt
+	first    time.Time // start of the first attempt
+	attempts int       // attempts started
 	watchers []chan<- *Task
+	after    []func()
 	removed  bool
 }
 
@@ -79,7 +88,7 @@ func (t *Task) Result() ([]any, error) {
 	return t.outputs, t.err
 }
 
-// StartedAt is when the task's Work began, or the zero time if it has not.
+// StartedAt is when the task's latest attempt began, or the zero time.
 func (t *Task) StartedAt() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -99,23 +108,66 @@ func (t *Task) Notify(ch chan<- *Task) {
 	t.watchers = append(t.watchers, ch)
 }
 
-func (t *Task) setRunning(now time.Time) {
+// Attempts returns how many attempts the task has started.
+func (t *Task) Attempts() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.attempts
+}
+
+// FirstStartedAt is when the task's first attempt began, or the zero time.
+func (t *Task) FirstStartedAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.first
+}
+
+// setRunning records the start of an attempt and returns its number.
+func (t *Task) setRunning(now time.Time) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.status = Running
 	t.started = now
+	if t.attempts == 0 {
+		t.first = now
+	}
+	t.attempts++
+	return t.attempts
+}
+
+// setWaiting marks the task as waiting for its next attempt.
+func (t *Task) setWaiting() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.status = Waiting
+}
+
+// AfterFinish runs fn once the task has finished (at once if it has), on
+// the goroutine that finishes it.
+func (t *Task) AfterFinish(fn func()) {
+	t.mu.Lock()
+	if t.status != Finished {
+		t.after = append(t.after, fn)
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	fn()
 }
 
 func (t *Task) finish(outputs []any, err error) {
 	t.mu.Lock()
 	t.status = Finished
 	t.outputs, t.err = outputs, err
-	watchers := t.watchers
-	t.watchers = nil
+	watchers, after := t.watchers, t.after
+	t.watchers, t.after = nil, nil
 	t.mu.Unlock()
 	close(t.done)
 	for _, ch := range watchers {
 		ch <- t
+	}
+	for _, fn := range after {
+		fn()
 	}
 }
 
@@ -135,12 +187,12 @@ func (e *PanicError) Unwrap() error {
 	return err
 }
 
-// call runs work, turning a panic into a *PanicError.
-func call(ctx context.Context, work Work) (outputs []any, err error) {
+// call runs one attempt of work, turning a panic into a *PanicError.
+func call(ctx context.Context, work Work, attempt int) (outputs []any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			outputs, err = nil, &PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	return work(ctx)
+	return work(ctx, attempt)
 }

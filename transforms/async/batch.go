@@ -3,7 +3,6 @@ package async
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -27,7 +26,8 @@ type batchFn struct {
 
 // ProcessElement accepts one element and sets the key's drain timer.
 func (f *batchFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, _ func(beam.Z), _ func(Failure)) error {
-	f.noWait = true // every commit comes at the end: waiting cannot gain room
+	f.noWait = true       // every commit comes at the end: waiting cannot gain room
+	f.retryLocally = true // nothing is written back to bag state before the drain
 	if _, err := f.accept(ctx, ts, &f.Pending, sp, key, value); err != nil {
 		return err
 	}
@@ -40,6 +40,7 @@ func (f *batchFn) OnTimer(ctx context.Context, sp beamstate.Provider, _ beamtime
 	if timer.Family != drainFamily {
 		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
 	}
+	f.retryLocally = true
 	return f.drain(ctx, sp, key, emit, fail)
 }
 
@@ -47,10 +48,14 @@ func (f *batchFn) OnTimer(ctx context.Context, sp beamstate.Provider, _ beamtime
 // when the window ends (for bounded input: once the input is exhausted), which
 // is the only callback a runner that ignores processing-time timers in batch
 // will deliver. Elements are started outside the buffer, at most Buffer at a
-// time, and each result is emitted as soon as it finishes. A retry waits in
-// the callback for its backoff without holding a pool slot; its attempt count
-// is kept in memory until the drain ends (the drain commits the key's state
-// in one step, so a failed drain starts over from what bag state held).
+// time, and each result is emitted as soon as it finishes.
+//
+// Failed attempts are retried inside the pool (see Retry in package state),
+// on a timer, holding no slot while they wait: the drain commits the key's
+// state in one step at its end, so there is no earlier point at which a
+// retry could be written back to bag state. Their count lives in memory
+// until then; a worker that restarts before the drain commits starts the
+// count over from what bag state holds.
 func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emit func(beam.Z), fail func(Failure)) error {
 	entries, _, err := f.readPending(&f.Pending, sp)
 	if err != nil || len(entries) == 0 {
@@ -67,87 +72,68 @@ func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emi
 	cancelStale(pool, string(kb), entries)
 
 	byID := make(map[string]state.Envelope, len(entries))
-	waiting := make([]state.Envelope, 0, len(entries)) // not started, in order
-	for _, e := range entries {
-		byID[e.env.ID] = e.env
-		waiting = append(waiting, e.env)
-	}
 	finished := make(chan *state.Task, len(entries))
-	active := 0
-	// startDue starts waiting elements whose next attempt is due, up to the
-	// window, and returns when the earliest of the others is due.
-	startDue := func() (time.Time, error) {
-		now := f.clock.Now()
-		var later time.Time
-		rest := waiting[:0]
-		for _, env := range waiting {
-			due := time.UnixMilli(env.NextAttemptMs)
-			if active >= f.Buffer || (env.NextAttemptMs != 0 && due.After(now)) {
-				if env.NextAttemptMs != 0 && due.After(now) && (later.IsZero() || due.Before(later)) {
-					later = due
-				}
-				rest = append(rest, env)
-				continue
-			}
+	next, active := 0, 0
+	startMore := func() error {
+		for ; next < len(entries) && active < f.Buffer; next++ {
+			env := entries[next].env
+			byID[env.ID] = env
 			k := state.TaskKey{Key: string(kb), ID: env.ID}
 			t := pool.Lookup(k)
 			if t == nil {
 				value, err := decode(f.valDec, env.Value)
 				if err != nil {
-					return later, fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
+					return fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
 				}
-				if t, err = f.startUnbuffered(pool, k, key, value, env.Attempts+1); err != nil {
-					return later, err
+				if t, err = f.startUnbuffered(pool, k, key, value, env.Attempts); err != nil {
+					return err
 				}
 			}
 			t.Notify(finished)
 			active++
 		}
-		waiting = rest
-		return later, nil
+		return nil
 	}
-	for {
-		later, err := startDue()
-		if err != nil {
-			return err
-		}
-		if active == 0 && len(waiting) == 0 {
-			break
-		}
-		var wake <-chan time.Time
-		if active == 0 && !later.IsZero() {
-			timer := time.NewTimer(later.Sub(f.clock.Now()))
-			wake = timer.C
-			defer timer.Stop() // at most one per retry round; the loop is short
-		}
+	if err := startMore(); err != nil {
+		return err
+	}
+	for active > 0 {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("async: drain of key %v interrupted: %w", key, ctx.Err())
-		case <-wake:
 		case t := <-finished:
 			active--
-			outputs, callErr := t.Result()
 			pool.Remove(t)
+			outputs, callErr := t.Result()
 			if callErr == nil {
 				for _, o := range outputs {
 					emit(o)
 				}
-				continue
-			}
-			out, err := f.settle(ctx, key, kb, byID[t.Key.ID], t.StartedAt(), callErr)
-			if err != nil {
+			} else if err := f.failFinally(ctx, key, kb, byID[t.Key.ID], t, callErr, fail); err != nil {
 				return err
 			}
-			if out.failure != nil {
-				fail(*out.failure)
-				continue
+			if err := startMore(); err != nil {
+				return err
 			}
-			byID[t.Key.ID] = *out.retry
-			waiting = append(waiting, *out.retry)
 		}
 	}
 	if err := f.Pending.Clear(sp); err != nil {
 		return fmt.Errorf("async: clearing bag state: %w", err)
 	}
+	return nil
+}
+
+// failFinally settles an element whose local retries are over. A retry
+// outcome is still possible for a task that was cancelled before it ran (a
+// registry reset); the drain cannot wait for it, so it is failed as it is.
+func (f *batchFn) failFinally(ctx context.Context, key any, kb []byte, env state.Envelope, t *state.Task, callErr error, fail func(Failure)) error {
+	out, err := f.settle(ctx, key, kb, env, t, callErr)
+	if err != nil {
+		return err
+	}
+	if out.failure == nil {
+		return fmt.Errorf("async: element %x of key %v was interrupted before the drain could finish it: %w", env.ID, key, callErr)
+	}
+	fail(*out.failure)
 	return nil
 }

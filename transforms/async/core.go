@@ -55,6 +55,9 @@ type core struct {
 	// bundle: room comes only from commits in other bundles, so waiting again
 	// would only stretch this one.
 	noWait bool
+	// retryLocally makes failed attempts retry inside the pool, counted in
+	// memory, instead of going back to bag state (see batchFn).
+	retryLocally bool
 }
 
 func (f *core) freq() time.Duration    { return time.Duration(f.CallbackFrequencyNs) }
@@ -117,7 +120,7 @@ func (f *core) accept(ctx context.Context, ts beam.EventTime, bag *beamstate.Bag
 	if f.noWait {
 		wait = 0
 	}
-	_, adm, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: id}, wait, key, value, 1)
+	_, adm, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: id}, wait, key, value, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -127,37 +130,59 @@ func (f *core) accept(ctx context.Context, ts beam.EventTime, bag *beamstate.Bag
 	return kb, nil
 }
 
-// submit starts the wrapped fn for one element in the buffer, if there is room.
-func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wait time.Duration, key, value any, attempt int) (*state.Task, state.Admission, error) {
+// submit starts the wrapped fn for one element in the buffer, if there is
+// room. done is how many attempts of the element have failed before.
+func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wait time.Duration, key, value any, done int) (*state.Task, state.Admission, error) {
 	if !f.user.hold() {
 		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
-	t, adm, err := pool.Submit(ctx, k, wait, f.work(key, value, attempt))
+	t, adm, err := pool.Submit(ctx, k, wait, f.work(key, value, done), f.localRetry(k, done))
 	if adm != state.Started {
 		f.user.release()
+	} else {
+		t.AfterFinish(f.user.release)
 	}
 	return t, adm, err
 }
 
 // startUnbuffered starts the wrapped fn for one element outside the buffer.
-func (f *core) startUnbuffered(pool *state.Pool, k state.TaskKey, key, value any, attempt int) (*state.Task, error) {
+func (f *core) startUnbuffered(pool *state.Pool, k state.TaskKey, key, value any, done int) (*state.Task, error) {
 	if !f.user.hold() {
 		return nil, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
-	t, existing, err := pool.StartUnbuffered(k, f.work(key, value, attempt))
+	t, existing, err := pool.StartUnbuffered(k, f.work(key, value, done), f.localRetry(k, done))
 	if existing || err != nil {
 		f.user.release()
+	} else {
+		t.AfterFinish(f.user.release)
 	}
 	return t, err
 }
 
-// work is one attempt of one element's call. The caller holds the user fn;
-// work releases it.
-func (f *core) work(key, value any, attempt int) state.Work {
+// localRetry is the in-pool retry policy when retryLocally is set: the same
+// decision and backoff as a retry through bag state, counting the done
+// attempts before this task.
+func (f *core) localRetry(k state.TaskKey, done int) state.Retry {
+	if !f.retryLocally {
+		return nil
+	}
+	seed := []byte(k.Key + k.ID)
+	return func(attempt int, err error) (time.Duration, bool) {
+		total := done + attempt
+		if ok, _ := f.retryable(kindOf(err), total, err); !ok {
+			return 0, false
+		}
+		return f.Backoff.Delay(total, seed), true
+	}
+}
+
+// work is one element's call; attempt n of the task is attempt done+n of the
+// element. The caller holds the user fn for the task; it is released when the
+// task's last attempt returns (see release in userFn).
+func (f *core) work(key, value any, done int) state.Work {
 	u, limit, fallbacks := f.user, time.Duration(f.CallTimeoutNs), f.Fallbacks
-	return func(ctx context.Context) ([]any, error) {
-		defer u.release()
-		ctx = withAttempt(ctx, attempt, fallbacks)
+	return func(ctx context.Context, attempt int) ([]any, error) {
+		ctx = withAttempt(ctx, done+attempt, fallbacks)
 		if limit <= 0 {
 			return u.call(ctx, key, value)
 		}

@@ -43,9 +43,18 @@
 //     what WithIDFn returns. Copies of one element that are pending at the
 //     same time are one element: one call, one output. A copy that arrives
 //     after the first was committed is a new element.
-//   - An element whose fn returns an error or panics fails its key's commit
-//     with the cause (a panic with its stack); its local record is dropped so
-//     that the retried callback runs it again. Nothing is dropped silently.
+//   - A failed attempt (an error, a panic, or a timeout from WithCallTimeout)
+//     is retried up to WithMaxAttempts after WithBackoff, unless WithRetryIf
+//     says no or the fn returned Permanent(err). With unbounded input the
+//     retry waits in bag state, with its attempt count and due time, holding
+//     no pool slot; with bounded input it waits in the worker on a timer (the
+//     drain commits the key in one step, at its end).
+//   - An element that fails for good is written to the failure output of
+//     ParDoWithFailures exactly once, removed from bag state in the same
+//     callback, after the fn's Revert method (if any) ran; without a failure
+//     output it fails its key's commit with the cause (a panic with its
+//     stack), and its local record is dropped so that the retried callback
+//     runs it again. Nothing is dropped silently.
 //
 // # The wrapped fn
 //

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"runtime/debug"
-	"time"
 
 	"github.com/asyncbeam/asyncbeam/state"
 )
@@ -58,22 +57,22 @@ type outcome struct {
 	failure *Failure
 }
 
-// settle decides the outcome of a failed attempt of element env of key,
-// which started at started. For a final failure it calls the wrapped fn's
-// Revert first. Without a failure output a final failure is returned as an
-// error, to fail the key's commit.
-func (f *core) settle(ctx context.Context, key any, kb []byte, env state.Envelope, started time.Time, err error) (outcome, error) {
+// settle decides the outcome of element env of key whose task t finished
+// with err (after one attempt, or several if it retried locally). For a final
+// failure it calls the wrapped fn's Revert first. Without a failure output a
+// final failure is returned as an error, to fail the key's commit.
+func (f *core) settle(ctx context.Context, key any, kb []byte, env state.Envelope, t *state.Task, err error) (outcome, error) {
 	kind := kindOf(err)
 	next := env
-	next.Attempts++
-	startMs := started.UnixMilli()
-	if started.IsZero() {
-		startMs = f.clock.Now().UnixMilli()
+	next.Attempts += max(t.Attempts(), 1)
+	first, last := t.FirstStartedAt(), t.StartedAt()
+	if last.IsZero() { // cancelled before it started
+		first, last = f.clock.Now(), f.clock.Now()
 	}
 	if next.FirstAttemptMs == 0 {
-		next.FirstAttemptMs = startMs
+		next.FirstAttemptMs = first.UnixMilli()
 	}
-	next.LastAttemptMs = startMs
+	next.LastAttemptMs = last.UnixMilli()
 	next.LastKind, next.LastError = kind, err.Error()
 	retry, why := f.retryable(kind, next.Attempts, err)
 	if retry {

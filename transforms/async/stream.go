@@ -99,7 +99,7 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 			// Forget the task either way: a retry starts a new one, and if
 			// this callback fails the retried callback runs it again.
 			pool.Remove(t)
-			out, err := f.settle(ctx, key, kb, e.env, t.StartedAt(), callErr)
+			out, err := f.settle(ctx, key, kb, e.env, t, callErr)
 			if err != nil {
 				return err
 			}
@@ -136,7 +136,7 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 		if err != nil {
 			return fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
 		}
-		if _, _, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: e.env.ID}, 0, key, value, e.env.Attempts+1); err != nil {
+		if _, _, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: e.env.ID}, 0, key, value, e.env.Attempts); err != nil {
 			return err
 		}
 	}
