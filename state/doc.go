@@ -11,9 +11,9 @@
 //     finished and waiting for their key's commit) with a semaphore of Buffer
 //     places, and indexes [Task] records by [TaskKey] so that an element is
 //     never run twice at once in a worker and a key's commit finds its work.
-//   - The registry ([Shared], [Reset]): the only process-global state of the
-//     project, a map from the transform's UUID (fixed at pipeline construction
-//     and shipped with the DoFn) to its Pool.
+//   - [Registry] ([Default], [Shared], [Reset]): the only process-global state
+//     of the project, a map from the transform's UUID (fixed at pipeline
+//     construction and shipped with the DoFn) to its Pool.
 //   - [Envelope]: how one element is written into bag state: its identity, its
 //     event time and its value encoded with the input's value coder.
 //

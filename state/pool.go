@@ -18,6 +18,9 @@ type Config struct {
 	// Buffer is the most buffered records (waiting, running, or finished and
 	// not yet committed) at once. Must be >= 1.
 	Buffer int
+	// Now is the clock that stamps finished tasks (for EvictFinished); nil
+	// means time.Now.
+	Now func() time.Time
 }
 
 func (c Config) validate() error {
@@ -68,6 +71,9 @@ type Pool struct {
 func NewPool(cfg Config) (*Pool, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	base, stop := context.WithCancel(context.Background())
 	return &Pool{
@@ -211,12 +217,12 @@ func (p *Pool) run(t *Task, work Work, retry Retry) {
 	p.slots.Release(1)
 	p.observe(time.Since(start))
 	if err == nil || retry == nil || t.ctx.Err() != nil {
-		t.finish(outputs, err)
+		t.finishAt(outputs, err, p.cfg.Now())
 		return
 	}
 	delay, again := retry(attempt, err)
 	if !again {
-		t.finish(outputs, err)
+		t.finishAt(outputs, err, p.cfg.Now())
 		return
 	}
 	t.setWaiting()
@@ -271,6 +277,26 @@ func (p *Pool) Remove(t *Task) {
 	if release {
 		p.buffer.Release(1)
 	}
+}
+
+// EvictFinished removes buffered tasks that finished before cutoff and were
+// never committed, and returns how many. A key that moved to another worker
+// never commits here again; without eviction its results would hold buffer
+// places for ever. An evicted element is still in bag state wherever its key
+// lives now, and runs again there: eviction costs a call, never an output.
+func (p *Pool) EvictFinished(cutoff time.Time) int {
+	p.mu.Lock()
+	var stale []*Task
+	for _, t := range p.tasks {
+		if t.buffered && t.finishedBefore(cutoff) {
+			stale = append(stale, t)
+		}
+	}
+	p.mu.Unlock()
+	for _, t := range stale {
+		p.Remove(t)
+	}
+	return len(stale)
 }
 
 // Close cancels every task, refuses new ones, and waits until all the pool's

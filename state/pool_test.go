@@ -32,7 +32,7 @@ func wait(t *testing.T, task *Task) {
 }
 
 func TestNewPoolRejectsBadConfig(t *testing.T) {
-	for _, cfg := range []Config{{0, 1}, {-1, 1}, {1, 0}} {
+	for _, cfg := range []Config{{Parallelism: 0, Buffer: 1}, {Parallelism: -1, Buffer: 1}, {Parallelism: 1, Buffer: 0}} {
 		if _, err := NewPool(cfg); err == nil {
 			t.Errorf("NewPool(%+v) = nil error, want one", cfg)
 		}

@@ -58,6 +58,7 @@ type Task struct {
 	outputs  []any
 	err      error
 	started  time.Time // start of the latest attempt
+	finished time.Time // when it finished, by the pool's clock
 	first    time.Time // start of the first attempt
 	attempts int       // attempts started
 	watchers []chan<- *Task
@@ -153,6 +154,20 @@ func (t *Task) AfterFinish(fn func()) {
 	}
 	t.mu.Unlock()
 	fn()
+}
+
+func (t *Task) finishedBefore(cutoff time.Time) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.status == Finished && !t.finished.IsZero() && t.finished.Before(cutoff)
+}
+
+// finishAt is finish, stamped with the time it finished.
+func (t *Task) finishAt(outputs []any, err error, now time.Time) {
+	t.mu.Lock()
+	t.finished = now
+	t.mu.Unlock()
+	t.finish(outputs, err)
 }
 
 func (t *Task) finish(outputs []any, err error) {

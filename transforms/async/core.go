@@ -46,11 +46,12 @@ type core struct {
 	// goes to the failure output instead of failing its key's commit.
 	HasFailures bool
 
-	clock  timers.Clock
-	user   *userFn
-	keyEnc beam.ElementEncoder
-	valEnc beam.ElementEncoder
-	valDec beam.ElementDecoder
+	clock    timers.Clock
+	registry *state.Registry // nil: state.Default; tests model other workers
+	user     *userFn
+	keyEnc   beam.ElementEncoder
+	valEnc   beam.ElementEncoder
+	valDec   beam.ElementDecoder
 	// noWait is set once a wait for buffer room timed out in the current
 	// bundle: room comes only from commits in other bundles, so waiting again
 	// would only stretch this one.
@@ -60,8 +61,13 @@ type core struct {
 	retryLocally bool
 }
 
-func (f *core) freq() time.Duration    { return time.Duration(f.CallbackFrequencyNs) }
-func (f *core) maxWait() time.Duration { return time.Duration(f.MaxWaitNs) }
+func (f *core) freq() time.Duration { return time.Duration(f.CallbackFrequencyNs) }
+
+// staleAfter is how long a finished, uncommitted result may wait before the
+// pool may evict it to make room: twenty commit rounds, and at least 30 s.
+// Only a key that moved to another worker leaves results that long.
+func (f *core) staleAfter() time.Duration { return max(20*f.freq(), 30*time.Second) }
+func (f *core) maxWait() time.Duration    { return time.Duration(f.MaxWaitNs) }
 
 // Setup rebuilds the wrapped fn, forwards its Setup, and prepares coders.
 func (f *core) Setup(ctx context.Context) error {
@@ -86,7 +92,11 @@ func (f *core) Setup(ctx context.Context) error {
 // every use rather than kept, so that a registry Reset (a simulated worker
 // restart) is seen at once.
 func (f *core) pool() (*state.Pool, error) {
-	return state.Shared(f.ID, state.Config{Parallelism: f.Parallelism, Buffer: f.Buffer})
+	r := f.registry
+	if r == nil {
+		r = state.Default
+	}
+	return r.Shared(f.ID, state.Config{Parallelism: f.Parallelism, Buffer: f.Buffer, Now: f.clock.Now})
 }
 
 // StartBundle resets the per-bundle wait flag.
@@ -137,6 +147,9 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wa
 		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
 	t, adm, err := pool.Submit(ctx, k, wait, f.work(key, value, done), f.localRetry(k, done))
+	if adm == state.NoRoom && err == nil && !f.retryLocally && pool.EvictFinished(f.clock.Now().Add(-f.staleAfter())) > 0 {
+		t, adm, err = pool.Submit(ctx, k, 0, f.work(key, value, done), f.localRetry(k, done))
+	}
 	if adm != state.Started {
 		f.user.release()
 	} else {
