@@ -354,6 +354,20 @@ func (h *harness) drain(f *batchFn, key any) ([]string, error) {
 
 func (h *harness) fail(fr Failure) { h.failed = append(h.failed, fr) }
 
+// waitKey waits until every local task of key has finished.
+func (h *harness) waitKey(key any) {
+	h.t.Helper()
+	p, _ := h.c.pool()
+	kb, _ := encode(h.c.keyEnc, key)
+	for _, t := range p.ForKey(string(kb)) {
+		select {
+		case <-t.Done():
+		case <-time.After(10 * time.Second):
+			h.t.Fatalf("a task of key %v did not finish", key)
+		}
+	}
+}
+
 // waitFinished waits until the pool's task for (key, v) has finished.
 func (h *harness) waitFinished(key any, v int) {
 	h.t.Helper()

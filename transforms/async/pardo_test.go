@@ -116,3 +116,27 @@ func Example() {
 	fmt.Println("ok")
 	// Output: ok
 }
+
+// sizeOf reports the size of a large value.
+type sizeOf struct{}
+
+func (*sizeOf) ProcessElement(key string, v []byte, emit func(int)) { emit(len(v)) }
+
+type bigValues struct{ MB int }
+
+func (f *bigValues) ProcessElement(i int) (string, []byte) {
+	return fmt.Sprint("k", i%2), make([]byte, f.MB<<20+i)
+}
+
+func init() {
+	register.DoFn3x0[string, []byte, func(int)](&sizeOf{})
+	register.DoFn1x2[int, string, []byte](&bigValues{})
+	register.Emitter1[int]()
+}
+
+func TestPipelineValuesOfSeveralMB(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	big := beam.ParDo(s, &bigValues{MB: 4}, beam.Create(s, 0, 1, 2))
+	passert.Equals(s, async.ParDo(s, &sizeOf{}, big), 4<<20, 4<<20+1, 4<<20+2)
+	ptest.RunAndValidate(t, p)
+}
