@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-func panickyID(v int) string { panic("no ID for you") }
+func panickyID(v int) string  { panic("no ID for you") }
 func constantID(v int) string { return "same" }
 
 // TestBadInputAtRuntime covers the bad inputs that construction cannot see,
