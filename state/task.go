@@ -116,6 +116,13 @@ func (t *Task) Attempts() int {
 	return t.attempts
 }
 
+// FinishedAt is when the task finished, by the pool's clock, or the zero time.
+func (t *Task) FinishedAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.finished
+}
+
 // FirstStartedAt is when the task's first attempt began, or the zero time.
 func (t *Task) FirstStartedAt() time.Time {
 	t.mu.Lock()

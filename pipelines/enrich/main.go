@@ -128,11 +128,14 @@ func run(ctx context.Context) error {
 
 	start := time.Now()
 	stopProgress := showProgress(svc, len(inIDs), start)
-	_, err = runner.Run(ctx, p)
+	res, err := runner.Run(ctx, p)
 	stopProgress()
 	wall := time.Since(start)
 	if err != nil {
 		return fmt.Errorf("pipeline failed: %w", err)
+	}
+	if res != nil {
+		fmt.Println(metricsLine(res))
 	}
 	return summarize(inIDs, outPath, failPath, wall, svc)
 }
@@ -228,6 +231,27 @@ func showProgress(svc *service, total int, start time.Time) (stop func()) {
 func isTerminal(f *os.File) bool {
 	st, err := f.Stat()
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// metricsLine prints the async transform's Beam metrics.
+func metricsLine(res beam.PipelineResult) string {
+	counters := map[string]int64{}
+	for _, c := range res.Metrics().AllMetrics().Counters() {
+		if strings.Contains(c.Namespace(), "async.") {
+			counters[c.Name()] += c.Result()
+		}
+	}
+	line := "metrics:"
+	for _, name := range []string{async.MetricAccepted, async.MetricStarted, async.MetricCommitted, async.MetricRetried,
+		async.MetricFailed, async.MetricRescheduled, async.MetricCancelled, async.MetricDeduplicated} {
+		line += fmt.Sprintf(" %s=%d", name, counters[name])
+	}
+	for _, d := range res.Metrics().AllMetrics().Distributions() {
+		if v := d.Result(); strings.Contains(d.Key.Namespace, "async.") && v.Count > 0 {
+			line += fmt.Sprintf(" %s(mean/max)=%d/%d", d.Key.Name, v.Sum/v.Count, v.Max)
+		}
+	}
+	return line
 }
 
 // summarize checks both outputs against the input and prints the summary.

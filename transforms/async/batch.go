@@ -57,7 +57,7 @@ func (f *batchFn) OnTimer(ctx context.Context, sp beamstate.Provider, _ beamtime
 // until then; a worker that restarts before the drain commits starts the
 // count over from what bag state holds.
 func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emit func(beam.Z), fail func(Failure)) error {
-	entries, _, err := f.readPending(&f.Pending, sp)
+	entries, _, err := f.readPending(ctx, &f.Pending, sp)
 	if err != nil || len(entries) == 0 {
 		return err
 	}
@@ -69,7 +69,7 @@ func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emi
 	if err != nil {
 		return err
 	}
-	cancelStale(pool, string(kb), entries)
+	f.cancelStale(ctx, pool, string(kb), entries)
 
 	byID := make(map[string]state.Envelope, len(entries))
 	finished := make(chan *state.Task, len(entries))
@@ -85,9 +85,10 @@ func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emi
 				if err != nil {
 					return fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
 				}
-				if t, err = f.startUnbuffered(pool, k, key, value, env.Attempts); err != nil {
+				if t, err = f.startUnbuffered(ctx, pool, k, key, value, env.Attempts); err != nil {
 					return err
 				}
+				f.metrics.rescheduled.Inc(ctx, 1)
 			}
 			t.Notify(finished)
 			active++
@@ -104,11 +105,13 @@ func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emi
 		case t := <-finished:
 			active--
 			pool.Remove(t)
+			f.metrics.observeFinished(ctx, t, f.clock.Now())
 			outputs, callErr := t.Result()
 			if callErr == nil {
 				for _, o := range outputs {
 					emit(o)
 				}
+				f.metrics.committed.Inc(ctx, 1)
 			} else if err := f.failFinally(ctx, key, kb, byID[t.Key.ID], t, callErr, fail); err != nil {
 				return err
 			}
@@ -135,5 +138,6 @@ func (f *batchFn) failFinally(ctx context.Context, key any, kb []byte, env state
 		return fmt.Errorf("async: element %x of key %v was interrupted before the drain could finish it: %w", env.ID, key, callErr)
 	}
 	fail(*out.failure)
+	f.metrics.failed.Inc(ctx, 1)
 	return nil
 }

@@ -28,7 +28,9 @@ const (
 // fields themselves, because Beam looks for them at the top level only.
 type core struct {
 	// ID names the transform's shared Pool in each worker process.
-	ID                  string
+	ID string
+	// Name is the transform's scope, the namespace of its metrics.
+	Name                string
 	User                userSpec
 	KeyType             beam.EncodedType
 	ValueType           beam.EncodedType
@@ -47,6 +49,7 @@ type core struct {
 	HasFailures bool
 
 	clock    timers.Clock
+	metrics  *metrics
 	registry *state.Registry // nil: state.Default; tests model other workers
 	user     *userFn
 	keyEnc   beam.ElementEncoder
@@ -82,6 +85,7 @@ func (f *core) Setup(ctx context.Context) error {
 		return fmt.Errorf("async: %w", err)
 	}
 	f.user = u
+	f.metrics = newMetrics(f.Name)
 	f.keyEnc = beam.NewElementEncoder(f.KeyType.T)
 	f.valEnc = beam.NewElementEncoder(f.ValueType.T)
 	f.valDec = beam.NewElementDecoder(f.ValueType.T)
@@ -134,6 +138,10 @@ func (f *core) accept(ctx context.Context, ts beam.EventTime, bag *beamstate.Bag
 	if err != nil {
 		return nil, err
 	}
+	f.metrics.accepted.Inc(ctx, 1)
+	if adm == state.Existing {
+		f.metrics.deduplicated.Inc(ctx, 1)
+	}
 	if adm == state.NoRoom && wait > 0 {
 		f.noWait = true
 	}
@@ -147,19 +155,23 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wa
 		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
 	t, adm, err := pool.Submit(ctx, k, wait, f.work(key, value, done), f.localRetry(k, done))
-	if adm == state.NoRoom && err == nil && !f.retryLocally && pool.EvictFinished(f.clock.Now().Add(-f.staleAfter())) > 0 {
-		t, adm, err = pool.Submit(ctx, k, 0, f.work(key, value, done), f.localRetry(k, done))
+	if adm == state.NoRoom && err == nil && !f.retryLocally {
+		if n := pool.EvictFinished(f.clock.Now().Add(-f.staleAfter())); n > 0 {
+			f.metrics.cancelled.Inc(ctx, int64(n))
+			t, adm, err = pool.Submit(ctx, k, 0, f.work(key, value, done), f.localRetry(k, done))
+		}
 	}
 	if adm != state.Started {
 		f.user.release()
 	} else {
+		f.metrics.started.Inc(ctx, 1)
 		t.AfterFinish(f.user.release)
 	}
 	return t, adm, err
 }
 
 // startUnbuffered starts the wrapped fn for one element outside the buffer.
-func (f *core) startUnbuffered(pool *state.Pool, k state.TaskKey, key, value any, done int) (*state.Task, error) {
+func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, k state.TaskKey, key, value any, done int) (*state.Task, error) {
 	if !f.user.hold() {
 		return nil, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
@@ -167,6 +179,7 @@ func (f *core) startUnbuffered(pool *state.Pool, k state.TaskKey, key, value any
 	if existing || err != nil {
 		f.user.release()
 	} else {
+		f.metrics.started.Inc(ctx, 1)
 		t.AfterFinish(f.user.release)
 	}
 	return t, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -61,4 +62,53 @@ func TestPipelineFailureOutput(t *testing.T) {
 	passert.EqualsList(s, out, wantOut)
 	passert.EqualsList(s, beam.ParDo(s, describeFailure, failures), wantFail)
 	ptest.RunAndValidate(t, p)
+}
+
+func TestPipelineMetrics(t *testing.T) {
+	const n, keys = 200, 5
+	p, s := beam.NewPipelineWithRoot()
+	s = s.Scope("enrich")
+	async.ParDoWithFailures(s, &flaky{}, input(s, n, keys),
+		async.WithParallelism(8), async.WithMaxItemsToBuffer(1000), async.WithMaxAttempts(3), async.WithBackoff(async.FixedBackoff(time.Millisecond)))
+	want := map[string]int64{async.MetricAccepted: n, async.MetricStarted: n, async.MetricFinished: n}
+	for v := 0; v < n; v++ {
+		switch {
+		case v%10 == 0:
+			want[async.MetricFailed]++
+		case v%13 == 0:
+			want[async.MetricFailed]++
+			want[async.MetricRetried] += 2
+		case v%7 == 0:
+			want[async.MetricRetried]++
+			want[async.MetricCommitted]++
+		default:
+			want[async.MetricCommitted]++
+		}
+	}
+	res := ptest.RunAndValidate(t, p)
+	got := map[string]int64{}
+	var latencies int64
+	for _, c := range res.Metrics().AllMetrics().Counters() {
+		if strings.HasSuffix(c.Namespace(), "enrich/async.ParDoWithFailures") {
+			got[c.Name()] += c.Result()
+		}
+	}
+	for _, d := range res.Metrics().AllMetrics().Distributions() {
+		if d.Key.Name == async.MetricLatency {
+			latencies += d.Result().Count
+		}
+	}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("counter %s = %d, want %d", name, got[name], w)
+		}
+	}
+	for _, name := range []string{async.MetricRescheduled, async.MetricCancelled, async.MetricDeduplicated} {
+		if got[name] != 0 {
+			t.Errorf("counter %s = %d, want 0", name, got[name])
+		}
+	}
+	if latencies != n {
+		t.Errorf("call latency distribution has %d samples, want %d", latencies, n)
+	}
 }

@@ -103,6 +103,7 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 		return fail(err)
 	}
 	c := core{
+		Name:                s.String(),
 		ID:                  uuid.NewString(),
 		User:                spec,
 		KeyType:             beam.EncodedType{T: keyT},

@@ -1,6 +1,7 @@
 package async
 
 import (
+	"context"
 	"fmt"
 
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -16,8 +17,9 @@ type pending struct {
 }
 
 // readPending reads the key's bag state, keeping the first entry of each ID.
-// dropped reports whether duplicate entries were left out.
-func (f *core) readPending(bag *beamstate.Bag[[]byte], sp beamstate.Provider) (entries []pending, dropped bool, err error) {
+// dropped reports whether duplicate entries were left out; they are counted
+// as deduplicated.
+func (f *core) readPending(ctx context.Context, bag *beamstate.Bag[[]byte], sp beamstate.Provider) (entries []pending, dropped bool, err error) {
 	raws, _, err := bag.Read(sp)
 	if err != nil {
 		return nil, false, fmt.Errorf("async: reading bag state: %w", err)
@@ -30,6 +32,7 @@ func (f *core) readPending(bag *beamstate.Bag[[]byte], sp beamstate.Provider) (e
 		}
 		if seen[env.ID] {
 			dropped = true
+			f.metrics.deduplicated.Inc(ctx, 1)
 			continue
 		}
 		seen[env.ID] = true
@@ -41,7 +44,7 @@ func (f *core) readPending(bag *beamstate.Bag[[]byte], sp beamstate.Provider) (e
 // cancelStale removes the key's local tasks whose element is no longer in bag
 // state: they were committed elsewhere (a key that moved between workers, or
 // a retried bundle), and running them on would only waste a slot.
-func cancelStale(pool *state.Pool, kb string, entries []pending) {
+func (f *core) cancelStale(ctx context.Context, pool *state.Pool, kb string, entries []pending) {
 	local := pool.ForKey(kb)
 	if len(local) == 0 {
 		return
@@ -53,6 +56,7 @@ func cancelStale(pool *state.Pool, kb string, entries []pending) {
 	for _, t := range local {
 		if !in[t.Key.ID] {
 			pool.Remove(t)
+			f.metrics.cancelled.Inc(ctx, 1)
 		}
 	}
 }

@@ -55,7 +55,7 @@ func (f *streamFn) OnTimer(ctx context.Context, ts beam.EventTime, sp beamstate.
 // retried is written back to bag state with its attempt count and the time of
 // its next attempt, and holds no pool slot while it waits.
 func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key any, emit func(beam.Z), fail func(Failure)) error {
-	entries, changed, err := f.readPending(&f.Pending, sp)
+	entries, changed, err := f.readPending(ctx, &f.Pending, sp)
 	if err != nil || len(entries) == 0 {
 		return err // an empty bag sets no timer, so a bounded pipeline can end
 	}
@@ -67,7 +67,7 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 	if err != nil {
 		return err
 	}
-	cancelStale(pool, string(kb), entries)
+	f.cancelStale(ctx, pool, string(kb), entries)
 
 	now := f.clock.Now()
 	var keep, toStart []pending
@@ -106,8 +106,11 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 			changed = true
 			if out.failure != nil {
 				failures = append(failures, *out.failure)
+				f.metrics.observeFinished(ctx, t, now)
+				f.metrics.failed.Inc(ctx, 1)
 				continue
 			}
+			f.metrics.retried.Inc(ctx, 1)
 			retry := pending{raw: out.retry.Encode(), env: *out.retry}
 			keep = append(keep, retry)
 			waitingRetries++
@@ -122,6 +125,8 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 			emit(o)
 		}
 		pool.Remove(t)
+		f.metrics.observeFinished(ctx, t, now)
+		f.metrics.committed.Inc(ctx, 1)
 	}
 	for _, fr := range failures {
 		fail(fr)
@@ -131,15 +136,24 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 	// or before a restart, queued for want of room, or a retry now due), now
 	// that the committed elements have freed their places. Without room an
 	// element stays queued in bag state for a later callback.
+	queued := 0
 	for _, e := range toStart {
 		value, err := decode(f.valDec, e.env.Value)
 		if err != nil {
 			return fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
 		}
-		if _, _, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: e.env.ID}, 0, key, value, e.env.Attempts); err != nil {
+		_, adm, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: e.env.ID}, 0, key, value, e.env.Attempts)
+		if err != nil {
 			return err
 		}
+		if adm == state.Started {
+			f.metrics.rescheduled.Inc(ctx, 1)
+		} else {
+			queued++
+		}
 	}
+	f.metrics.inFlight.Set(ctx, int64(pool.Len()))
+	f.metrics.queued.Set(ctx, int64(queued+waitingRetries))
 	if changed {
 		if err := f.Pending.Clear(sp); err != nil {
 			return fmt.Errorf("async: clearing bag state: %w", err)

@@ -1,0 +1,64 @@
+package async
+
+import (
+	"context"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// Metric names, in the namespace of the transform's scope (for example
+// "root/async.ParDo", or the user's scope around it).
+const (
+	MetricAccepted     = "accepted"        // elements ProcessElement took
+	MetricStarted      = "started"         // calls started (first attempts and restarts)
+	MetricFinished     = "finished"        // elements whose calls ended, with outputs or a final failure
+	MetricCommitted    = "committed"       // elements whose outputs were committed
+	MetricRescheduled  = "rescheduled"     // elements in bag state unknown to the worker, started by a callback
+	MetricCancelled    = "cancelled"       // local work dropped because its element left bag state, or evicted
+	MetricDeduplicated = "deduplicated"    // copies of a pending element, run and emitted once
+	MetricRetried      = "retried"         // failed attempts that were retried
+	MetricFailed       = "failed"          // elements that failed for good
+	MetricInFlight     = "in_flight"       // gauge: local tasks of the transform in the worker
+	MetricQueued       = "queued"          // gauge: elements of the last committed key waiting in bag state
+	MetricLatency      = "call_latency_ms" // distribution: duration of the last attempt of each finished call
+	MetricCommitDelay  = "commit_delay_ms" // distribution: from a call finishing to its output's commit
+)
+
+// metrics are the transform's Beam metrics. Beam ignores updates made with a
+// context that is not a bundle's, so unit tests may pass any context.
+type metrics struct {
+	accepted, started, finished, committed, rescheduled, cancelled, deduplicated, retried, failed beam.Counter
+	inFlight, queued                                                                              beam.Gauge
+	latency, commitDelay                                                                          beam.Distribution
+}
+
+func newMetrics(ns string) *metrics {
+	if ns == "" {
+		ns = "async"
+	}
+	c := func(name string) beam.Counter { return beam.NewCounter(ns, name) }
+	return &metrics{
+		accepted: c(MetricAccepted), started: c(MetricStarted), finished: c(MetricFinished),
+		committed: c(MetricCommitted), rescheduled: c(MetricRescheduled), cancelled: c(MetricCancelled),
+		deduplicated: c(MetricDeduplicated), retried: c(MetricRetried), failed: c(MetricFailed),
+		inFlight: beam.NewGauge(ns, MetricInFlight), queued: beam.NewGauge(ns, MetricQueued),
+		latency: beam.NewDistribution(ns, MetricLatency), commitDelay: beam.NewDistribution(ns, MetricCommitDelay),
+	}
+}
+
+// observeFinished records a finished task: its count, its last attempt's
+// latency, the retries it made locally, and its delay until commit.
+func (m *metrics) observeFinished(ctx context.Context, t *state.Task, now time.Time) {
+	m.finished.Inc(ctx, 1)
+	if n := t.Attempts(); n > 1 {
+		m.retried.Inc(ctx, int64(n-1))
+	}
+	started, finished := t.StartedAt(), t.FinishedAt()
+	if !started.IsZero() && !finished.IsZero() {
+		m.latency.Update(ctx, finished.Sub(started).Milliseconds())
+		m.commitDelay.Update(ctx, max(now.Sub(finished), 0).Milliseconds())
+	}
+}
