@@ -21,17 +21,24 @@ func repoRoot(t *testing.T) string {
 	return filepath.Dir(filepath.Dir(file))
 }
 
+// build compiles a main package (of this module or a dependency) into the
+// test's temporary directory.
+func build(t *testing.T, pkg string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Dir = repoRoot(t)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, out)
+	}
+	return bin
+}
+
 // TestEnrichOnEmbeddedPrism builds the main job, runs it as its own process
 // on embedded prism against its loopback service, and checks its summary:
 // every input record appears exactly once in the output.
 func TestEnrichOnEmbeddedPrism(t *testing.T) {
-	root := repoRoot(t)
-	bin := filepath.Join(t.TempDir(), "enrich")
-	build := exec.Command("go", "build", "-o", bin, "./pipelines/enrich")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the enrich job: %v\n%s", err, out)
-	}
+	bin := build(t, "./pipelines/enrich")
 	tests := []struct {
 		name string
 		args []string
@@ -53,17 +60,26 @@ func TestEnrichOnEmbeddedPrism(t *testing.T) {
 			if !regexp.MustCompile(tc.want).Match(out) {
 				t.Errorf("enrich %v output has no line matching %q:\n%s", tc.args, tc.want, out)
 			}
-			if m := regexp.MustCompile(`records: in=(\d+) out=(\d+) failed=(\d+)`).FindSubmatch(out); m != nil {
-				in, _ := strconv.Atoi(string(m[1]))
-				ok, _ := strconv.Atoi(string(m[2]))
-				failed, _ := strconv.Atoi(string(m[3]))
-				if ok+failed != in {
-					t.Errorf("out + failed = %d + %d, want in = %d", ok, failed, in)
-				}
-			}
+			checkSummary(t, out)
 			if _, err := os.Stat(filepath.Join(outDir, "enriched.jsonl")); err != nil {
 				t.Errorf("no output file: %v", err)
 			}
 		})
+	}
+}
+
+// checkSummary checks the job's summary line: out + failed = in. (The job
+// itself exits non-zero if a record is missing or duplicated.)
+func checkSummary(t *testing.T, out []byte) {
+	t.Helper()
+	m := regexp.MustCompile(`records: in=(\d+) out=(\d+) failed=(\d+)`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no summary line in:\n%s", out)
+	}
+	in, _ := strconv.Atoi(string(m[1]))
+	ok, _ := strconv.Atoi(string(m[2]))
+	failed, _ := strconv.Atoi(string(m[3]))
+	if in == 0 || ok+failed != in {
+		t.Errorf("out + failed = %d + %d, want in = %d", ok, failed, in)
 	}
 }

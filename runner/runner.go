@@ -9,6 +9,7 @@ package runner
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 
@@ -26,13 +27,36 @@ func Name() string {
 }
 
 // Check returns an error naming the fix when the selected runner cannot run
-// pipelines with state and timers.
+// pipelines with state and timers, or lacks a flag it needs; it runs before
+// any work.
 func Check() error {
 	switch Name() {
 	case "direct", "directrunner":
 		return fmt.Errorf("runner: --runner=%s is the legacy Go direct runner, which does not support state and timers; use --runner=prism (the default) for local runs", *runners.Runner)
+	case "dataflow", "dataflowrunner":
+		return requireFlags("--runner=dataflow", "project", "region", "staging_location", "temp_location")
+	case "universal", "portable", "flink", "spark":
+		return requireFlags("--runner="+Name()+" submits to a job server and", "endpoint")
 	}
 	return nil
+}
+
+// requireFlags names the first flag of names that is unset.
+func requireFlags(who string, names ...string) error {
+	for _, name := range names {
+		f := flag.Lookup(name)
+		if f == nil || strings.TrimSpace(f.Value.String()) == "" {
+			return fmt.Errorf("runner: %s needs --%s", who, name)
+		}
+	}
+	return nil
+}
+
+// DryRun reports whether --dry_run asks the runner (Dataflow) to print the
+// job instead of running it.
+func DryRun() bool {
+	f := flag.Lookup("dry_run")
+	return f != nil && f.Value.String() == "true"
 }
 
 // Run checks the runner and runs p, returning its result (with metrics).

@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"flag"
 	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
+	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx" // registers the runners' flags
 )
 
 func TestCheck(t *testing.T) {
@@ -18,7 +20,7 @@ func TestCheck(t *testing.T) {
 		{"prism", "prism", false},
 		{"direct", "direct", true},
 		{"DirectRunner", "directrunner", true},
-		{"universal", "universal", false},
+		{"portable", "portable", true}, // no --endpoint
 	}
 	for _, tc := range tests {
 		*runners.Runner = tc.flag
@@ -29,8 +31,42 @@ func TestCheck(t *testing.T) {
 		if (err != nil) != tc.wantErr {
 			t.Errorf("Check() with --runner=%q = %v, want error %v", tc.flag, err, tc.wantErr)
 		}
-		if err != nil && !strings.Contains(err.Error(), "--runner=prism") {
+		if err != nil && strings.HasPrefix(tc.wantName, "direct") && !strings.Contains(err.Error(), "--runner=prism") {
 			t.Errorf("Check() error %q does not say to use prism", err)
+		}
+	}
+}
+
+func TestCheckNamesMissingDataflowFlag(t *testing.T) {
+	old := *runners.Runner
+	defer func() { *runners.Runner = old }()
+	*runners.Runner = "dataflow"
+	set := func(name, v string) {
+		if err := flag.Set(name, v); err != nil {
+			t.Fatalf("flag.Set(%s): %v", name, err)
+		}
+	}
+	defer func() {
+		for _, n := range []string{"project", "region", "staging_location", "temp_location"} {
+			flag.Set(n, "")
+		}
+	}()
+	steps := []struct{ set, wantMissing string }{
+		{"", "--project"}, {"project", "--region"}, {"region", "--staging_location"}, {"staging_location", "--temp_location"}, {"temp_location", ""},
+	}
+	for _, st := range steps {
+		if st.set != "" {
+			set(st.set, "x")
+		}
+		err := Check()
+		if st.wantMissing == "" {
+			if err != nil {
+				t.Errorf("Check() with every Dataflow flag set = %v, want nil", err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), st.wantMissing) {
+			t.Errorf("Check() after setting %q = %v, want an error naming %s", st.set, err, st.wantMissing)
 		}
 	}
 }

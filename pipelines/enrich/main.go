@@ -79,7 +79,7 @@ func main() {
 }
 
 func run(ctx context.Context) error {
-	if !*verbose {
+	if !*verbose && !runner.DryRun() {
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	}
 	if err := runner.Check(); err != nil {
@@ -133,6 +133,10 @@ func run(ctx context.Context) error {
 	wall := time.Since(start)
 	if err != nil {
 		return fmt.Errorf("pipeline failed: %w", err)
+	}
+	if runner.DryRun() {
+		fmt.Println("enrich: dry run: the runner printed the job above; nothing was executed")
+		return nil
 	}
 	if res != nil {
 		fmt.Println(metricsLine(res))

@@ -1,0 +1,158 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// freePort returns a loopback port that was free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// startPrism starts prism as a separate job server process, built from the
+// pinned Beam module, and returns its job endpoint. It is stopped when the
+// test ends.
+func startPrism(t *testing.T) string {
+	t.Helper()
+	bin := build(t, "github.com/apache/beam/sdks/v2/go/cmd/prism")
+	port := freePort(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "-job_port", fmt.Sprint(port), "-web_port", fmt.Sprint(freePort(t)), "-idle_shutdown_timeout", "10m")
+	logPath := filepath.Join(t.TempDir(), "prism.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting prism: %v", err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		cmd.Wait()
+		logFile.Close()
+		if t.Failed() {
+			if b, err := os.ReadFile(logPath); err == nil {
+				t.Logf("prism log:\n%s", tail(b, 4000))
+			}
+		}
+	})
+	endpoint := fmt.Sprintf("localhost:%d", port)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", endpoint, time.Second)
+		if err == nil {
+			c.Close()
+			return endpoint
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prism job server did not listen on %s within 60 s", endpoint)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func tail(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[len(b)-n:]
+	}
+	return b
+}
+
+// bootWrapper writes a script that starts Beam's Go boot loader, which fetches
+// the staged worker binary from the job server and runs it. prism v2.77.0
+// passes the worker ID as --id='ID', quotes included in the value (it starts
+// the command without a shell), so the script strips them.
+func bootWrapper(t *testing.T) string {
+	t.Helper()
+	boot := build(t, "github.com/apache/beam/sdks/v2/go/container")
+	script := filepath.Join(t.TempDir(), "boot.sh")
+	body := "#!/bin/sh\n" +
+		`id=$(printf '%s' "$1" | sed "s/^--id='\(.*\)'\$/--id=\1/")` + "\n" +
+		"shift\n" +
+		"exec " + boot + ` "$id" "$@"` + "\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+func runEnrich(t *testing.T, bin string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--output", t.TempDir()}, args...)...)
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("enrich %v: %v\n%s", args, err, tail(out, 4000))
+	}
+	return out
+}
+
+// TestEnrichOnPrismJobServer submits the main job to prism running as its own
+// process, first with the SDK worker in the submitting process (LOOPBACK),
+// then with the worker as a separate process that prism starts (PROCESS):
+// the second proves that the transform's registrations work in a worker that
+// only ran init() and beam.Init().
+func TestEnrichOnPrismJobServer(t *testing.T) {
+	enrich := build(t, "./pipelines/enrich")
+	endpoint := startPrism(t)
+	t.Run("LOOPBACK", func(t *testing.T) {
+		out := runEnrich(t, enrich, "--runner=universal", "--endpoint="+endpoint, "--environment_type=LOOPBACK")
+		checkSummary(t, out)
+	})
+	t.Run("PROCESS", func(t *testing.T) {
+		out := runEnrich(t, enrich, "--runner=universal", "--endpoint="+endpoint, "--environment_type=PROCESS",
+			`--environment_config={"command":"`+bootWrapper(t)+`"}`, "--worker_binary="+enrich, "--error_rate=0.1")
+		checkSummary(t, out)
+	})
+}
+
+// TestEnrichDataflowDryRun translates the main job for Dataflow without
+// submitting it (no network): the printed job carries the stateful step with
+// its bag state and, the input being bounded, the end-of-window drain timer.
+func TestEnrichDataflowDryRun(t *testing.T) {
+	enrich := build(t, "./pipelines/enrich")
+	out := runEnrich(t, enrich, "--runner=dataflow", "--dry_run", "--project=demo-project", "--region=us-central1",
+		"--staging_location=gs://demo-bucket/staging", "--temp_location=gs://demo-bucket/temp", "--worker_binary="+enrich)
+	for _, want := range []string{"Dry-run: not submitting job", "asyncPending", "beam:user_state:bag:v1", "asyncDrain", "dry run: the runner printed the job"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("dry-run output lacks %q", want)
+		}
+	}
+}
+
+// TestRunnerFlagsAreChecked: a user never reaches the direct runner's nil
+// pointer panic, and Dataflow names the missing flag before any work.
+func TestRunnerFlagsAreChecked(t *testing.T) {
+	enrich := build(t, "./pipelines/enrich")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--runner=direct"}, "use --runner=prism"},
+		{[]string{"--runner=dataflow", "--project=p"}, "needs --region"},
+		{[]string{"--runner=universal"}, "needs --endpoint"},
+	} {
+		cmd := exec.Command(enrich, tc.args...)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "panic") {
+			t.Errorf("enrich %v: err %v, output %q; want a failure saying %q", tc.args, err, tail(out, 500), tc.want)
+		}
+	}
+}
