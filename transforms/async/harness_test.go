@@ -241,7 +241,7 @@ func init() {
 // harness drives one transform's DoFns directly, with per-key in-memory
 // state and timers and a manual clock.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	c      core
 	clock  *timers.Manual
 	states map[any]*memState
@@ -252,13 +252,13 @@ type harness struct {
 	failed   []Failure
 }
 
-func newHarness(t *testing.T, fn any, keyT reflect.Type, opts ...Option) *harness {
+func newHarness(t testing.TB, fn any, keyT reflect.Type, opts ...Option) *harness {
 	t.Helper()
 	return newHarnessFailures(t, false, fn, keyT, opts...)
 }
 
 // newHarnessFailures is newHarness with or without a failure output.
-func newHarnessFailures(t *testing.T, failures bool, fn any, keyT reflect.Type, opts ...Option) *harness {
+func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, opts ...Option) *harness {
 	t.Helper()
 	set, err := resolve(opts)
 	if err != nil {
