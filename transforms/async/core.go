@@ -138,10 +138,9 @@ func (f *core) accept(ctx context.Context, ts beam.EventTime, bag *beamstate.Bag
 	if err != nil {
 		return nil, err
 	}
+	// A copy of a pending element (adm == Existing) is counted as
+	// deduplicated when a callback drops its bag entry, not here.
 	f.metrics.accepted.Inc(ctx, 1)
-	if adm == state.Existing {
-		f.metrics.deduplicated.Inc(ctx, 1)
-	}
 	if adm == state.NoRoom && wait > 0 {
 		f.noWait = true
 	}

@@ -74,33 +74,32 @@ func TryParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.
 // build validates everything and applies the stateful DoFn, which always has
 // two outputs: the results and the failures.
 func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []Option) ([]beam.PCollection, error) {
-	fail := func(err error) ([]beam.PCollection, error) { return nil, err }
 	if !col.IsValid() {
-		return fail(fmt.Errorf("the input PCollection is invalid (zero value?)"))
+		return nil, fmt.Errorf("the input PCollection is invalid (zero value?)")
 	}
 	if !typex.IsKV(col.Type()) {
-		return fail(fmt.Errorf("the input must be a PCollection<KV<K, V>>, got PCollection<%v>; key it first, for example with beam.ParDo(s, func(v V) (K, V) {...}, col)", col.Type()))
+		return nil, fmt.Errorf("the input must be a PCollection<KV<K, V>>, got PCollection<%v>; key it first, for example with beam.ParDo(s, func(v V) (K, V) {...}, col)", col.Type())
 	}
 	keyFT, valFT := col.Type().Components()[0], col.Type().Components()[1]
 	keyT, valT := keyFT.Type(), valFT.Type()
 	if !beam.NewCoder(keyFT).IsDeterministic() {
-		return fail(fmt.Errorf("the key coder for %v is not deterministic, and bag state and timers are kept per encoded key: use a key of type string, []byte, bool, an integer, or register a deterministic coder", keyT))
+		return nil, fmt.Errorf("the key coder for %v is not deterministic, and bag state and timers are kept per encoded key: use a key of type string, []byte, bool, an integer, or register a deterministic coder", keyT)
 	}
 	set, err := resolve(opts)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	spec, outT, err := inspectFn(fn, keyT, valT)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	idFn, err := inspectIDFn(set.idFn, valT)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	retryIf, err := inspectRetryIf(set.retryIf)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	c := core{
 		Name:                s.String(),
