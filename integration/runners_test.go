@@ -156,3 +156,25 @@ func TestRunnerFlagsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchSmoke runs the benchmark program on a tiny workload: every
+// contender of every scenario must produce a row with all its elements.
+func TestBenchSmoke(t *testing.T) {
+	bench := build(t, "./pipelines/bench")
+	jsonPath := filepath.Join(t.TempDir(), "bench.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bench, "--n=200", "--keys=10", "--latency=5ms", "--p=16", "--stream_for=1s", "--stream_rate=0.5", "--json", jsonPath)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, tail(out, 4000))
+	}
+	for _, row := range []string{"| batch | sync |", "| batch | bundle |", "| batch | async |", "| stream | bundle |", "| stream | async |"} {
+		if !strings.Contains(string(out), row) {
+			t.Errorf("bench output lacks the row %q:\n%s", row, tail(out, 2000))
+		}
+	}
+	if b, err := os.ReadFile(jsonPath); err != nil || !strings.Contains(string(b), `"ratio_to_limit"`) {
+		t.Errorf("bench JSON missing or without results: %v", err)
+	}
+}

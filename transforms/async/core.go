@@ -59,6 +59,9 @@ type core struct {
 	// bundle: room comes only from commits in other bundles, so waiting again
 	// would only stretch this one.
 	noWait bool
+	// lastEvict is when this instance last looked for stale results to evict;
+	// the scan is over the whole pool, so it runs at most once a second.
+	lastEvict time.Time
 	// retryLocally makes failed attempts retry inside the pool, counted in
 	// memory, instead of going back to bag state (see batchFn).
 	retryLocally bool
@@ -154,8 +157,9 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wa
 		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
 	t, adm, err := pool.Submit(ctx, k, wait, f.work(key, value, done), f.localRetry(k, done))
-	if adm == state.NoRoom && err == nil && !f.retryLocally {
-		if n := pool.EvictFinished(f.clock.Now().Add(-f.staleAfter())); n > 0 {
+	if now := f.clock.Now(); adm == state.NoRoom && err == nil && !f.retryLocally && now.Sub(f.lastEvict) >= time.Second {
+		f.lastEvict = now
+		if n := pool.EvictFinished(now.Add(-f.staleAfter())); n > 0 {
 			f.metrics.cancelled.Inc(ctx, int64(n))
 			t, adm, err = pool.Submit(ctx, k, 0, f.work(key, value, done), f.localRetry(k, done))
 		}

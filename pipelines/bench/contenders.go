@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+)
+
+// An element's value is "createdUnixMicros/index"; every contender returns
+// it unchanged after the call, so the sink can measure end-to-end latency.
+func value(created time.Time, i int) string {
+	return strconv.FormatInt(created.UnixMicro(), 10) + "/" + strconv.Itoa(i)
+}
+
+func createdOf(v string) time.Time {
+	us, _ := strconv.ParseInt(v[:strings.IndexByte(v, '/')], 10, 64)
+	return time.UnixMicro(us)
+}
+
+// caller makes the slow call: a sleep, or a request to the loopback service.
+type caller struct {
+	LatencyUs int64
+	URL       string
+}
+
+func (c caller) call(ctx context.Context) error {
+	if c.URL == "" {
+		select {
+		case <-time.After(time.Duration(c.LatencyUs) * time.Microsecond):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return httpCall(ctx, c.URL)
+}
+
+// syncFn calls one element at a time: a plain ParDo.
+type syncFn struct{ Caller caller }
+
+func (f *syncFn) ProcessElement(ctx context.Context, _ string, v string, emit func(string)) error {
+	if err := f.Caller.call(ctx); err != nil {
+		return err
+	}
+	emit(v)
+	return nil
+}
+
+// bundleFn runs calls on goroutines inside the bundle, at most P at once, and
+// emits everything in FinishBundle: what Go users hand-roll today.
+type bundleFn struct {
+	Caller caller
+	P      int
+
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	mu   sync.Mutex
+	out  []string
+	errs []error
+}
+
+func (f *bundleFn) StartBundle(_ context.Context, _ func(string)) {
+	f.sem = make(chan struct{}, f.P)
+	f.out, f.errs = nil, nil
+}
+
+func (f *bundleFn) ProcessElement(ctx context.Context, _ string, v string, _ func(string)) {
+	f.sem <- struct{}{}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		defer func() { <-f.sem }()
+		err := f.Caller.call(context.WithoutCancel(ctx))
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if err != nil {
+			f.errs = append(f.errs, err)
+			return
+		}
+		f.out = append(f.out, v)
+	}()
+}
+
+func (f *bundleFn) FinishBundle(_ context.Context, emit func(string)) error {
+	f.wg.Wait()
+	for _, v := range f.out {
+		emit(v)
+	}
+	if len(f.errs) > 0 {
+		return fmt.Errorf("%d calls failed, first: %w", len(f.errs), f.errs[0])
+	}
+	return nil
+}
+
+// sink records each output's end-to-end latency in this process (the bench
+// runs prism in LOOPBACK, so the worker is this process).
+type sink struct{}
+
+var latencies struct {
+	sync.Mutex
+	ms []float64
+}
+
+func (*sink) ProcessElement(v string) {
+	d := time.Since(createdOf(v))
+	latencies.Lock()
+	latencies.ms = append(latencies.ms, float64(d.Microseconds())/1000)
+	latencies.Unlock()
+}
+
+// keyBy spreads values over Keys keys; for the batch scenario it also stamps
+// the creation time when the element enters the pipeline.
+type keyBy struct{ Keys int }
+
+func (f *keyBy) ProcessElement(i int) (string, string) {
+	return "k" + strconv.Itoa(i%f.Keys), value(time.Now(), i)
+}
+
+// ticks turns each impulse of the stream scenario into PerTick elements
+// created at the impulse's time.
+type ticks struct {
+	PerTick, Keys int
+	StartUs       int64
+	IntervalUs    int64
+}
+
+func (f *ticks) ProcessElement(ts beam.EventTime, _ []byte, emit func(string, string)) {
+	tick := int((ts.ToTime().UnixMicro() - f.StartUs) / f.IntervalUs)
+	created := ts.ToTime()
+	for j := 0; j < f.PerTick; j++ {
+		i := tick*f.PerTick + j
+		emit("k"+strconv.Itoa(i%f.Keys), value(created, i))
+	}
+}
+
+func init() {
+	register.DoFn4x1[context.Context, string, string, func(string), error](&syncFn{})
+	register.DoFn4x0[context.Context, string, string, func(string)](&bundleFn{})
+	register.DoFn1x0[string](&sink{})
+	register.DoFn1x2[int, string, string](&keyBy{})
+	register.DoFn3x0[beam.EventTime, []byte, func(string, string)](&ticks{})
+	register.Emitter1[string]()
+	register.Emitter2[string, string]()
+}
