@@ -50,6 +50,7 @@ var (
 	streamFor   = flag.Duration("stream_for", 5*time.Second, "how long the stream source emits")
 	syncMax     = flag.Duration("sync_max", time.Minute, "skip sync where N x L would exceed this")
 	jsonPath    = flag.String("json", "", "also write the results as JSON to this file")
+	pngPath     = flag.String("png", "", "also draw throughput and p99 latency per contender into this PNG file")
 	child       = flag.String("child", "", "internal: run one scenario/contender and print its result as JSON")
 	cpuProfile  = flag.String("cpuprofile", "", "internal: write a CPU profile of the child run here")
 	asyncBuffer = flag.Int("async_buffer", -1, "async WithMaxItemsToBuffer (-1: N for batch, the default for stream)")
@@ -115,6 +116,13 @@ func runAll() error {
 		}
 	}
 	printTable(results)
+	printTargets(checkTargets(results))
+	if *pngPath != "" {
+		if err := writeChart(*pngPath, results); err != nil {
+			return err
+		}
+		fmt.Println("chart:", *pngPath)
+	}
 	if *jsonPath != "" {
 		doc := map[string]any{
 			"machine": map[string]any{"cores": runtime.NumCPU(), "go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH},
