@@ -7,6 +7,7 @@ import (
 	"image/draw"
 	"image/png"
 	"os"
+	"strings"
 
 	"golang.org/x/image/font"
 	"golang.org/x/image/font/basicfont"
@@ -18,7 +19,7 @@ import (
 func writeChart(path string, results []result) error {
 	var rows []result
 	for _, r := range results {
-		if r.Note == "" {
+		if !strings.HasPrefix(r.Note, "skipped") {
 			rows = append(rows, r)
 		}
 	}

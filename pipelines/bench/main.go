@@ -38,22 +38,24 @@ import (
 )
 
 var (
-	n           = flag.Int("n", 20000, "elements in the batch scenario")
-	keys        = flag.Int("keys", 100, "keys the elements are spread over")
-	latency     = flag.Duration("latency", 20*time.Millisecond, "latency of one call")
-	par         = flag.Int("p", 64, "parallelism P of bundle and async")
-	freq        = flag.Duration("c", time.Second, "callback frequency C of async")
-	mode        = flag.String("call", "sleep", "the call: sleep, or http (a loopback service with the latency)")
-	scenarios   = flag.String("scenarios", "batch,stream", "scenarios to run")
-	contenders  = flag.String("contenders", "sync,bundle,async", "contenders to run")
-	streamRate  = flag.Float64("stream_rate", 0.8, "stream input rate as a share of P/L")
-	streamFor   = flag.Duration("stream_for", 5*time.Second, "how long the stream source emits")
-	syncMax     = flag.Duration("sync_max", time.Minute, "skip sync where N x L would exceed this")
-	jsonPath    = flag.String("json", "", "also write the results as JSON to this file")
-	pngPath     = flag.String("png", "", "also draw throughput and p99 latency per contender into this PNG file")
-	child       = flag.String("child", "", "internal: run one scenario/contender and print its result as JSON")
-	cpuProfile  = flag.String("cpuprofile", "", "internal: write a CPU profile of the child run here")
-	asyncBuffer = flag.Int("async_buffer", -1, "async WithMaxItemsToBuffer (-1: N for batch, the default for stream)")
+	n             = flag.Int("n", 20000, "elements in the batch scenario")
+	keys          = flag.Int("keys", 100, "keys the elements are spread over")
+	latency       = flag.Duration("latency", 20*time.Millisecond, "latency of one call")
+	par           = flag.Int("p", 64, "parallelism P of bundle and async")
+	freq          = flag.Duration("c", time.Second, "callback frequency C of async")
+	mode          = flag.String("call", "sleep", "the call: sleep, or http (a loopback service with the latency)")
+	scenarios     = flag.String("scenarios", "batch,stream", "scenarios to run")
+	contenders    = flag.String("contenders", "sync,bundle,async,python", "contenders to run")
+	pyBatch       = flag.Bool("python_batch", false, "also run the python contender on batch input (slow: AsyncWrapper waits up to 1 s per element once its buffer is full)")
+	pythonTimeout = flag.Duration("python_timeout", 5*time.Minute, "give up on the python contender after this long")
+	streamRate    = flag.Float64("stream_rate", 0.8, "stream input rate as a share of P/L")
+	streamFor     = flag.Duration("stream_for", 5*time.Second, "how long the stream source emits")
+	syncMax       = flag.Duration("sync_max", time.Minute, "skip sync where N x L would exceed this")
+	jsonPath      = flag.String("json", "", "also write the results as JSON to this file")
+	pngPath       = flag.String("png", "", "also draw throughput and p99 latency per contender into this PNG file")
+	child         = flag.String("child", "", "internal: run one scenario/contender and print its result as JSON")
+	cpuProfile    = flag.String("cpuprofile", "", "internal: write a CPU profile of the child run here")
+	asyncBuffer   = flag.Int("async_buffer", -1, "async WithMaxItemsToBuffer (-1: N for batch, the default for stream)")
 )
 
 // result is one row of the report.
@@ -104,6 +106,24 @@ func runAll() error {
 			if ct == "sync" && time.Duration(elems)*(*latency) > *syncMax {
 				r := result{Scenario: sc, Contender: ct, Elements: elems, Note: fmt.Sprintf("skipped: N x L = %v exceeds --sync_max", time.Duration(elems)*(*latency))}
 				fmt.Println("  ", sc, ct, r.Note)
+				results = append(results, r)
+				continue
+			}
+			if ct == "python" {
+				if sc == "batch" && !*pyBatch {
+					r := result{Scenario: sc, Contender: ct, Elements: elems, Note: "skipped: AsyncWrapper waits up to 1 s per element once its buffer is full (--python_batch runs it)"}
+					fmt.Println("  ", sc, ct, r.Note)
+					results = append(results, r)
+					continue
+				}
+				r, err := runPython(sc)
+				if err != nil {
+					r = result{Scenario: sc, Contender: ct, Elements: elems, Note: "skipped: " + err.Error()}
+					fmt.Println("  ", sc, ct, r.Note)
+					results = append(results, r)
+					continue
+				}
+				fmt.Printf("   %s %s: wall=%.2fs throughput=%.0f/s ratio_to_limit=%.2f\n", sc, ct, r.WallS, r.Throughput, r.RatioToLimit)
 				results = append(results, r)
 				continue
 			}

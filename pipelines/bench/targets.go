@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -15,7 +16,7 @@ type target struct {
 
 func find(results []result, scenario, contender string) (result, bool) {
 	for _, r := range results {
-		if r.Scenario == scenario && r.Contender == contender && r.Note == "" {
+		if r.Scenario == scenario && r.Contender == contender && !strings.HasPrefix(r.Note, "skipped") {
 			return r, true
 		}
 	}
