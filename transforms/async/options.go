@@ -70,6 +70,12 @@ func WithCallbackFrequency(d time.Duration) Option {
 // this transform at once: waiting for a slot, running, or finished and waiting
 // for their key's commit. It bounds worker memory (see the package doc). Must
 // be at least the parallelism. Default: max(2*parallelism, 10).
+//
+// Because finished results keep their places until committed, the buffer
+// also caps throughput: on unbounded input about buffer / (call latency +
+// callback frequency) elements per second, so size it to at least rate x
+// (latency + frequency). On bounded input results wait for the drain at the
+// end: a buffer as large as a bundle's input keeps the pool busy.
 func WithMaxItemsToBuffer(n int) Option {
 	return func(s *settings) {
 		if n <= 0 {
