@@ -23,7 +23,7 @@ func (f *stampMinute) ProcessElement(i int, emit func(beam.EventTime, int)) {
 	emit(mtime.FromTime(time.Unix(0, 0).Add(time.Duration(i%f.Minutes)*time.Minute)), i)
 }
 
-func one(string) int         { return 1 }
+func one(string) int           { return 1 }
 func countOf(_ int, c int) int { return c }
 
 func init() {
