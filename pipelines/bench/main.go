@@ -52,6 +52,7 @@ var (
 	streamFor     = flag.Duration("stream_for", 5*time.Second, "how long the stream source emits")
 	syncMax       = flag.Duration("sync_max", time.Minute, "skip sync where N x L would exceed this")
 	jsonPath      = flag.String("json", "", "also write the results as JSON to this file")
+	memCheck      = flag.Bool("memory_check", false, "also run async on the stream at 10,000 and 100,000 elements and report the peak RSS growth (slow)")
 	pngPath       = flag.String("png", "", "also draw throughput and p99 latency per contender into this PNG file")
 	child         = flag.String("child", "", "internal: run one scenario/contender and print its result as JSON")
 	cpuProfile    = flag.String("cpuprofile", "", "internal: write a CPU profile of the child run here")
@@ -136,7 +137,17 @@ func runAll() error {
 		}
 	}
 	printTable(results)
-	printTargets(checkTargets(results))
+	targets := checkTargets(results)
+	if *memCheck {
+		t, err := memoryTarget()
+		if err != nil {
+			return err
+		}
+		targets = append(targets, t)
+	} else {
+		targets = append(targets, target{name: "stream: async peak RSS grows < 20% from N=10,000 to N=100,000", detail: "run with --memory_check"})
+	}
+	printTargets(targets)
 	if *pngPath != "" {
 		if err := writeChart(*pngPath, results); err != nil {
 			return err
@@ -166,9 +177,30 @@ func streamPerTick() int { return max(1, int(streamRatePerS()*tickEvery.Seconds(
 
 func streamElements() int { return int(*streamFor/tickEvery) * streamPerTick() }
 
-// spawn runs one scenario/contender in a child process.
-func spawn(which string) (result, error) {
-	args := append([]string{"--child=" + which}, os.Args[1:]...)
+// memoryTarget runs async on the stream at 10,000 and 100,000 elements, each
+// in its own process, and compares their peak RSS.
+func memoryTarget() (target, error) {
+	rate := streamRatePerS()
+	var rss [2]float64
+	for i, elems := range []int{10_000, 100_000} {
+		d := time.Duration(float64(elems) / rate * float64(time.Second))
+		r, err := spawn("stream/async", fmt.Sprintf("--stream_for=%v", d.Round(tickEvery)))
+		if err != nil {
+			return target{}, err
+		}
+		rss[i] = r.PeakRSSMB
+		fmt.Printf("   memory check: %d elements, peak RSS %.0f MB, wall %.1fs\n", r.Elements, r.PeakRSSMB, r.WallS)
+	}
+	growth := rss[1]/rss[0] - 1
+	ok := growth < 0.2
+	return target{name: "stream: async peak RSS grows < 20% from N=10,000 to N=100,000", met: ok, missed: !ok,
+		detail: fmt.Sprintf("%.0f MB to %.0f MB, %+.0f%%", rss[0], rss[1], 100*growth)}, nil
+}
+
+// spawn runs one scenario/contender in a child process; extra flags override
+// the parent's.
+func spawn(which string, extra ...string) (result, error) {
+	args := append(append([]string{"--child=" + which}, os.Args[1:]...), extra...)
 	cmd := exec.Command(os.Args[0], args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
