@@ -32,6 +32,9 @@ func startPrism(t *testing.T) string {
 	port := freePort(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "-job_port", fmt.Sprint(port), "-web_port", fmt.Sprint(freePort(t)), "-idle_shutdown_timeout", "10m")
+	// prism starts PROCESS workers (Beam's boot loader) in its own working
+	// directory, where the loader writes files: keep them out of the repo.
+	cmd.Dir = t.TempDir()
 	logPath := filepath.Join(t.TempDir(), "prism.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
