@@ -164,16 +164,7 @@ func TestCustomIDFn(t *testing.T) {
 // the element in bag state is unknown locally; the commit starts it again and
 // emits it once.
 func TestRestartReschedules(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		fn   any
-		keyT reflect.Type
-		key  any
-	}{
-		{"string key", &gated{Name: "restart-string"}, stringKey, "k"},
-		{"int key", &gatedInt{gated{Name: "restart-int"}}, reflect.TypeOf(0), 42},
-		{"struct key", &gatedStruct{gated{Name: "restart-struct"}}, reflect.TypeOf(point{}), point{1, 2}},
-	} {
+	for _, tc := range keyKinds("restart", "k", 42, point{1, 2}) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.fn, tc.keyT)
 			f := h.stream()
@@ -203,19 +194,28 @@ func TestRestartReschedules(t *testing.T) {
 
 func (g *gated) base() *gated { return g }
 
+// keyKind is a gated fn over one key type, with a key of that type.
+type keyKind struct {
+	name string
+	fn   any
+	keyT reflect.Type
+	key  any
+}
+
+// keyKinds gives string, int and struct keys, so that cancelling and
+// restarting are checked for keys other than strings.
+func keyKinds(prefix string, s string, i int, p point) []keyKind {
+	return []keyKind{
+		{"string key", &gated{Name: prefix + "-string"}, stringKey, s},
+		{"int key", &gatedInt{gated{Name: prefix + "-int"}}, reflect.TypeOf(0), i},
+		{"struct key", &gatedStruct{gated{Name: prefix + "-struct"}}, reflect.TypeOf(point{}), p},
+	}
+}
+
 // TestStaleLocalWorkIsCancelled: the element left bag state (committed by
 // another worker); this worker's call is cancelled and never emitted.
 func TestStaleLocalWorkIsCancelled(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		fn   any
-		keyT reflect.Type
-		key  any
-	}{
-		{"string key", &gated{Name: "stale-string"}, stringKey, "k"},
-		{"int key", &gatedInt{gated{Name: "stale-int"}}, reflect.TypeOf(0), 7},
-		{"struct key", &gatedStruct{gated{Name: "stale-struct"}}, reflect.TypeOf(point{}), point{3, 4}},
-	} {
+	for _, tc := range keyKinds("stale", "k", 7, point{3, 4}) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.fn, tc.keyT)
 			f := h.stream()

@@ -156,12 +156,13 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wa
 	if !f.user.hold() {
 		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
-	t, adm, err := pool.Submit(ctx, k, wait, f.work(key, value, done), f.localRetry(k, done))
+	work, retry := f.work(key, value, done), f.localRetry(k, done)
+	t, adm, err := pool.Submit(ctx, k, wait, work, retry)
 	if now := f.clock.Now(); adm == state.NoRoom && err == nil && !f.retryLocally && now.Sub(f.lastEvict) >= time.Second {
 		f.lastEvict = now
 		if n := pool.EvictFinished(now.Add(-f.staleAfter())); n > 0 {
 			f.metrics.cancelled.Inc(ctx, int64(n))
-			t, adm, err = pool.Submit(ctx, k, 0, f.work(key, value, done), f.localRetry(k, done))
+			t, adm, err = pool.Submit(ctx, k, 0, work, retry)
 		}
 	}
 	if adm != state.Started {

@@ -80,9 +80,7 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 		switch {
 		case t == nil:
 			if due := time.UnixMilli(e.env.NextAttemptMs); e.env.NextAttemptMs != 0 && due.After(now) {
-				if dueNext.IsZero() || due.Before(dueNext) {
-					dueNext = due
-				}
+				dueNext = earliest(dueNext, due)
 				waitingRetries++
 			} else {
 				toStart = append(toStart, e)
@@ -114,9 +112,7 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 			retry := pending{raw: out.retry.Encode(), env: *out.retry}
 			keep = append(keep, retry)
 			waitingRetries++
-			if due := time.UnixMilli(retry.env.NextAttemptMs); dueNext.IsZero() || due.Before(dueNext) {
-				dueNext = due
-			}
+			dueNext = earliest(dueNext, time.UnixMilli(retry.env.NextAttemptMs))
 		}
 	}
 	for _, t := range done {
@@ -173,8 +169,8 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 		if active := len(keep) - waitingRetries; active > 0 {
 			next = timers.Rearm(now, f.nextRound(kb), pool.ExpectedLatency())
 		}
-		if !dueNext.IsZero() && (next.IsZero() || dueNext.Before(next)) {
-			next = dueNext
+		if !dueNext.IsZero() {
+			next = earliest(next, dueNext)
 			if soonest := now.Add(timers.MinRearm); next.Before(soonest) {
 				next = soonest
 			}
@@ -182,4 +178,12 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 		f.Commit.Set(tp, next, beamtimers.WithOutputTimestamp(ts.ToTime()))
 	}
 	return nil
+}
+
+// earliest returns the earlier of a and b, where the zero time means unset.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
 }

@@ -12,7 +12,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
 )
 
@@ -52,11 +51,11 @@ func inspectFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) 
 		if err != nil {
 			return userSpec{}, nil, err
 		}
-		name := reflectx.FunctionName(fn)
-		if closureName.MatchString(name) {
-			return userSpec{}, nil, fmt.Errorf("fn %s is a closure or function literal; it cannot be shipped to a worker: declare it as a top-level function", name)
+		encoded, err := encodeFunc("fn", fn)
+		if err != nil {
+			return userSpec{}, nil, err
 		}
-		return userSpec{Func: &beam.EncodedFunc{Fn: reflectx.MakeFunc(fn)}}, sig.output, nil
+		return userSpec{Func: encoded}, sig.output, nil
 	case v.Kind() == reflect.Ptr && v.Type().Elem().Kind() == reflect.Struct:
 		if v.IsNil() {
 			return userSpec{}, nil, fmt.Errorf("fn is a nil %v: pass a pointer to a value", v.Type())
