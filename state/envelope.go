@@ -9,7 +9,12 @@ import (
 
 // envelopeVersion is the first byte of every encoded Envelope. A change of
 // layout bumps it so that state written by an older version is recognised.
-const envelopeVersion byte = 2
+// Version 3 added Seq; version 2 entries are still read (with Seq 0), so a
+// pipeline updated in place keeps the state it holds.
+const (
+	envelopeVersion   byte = 3
+	envelopeVersionV2 byte = 2
+)
 
 // Envelope is one accepted element as kept in bag state, with its retry
 // state: keeping the attempt count and the time of the next attempt here
@@ -30,13 +35,17 @@ type Envelope struct {
 	NextAttemptMs int64
 	// LastKind and LastError describe the latest failed attempt.
 	LastKind, LastError string
+	// Seq is the element's place in its key's acceptance order, from 1;
+	// zero when the transform does not keep order (or the entry predates
+	// version 3).
+	Seq int64
 	// Value is the element's value encoded with the input's value coder.
 	Value []byte
 }
 
 // Encode returns e's bag-state bytes: the version byte; the ID and the last
-// kind and error as uvarint-length-prefixed strings, the numbers as varints;
-// then the value bytes to the end.
+// kind and error as uvarint-length-prefixed strings, the numbers as varints
+// (Seq after the strings); then the value bytes to the end.
 func (e Envelope) Encode() []byte {
 	buf := make([]byte, 0, 1+binary.MaxVarintLen64*9+len(e.ID)+len(e.LastKind)+len(e.LastError)+len(e.Value))
 	buf = append(buf, envelopeVersion)
@@ -48,6 +57,7 @@ func (e Envelope) Encode() []byte {
 	buf = binary.AppendVarint(buf, e.NextAttemptMs)
 	buf = appendString(buf, e.LastKind)
 	buf = appendString(buf, e.LastError)
+	buf = binary.AppendVarint(buf, e.Seq)
 	return append(buf, e.Value...)
 }
 
@@ -99,8 +109,8 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 	if len(b) == 0 {
 		return Envelope{}, fmt.Errorf("%w: empty", ErrBadEnvelope)
 	}
-	if b[0] != envelopeVersion {
-		return Envelope{}, fmt.Errorf("%w: version %d, want %d", ErrBadEnvelope, b[0], envelopeVersion)
+	if b[0] != envelopeVersion && b[0] != envelopeVersionV2 {
+		return Envelope{}, fmt.Errorf("%w: version %d, want %d or %d", ErrBadEnvelope, b[0], envelopeVersionV2, envelopeVersion)
 	}
 	r := &reader{b: b[1:]}
 	e := Envelope{ID: r.str("ID"), EventTimeMs: r.varint("event time")}
@@ -114,6 +124,9 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 	e.NextAttemptMs = r.varint("next attempt time")
 	e.LastKind = r.str("last kind")
 	e.LastError = r.str("last error")
+	if b[0] >= 3 {
+		e.Seq = r.varint("sequence number")
+	}
 	if r.err != nil {
 		return Envelope{}, r.err
 	}

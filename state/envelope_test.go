@@ -14,6 +14,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 		{ID: DefaultID([]byte("x")), EventTimeMs: -9223372036854775808, Value: bytes.Repeat([]byte{7}, 1<<20)},
 		{ID: "", EventTimeMs: 1735689600000, Value: nil},
 		{ID: "r", Attempts: 2, FirstAttemptMs: 10, LastAttemptMs: 20, NextAttemptMs: 30, LastKind: "timeout", LastError: "deadline exceeded", Value: []byte("v")},
+		{ID: "o", Seq: 1 << 40, Value: []byte("v")},
 	}
 	for i, want := range tests {
 		got, err := DecodeEnvelope(want.Encode())
@@ -36,6 +37,20 @@ func normal(e Envelope) Envelope {
 		e.Value = append(e.Value[:16:16], byte(len(e.Value)))
 	}
 	return e
+}
+
+// TestDecodeEnvelopeReadsVersion2 checks that state written before Seq
+// existed is still read, with Seq zero.
+func TestDecodeEnvelopeReadsVersion2(t *testing.T) {
+	v2 := []byte{envelopeVersionV2, 1, 'a', 4, 2, 20, 30, 40, 1, 'k', 1, 'e', 'v', 'a', 'l'}
+	got, err := DecodeEnvelope(v2)
+	if err != nil {
+		t.Fatalf("DecodeEnvelope(version 2): %v", err)
+	}
+	want := Envelope{ID: "a", EventTimeMs: 2, Attempts: 1, FirstAttemptMs: 10, LastAttemptMs: 15, NextAttemptMs: 20, LastKind: "k", LastError: "e", Value: []byte("val")}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("DecodeEnvelope(version 2) = %+v, want %+v", got, want)
+	}
 }
 
 func TestDecodeEnvelopeRejectsMalformed(t *testing.T) {

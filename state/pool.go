@@ -52,7 +52,7 @@ var ErrClosed = errors.New("state: pool closed")
 // for concurrent use. All its goroutines are waited for by Close.
 type Pool struct {
 	cfg    Config
-	slots  *semaphore.Weighted // Parallelism tokens, held while Work runs
+	slots  *slotQueue          // Parallelism slots, held while Work runs; granted by priority
 	buffer *semaphore.Weighted // Buffer places, held by buffered tasks until removed
 	base   context.Context     // parent of every task context; cancelled by Close
 	stop   context.CancelFunc
@@ -78,7 +78,7 @@ func NewPool(cfg Config) (*Pool, error) {
 	base, stop := context.WithCancel(context.Background())
 	return &Pool{
 		cfg:    cfg,
-		slots:  semaphore.NewWeighted(int64(cfg.Parallelism)),
+		slots:  newSlotQueue(cfg.Parallelism),
 		buffer: semaphore.NewWeighted(int64(cfg.Buffer)),
 		base:   base,
 		stop:   stop,
@@ -128,15 +128,26 @@ func (p *Pool) ExpectedLatency() time.Duration {
 	return time.Duration(p.latencyNs.Load())
 }
 
-// Submit starts work for k unless a task for k exists already (Existing). A
+// Job is what Submit runs for one element.
+type Job struct {
+	// Work is one attempt of the element's call. Required.
+	Work Work
+	// Retry, if not nil, lets the task try again in this process after a
+	// failed attempt (see Retry); the task finishes only with its final
+	// outcome.
+	Retry Retry
+	// Priority orders the start of tasks waiting for a parallelism slot:
+	// higher first, equal priorities in the order they were submitted.
+	Priority int
+}
+
+// Submit starts job for k unless a task for k exists already (Existing). A
 // new task first takes a buffer place, waiting at most wait for one (zero:
 // do not wait); if none frees in time, or ctx ends first, it reports NoRoom.
 // The started task then waits for a parallelism slot on its own goroutine,
-// so Submit never waits for a slot.
-//
-// retry, if not nil, lets the task try again in this process after a failed
-// attempt (see Retry); the task finishes only with its final outcome.
-func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, work Work, retry Retry) (*Task, Admission, error) {
+// so Submit never waits for a slot; tasks waiting for one are started by
+// job.Priority, then in the order they were submitted.
+func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, job Job) (*Task, Admission, error) {
 	p.mu.Lock()
 	t, closed := p.tasks[k], p.closed
 	p.mu.Unlock()
@@ -149,7 +160,7 @@ func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, work W
 	if !p.acquireBuffer(ctx, wait) {
 		return nil, NoRoom, nil
 	}
-	t, existing, err := p.start(k, true, work, retry)
+	t, existing, err := p.start(k, true, job)
 	if t == nil || existing {
 		p.buffer.Release(1) // the place was not used
 	}
@@ -175,11 +186,13 @@ func (p *Pool) acquireBuffer(ctx context.Context, wait time.Duration) bool {
 // task for k exists already (returned with existing true). The drain of a key
 // uses it: it emits each result as soon as it finishes, so its records are
 // bounded by its own window rather than by the buffer.
-func (p *Pool) StartUnbuffered(k TaskKey, work Work, retry Retry) (t *Task, existing bool, err error) {
-	return p.start(k, false, work, retry)
+func (p *Pool) StartUnbuffered(k TaskKey, job Job) (t *Task, existing bool, err error) {
+	return p.start(k, false, job)
 }
 
-func (p *Pool) start(k TaskKey, buffered bool, work Work, retry Retry) (*Task, bool, error) {
+// start registers the task and queues its claim on a slot before its
+// goroutine runs, so that the slot order is the order of the calls.
+func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.closed {
@@ -198,36 +211,37 @@ func (p *Pool) start(k TaskKey, buffered bool, work Work, retry Retry) (*Task, b
 		p.buffered++
 	}
 	p.wg.Add(1)
-	go p.run(t, work, retry)
+	go p.run(t, job, p.slots.enqueue(job.Priority))
 	return t, false, nil
 }
 
-// run makes one attempt of t on a slot. After a failed attempt that retry
-// wants repeated, it schedules the next attempt on a timer (owned by the
-// pool's WaitGroup) and returns, holding neither a goroutine nor a slot.
-func (p *Pool) run(t *Task, work Work, retry Retry) {
+// run makes one attempt of t once claim is granted a slot. After a failed
+// attempt that the job's Retry wants repeated, it schedules the next attempt
+// on a timer (owned by the pool's WaitGroup) and returns, holding neither a
+// goroutine nor a slot; the next attempt queues for a slot again.
+func (p *Pool) run(t *Task, job Job, claim *slotWaiter) {
 	defer p.wg.Done()
-	if err := p.slots.Acquire(t.ctx, 1); err != nil {
+	if err := p.slots.wait(t.ctx, claim); err != nil {
 		t.finish(nil, fmt.Errorf("cancelled before it started: %w", err))
 		return
 	}
 	start := time.Now()
 	attempt := t.setRunning(start)
-	outputs, err := call(t.ctx, work, attempt)
-	p.slots.Release(1)
+	outputs, err := call(t.ctx, job.Work, attempt)
+	p.slots.release()
 	p.observe(time.Since(start))
-	if err == nil || retry == nil || t.ctx.Err() != nil {
+	if err == nil || job.Retry == nil || t.ctx.Err() != nil {
 		t.finishAt(outputs, err, p.cfg.Now())
 		return
 	}
-	delay, again := retry(attempt, err)
+	delay, again := job.Retry(attempt, err)
 	if !again {
 		t.finishAt(outputs, err, p.cfg.Now())
 		return
 	}
 	t.setWaiting()
 	p.wg.Add(1)
-	timer := time.AfterFunc(delay, func() { p.run(t, work, retry) })
+	timer := time.AfterFunc(delay, func() { p.run(t, job, p.slots.enqueue(job.Priority)) })
 	context.AfterFunc(t.ctx, func() {
 		if timer.Stop() { // the attempt will not run: account for it here
 			t.finish(nil, fmt.Errorf("cancelled while waiting to retry: %w", t.ctx.Err()))
@@ -280,11 +294,11 @@ func (p *Pool) Remove(t *Task) {
 }
 
 // EvictFinished removes buffered tasks that finished before cutoff and were
-// never committed, and returns how many. A key that moved to another worker
+// never committed, and returns their keys. A key that moved to another worker
 // never commits here again; without eviction its results would hold buffer
 // places for ever. An evicted element is still in bag state wherever its key
 // lives now, and runs again there: eviction costs a call, never an output.
-func (p *Pool) EvictFinished(cutoff time.Time) int {
+func (p *Pool) EvictFinished(cutoff time.Time) []TaskKey {
 	p.mu.Lock()
 	var stale []*Task
 	for _, t := range p.tasks {
@@ -293,10 +307,12 @@ func (p *Pool) EvictFinished(cutoff time.Time) int {
 		}
 	}
 	p.mu.Unlock()
+	keys := make([]TaskKey, 0, len(stale))
 	for _, t := range stale {
 		p.Remove(t)
+		keys = append(keys, t.Key)
 	}
-	return len(stale)
+	return keys
 }
 
 // Close cancels every task, refuses new ones, and waits until all the pool's

@@ -44,11 +44,11 @@ func TestSubmitRunsAndDeduplicates(t *testing.T) {
 	var calls atomic.Int32
 	work := func(context.Context, int) ([]any, error) { calls.Add(1); return []any{"out"}, nil }
 	k := TaskKey{Key: "k", ID: "1"}
-	t1, adm, err := p.Submit(context.Background(), k, 0, work, nil)
+	t1, adm, err := p.Submit(context.Background(), k, 0, Job{Work: work})
 	if err != nil || adm != Started {
 		t.Fatalf("first Submit = %v, %v; want Started", adm, err)
 	}
-	t2, adm, _ := p.Submit(context.Background(), k, 0, work, nil)
+	t2, adm, _ := p.Submit(context.Background(), k, 0, Job{Work: work})
 	if adm != Existing || t2 != t1 {
 		t.Errorf("second Submit = %v (same task %v); want Existing, same task", adm, t2 == t1)
 	}
@@ -72,7 +72,7 @@ func TestParallelismBound(t *testing.T) {
 	release := make(chan struct{})
 	var tasks []*Task
 	for i := 0; i < n; i++ {
-		task, adm, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(i)}, 0, func(ctx context.Context, _ int) ([]any, error) {
+		task, adm, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(i)}, 0, Job{Work: func(ctx context.Context, _ int) ([]any, error) {
 			now := running.Add(1)
 			for {
 				old := peak.Load()
@@ -83,7 +83,7 @@ func TestParallelismBound(t *testing.T) {
 			<-release
 			running.Add(-1)
 			return nil, nil
-		}, nil)
+		}})
 		if adm != Started {
 			t.Fatalf("Submit %d = %v, want Started", i, adm)
 		}
@@ -105,9 +105,9 @@ func TestParallelismBound(t *testing.T) {
 func TestBufferBoundAndRemove(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 2})
 	work := func(context.Context, int) ([]any, error) { return nil, nil }
-	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, work, nil)
-	p.Submit(context.Background(), TaskKey{"k", "b"}, 0, work, nil)
-	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 20*time.Millisecond, work, nil); adm != NoRoom {
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: work})
+	p.Submit(context.Background(), TaskKey{"k", "b"}, 0, Job{Work: work})
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 20*time.Millisecond, Job{Work: work}); adm != NoRoom {
 		t.Fatalf("Submit into a full buffer = %v, want NoRoom", adm)
 	}
 	wait(t, a)
@@ -119,20 +119,20 @@ func TestBufferBoundAndRemove(t *testing.T) {
 	if got := p.Buffered(); got != 1 {
 		t.Errorf("Buffered after Remove = %d, want 1", got)
 	}
-	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 0, work, nil); adm != Started {
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 0, Job{Work: work}); adm != Started {
 		t.Errorf("Submit after Remove = %v, want Started", adm)
 	}
 }
 
 func TestSubmitWaitsForRoom(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
-	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(context.Context, int) ([]any, error) { return nil, nil }, nil)
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
 	go func() {
 		<-a.Done()
 		time.Sleep(10 * time.Millisecond)
 		p.Remove(a)
 	}()
-	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 5*time.Second, func(context.Context, int) ([]any, error) { return nil, nil }, nil); adm != Started {
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 5*time.Second, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }}); adm != Started {
 		t.Errorf("Submit waiting for a place freed by Remove = %v, want Started", adm)
 	}
 }
@@ -140,11 +140,11 @@ func TestSubmitWaitsForRoom(t *testing.T) {
 func TestRemoveCancelsRunningWork(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
 	started := make(chan struct{})
-	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(ctx context.Context, _ int) ([]any, error) {
+	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: func(ctx context.Context, _ int) ([]any, error) {
 		close(started)
 		<-ctx.Done()
 		return nil, ctx.Err()
-	}, nil)
+	}})
 	<-started
 	p.Remove(task)
 	wait(t, task)
@@ -159,7 +159,7 @@ func TestRemoveCancelsRunningWork(t *testing.T) {
 func TestPanicBecomesError(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 2})
 	for _, v := range []any{"boom", nil} {
-		task, _, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(v)}, 0, func(context.Context, int) ([]any, error) { panic(v) }, nil)
+		task, _, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(v)}, 0, Job{Work: func(context.Context, int) ([]any, error) { panic(v) }})
 		wait(t, task)
 		_, err := task.Result()
 		var pe *PanicError
@@ -173,9 +173,9 @@ func TestNotify(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 2, Buffer: 2})
 	ch := make(chan *Task, 2)
 	gate := make(chan struct{})
-	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(context.Context, int) ([]any, error) { return nil, nil }, nil)
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
 	wait(t, a)
-	b, _, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 0, func(context.Context, int) ([]any, error) { <-gate; return nil, nil }, nil)
+	b, _, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 0, Job{Work: func(context.Context, int) ([]any, error) { <-gate; return nil, nil }})
 	a.Notify(ch)
 	b.Notify(ch)
 	if got := <-ch; got != a {
@@ -194,13 +194,13 @@ func TestResetWithStuckWorkDoesNotDeadlock(t *testing.T) {
 	}
 	stuck, running := make(chan struct{}), make(chan struct{})
 	defer close(stuck)
-	p.Submit(context.Background(), TaskKey{"k", "stuck"}, 0, func(context.Context, int) ([]any, error) {
+	p.Submit(context.Background(), TaskKey{"k", "stuck"}, 0, Job{Work: func(context.Context, int) ([]any, error) {
 		close(running)
 		<-stuck
 		return nil, nil
-	}, nil)
+	}})
 	<-running
-	p.Submit(context.Background(), TaskKey{"k", "queued"}, 0, func(context.Context, int) ([]any, error) { return nil, nil }, nil)
+	p.Submit(context.Background(), TaskKey{"k", "queued"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := Reset(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -210,7 +210,7 @@ func TestResetWithStuckWorkDoesNotDeadlock(t *testing.T) {
 	if again == p || again.Len() != 0 {
 		t.Error("Shared after Reset returned the old pool or a non-empty one")
 	}
-	if _, _, err := p.Submit(context.Background(), TaskKey{"k", "late"}, 0, func(context.Context, int) ([]any, error) { return nil, nil }, nil); !errors.Is(err, ErrClosed) {
+	if _, _, err := p.Submit(context.Background(), TaskKey{"k", "late"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Submit on a reset pool = %v, want ErrClosed", err)
 	}
 }
@@ -224,10 +224,10 @@ func TestConcurrentSubmitters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 200; i++ { // every goroutine submits the same 200 keys
-				p.Submit(context.Background(), TaskKey{fmt.Sprint(i % 10), fmt.Sprint(i)}, time.Second, func(context.Context, int) ([]any, error) {
+				p.Submit(context.Background(), TaskKey{fmt.Sprint(i % 10), fmt.Sprint(i)}, time.Second, Job{Work: func(context.Context, int) ([]any, error) {
 					calls.Add(1)
 					return nil, nil
-				}, nil)
+				}})
 			}
 		}()
 	}
@@ -250,7 +250,7 @@ func TestLocalRetryHoldsNoSlotWhileWaiting(t *testing.T) {
 	var attempts []int
 	var mu sync.Mutex
 	retry := func(attempt int, err error) (time.Duration, bool) { return 50 * time.Millisecond, attempt < 3 }
-	flaky, _, _ := p.Submit(context.Background(), TaskKey{"k", "flaky"}, 0, func(_ context.Context, attempt int) ([]any, error) {
+	flaky, _, _ := p.Submit(context.Background(), TaskKey{"k", "flaky"}, 0, Job{Work: func(_ context.Context, attempt int) ([]any, error) {
 		mu.Lock()
 		attempts = append(attempts, attempt)
 		mu.Unlock()
@@ -258,9 +258,9 @@ func TestLocalRetryHoldsNoSlotWhileWaiting(t *testing.T) {
 			return nil, errors.New("not yet")
 		}
 		return []any{"ok"}, nil
-	}, retry)
+	}, Retry: retry})
 	// While flaky waits for its retry, the only slot is free for another task.
-	other, _, _ := p.Submit(context.Background(), TaskKey{"k", "other"}, 0, func(context.Context, int) ([]any, error) { return nil, nil }, nil)
+	other, _, _ := p.Submit(context.Background(), TaskKey{"k", "other"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
 	select {
 	case <-other.Done():
 	case <-flaky.Done():
@@ -280,9 +280,9 @@ func TestLocalRetryHoldsNoSlotWhileWaiting(t *testing.T) {
 
 func TestRemoveDuringRetryWaitFinishesTask(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
-	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, func(context.Context, int) ([]any, error) {
+	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: func(context.Context, int) ([]any, error) {
 		return nil, errors.New("fails")
-	}, func(int, error) (time.Duration, bool) { return time.Hour, true })
+	}, Retry: func(int, error) (time.Duration, bool) { return time.Hour, true }})
 	deadline := time.Now().Add(5 * time.Second)
 	for task.Attempts() == 0 || task.Status() != Waiting {
 		if time.Now().After(deadline) {

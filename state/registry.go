@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"errors"
+	"io"
 	"sync"
 )
 
@@ -14,16 +15,22 @@ import (
 // instance finds work started by another. The DoFn carries a UUID fixed at
 // pipeline construction, and the registry maps it to the Pool.
 //
+// A transform may keep other per-process objects next to its Pool (the async
+// transform's event listener, which must see an element's events from every
+// instance): SharedValue holds them, so that they too are shared by all
+// instances and go away with Reset.
+//
 // The process uses one Registry, Default: the only process-global state of
 // the project. Tests that model several workers in one process give each its
 // own Registry.
 type Registry struct {
-	mu    sync.Mutex
-	pools map[string]*Pool
+	mu     sync.Mutex
+	pools  map[string]*Pool
+	values map[string]any
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{pools: map[string]*Pool{}} }
+func NewRegistry() *Registry { return &Registry{pools: map[string]*Pool{}, values: map[string]any{}} }
 
 // Default is the process's registry.
 var Default = NewRegistry()
@@ -45,8 +52,26 @@ func (r *Registry) Shared(id string, cfg Config) (*Pool, error) {
 	return p, nil
 }
 
+// SharedValue returns the registry's value for id, creating it with create on
+// first use (an error from create is returned and nothing is kept). Values
+// and Pools have separate name spaces.
+func (r *Registry) SharedValue(id string, create func() (any, error)) (any, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if v, ok := r.values[id]; ok {
+		return v, nil
+	}
+	v, err := create()
+	if err != nil {
+		return nil, err
+	}
+	r.values[id] = v
+	return v, nil
+}
+
 // Reset empties the registry: every Pool is detached, its tasks cancelled and
-// its goroutines waited for until ctx ends. It models a worker restart: DoFns
+// its goroutines waited for until ctx ends; then every shared value that is
+// an io.Closer is closed. It models a worker restart: DoFns
 // that call Shared afterwards get new, empty Pools and reschedule what their
 // bag state still holds.
 //
@@ -55,13 +80,20 @@ func (r *Registry) Shared(id string, cfg Config) (*Pool, error) {
 // makes Reset return ctx.Err() when ctx ends.
 func (r *Registry) Reset(ctx context.Context) error {
 	r.mu.Lock()
-	pools := r.pools
-	r.pools = map[string]*Pool{}
+	pools, values := r.pools, r.values
+	r.pools, r.values = map[string]*Pool{}, map[string]any{}
 	r.mu.Unlock()
 	var errs []error
 	for _, p := range pools {
 		if err := p.Close(ctx); err != nil {
 			errs = append(errs, err)
+		}
+	}
+	for _, v := range values {
+		if c, ok := v.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -61,6 +61,8 @@ type Task struct {
 	finished time.Time // when it finished, by the pool's clock
 	first    time.Time // start of the first attempt
 	attempts int       // attempts started
+	progress float64   // latest progress the running call reported, 0..1
+	reports  int       // how many times progress was reported
 	watchers []chan<- *Task
 	after    []func()
 	removed  bool
@@ -68,7 +70,18 @@ type Task struct {
 
 func newTask(parent context.Context, k TaskKey, buffered bool) *Task {
 	ctx, cancel := context.WithCancel(parent)
-	return &Task{Key: k, ctx: ctx, cancel: cancel, buffered: buffered, done: make(chan struct{})}
+	t := &Task{Key: k, cancel: cancel, buffered: buffered, done: make(chan struct{})}
+	t.ctx = context.WithValue(ctx, taskContextKey{}, t)
+	return t
+}
+
+type taskContextKey struct{}
+
+// TaskFromContext returns the task whose Work was given ctx (or a context
+// derived from it), or nil.
+func TaskFromContext(ctx context.Context) *Task {
+	t, _ := ctx.Value(taskContextKey{}).(*Task)
+	return t
 }
 
 // Done is closed when the task has finished.
@@ -128,6 +141,23 @@ func (t *Task) FirstStartedAt() time.Time {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.first
+}
+
+// SetProgress records the latest progress (0..1) reported by the task's
+// call.
+func (t *Task) SetProgress(fraction float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.progress = fraction
+	t.reports++
+}
+
+// Progress returns the latest progress SetProgress recorded and how many
+// reports there were (zero: none, and the fraction means nothing).
+func (t *Task) Progress() (fraction float64, reports int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.progress, t.reports
 }
 
 // setRunning records the start of an attempt and returns its number.

@@ -3,6 +3,7 @@ package async
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -20,15 +21,26 @@ type batchFn struct {
 	// Pending holds every accepted element of a key (and window) until its
 	// output is committed.
 	Pending beamstate.Bag[[]byte]
+	// Seq numbers the key's accepted elements when the transform keeps order.
+	Seq beamstate.Value[int64]
 	// Drain fires at the end of the window.
 	Drain beamtimers.EventTime
+}
+
+func newBatchFn(c core) *batchFn {
+	return &batchFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID),
+		Seq: beamstate.MakeValueState[int64](seqStateID), Drain: beamtimers.InEventTime(drainFamily)}
+}
+
+func (f *batchFn) keyState(sp beamstate.Provider) keyState {
+	return keyState{bag: &f.Pending, seq: &f.Seq, sp: sp}
 }
 
 // ProcessElement accepts one element and sets the key's drain timer.
 func (f *batchFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, _ func(beam.Z), _ func(Failure)) error {
 	f.noWait = true       // every commit comes at the end: waiting cannot gain room
 	f.retryLocally = true // nothing is written back to bag state before the drain
-	if _, err := f.accept(ctx, ts, &f.Pending, sp, key, value); err != nil {
+	if _, err := f.accept(ctx, ts, f.keyState(sp), key, value); err != nil {
 		return err
 	}
 	f.Drain.Set(tp, w.MaxTimestamp().ToTime(), beamtimers.WithOutputTimestamp(ts.ToTime()))
@@ -44,11 +56,25 @@ func (f *batchFn) OnTimer(ctx context.Context, sp beamstate.Provider, _ beamtime
 	return f.drain(ctx, sp, key, emit, fail)
 }
 
+// drainItem is one element of a key being drained.
+type drainItem struct {
+	env      state.Envelope
+	value    any // decoded when needed
+	priority int
+	// done: the element is resolved; held: its successful task, waiting for
+	// its turn to be emitted (WithOrdered).
+	done bool
+	held *state.Task
+}
+
 // drain commits everything the key holds, blocking until it is done. It runs
 // when the window ends (for bounded input: once the input is exhausted), which
 // is the only callback a runner that ignores processing-time timers in batch
 // will deliver. Elements are started outside the buffer, at most Buffer at a
-// time, and each result is emitted as soon as it finishes.
+// time (by priority, or in acceptance order when ordered), and each result is
+// emitted as soon as it finishes, or with WithOrdered as soon as every earlier
+// element of the key is resolved; held results count against the Buffer
+// window.
 //
 // Failed attempts are retried inside the pool (see Retry in package state),
 // on a timer, holding no slot while they wait: the drain commits the key's
@@ -57,7 +83,8 @@ func (f *batchFn) OnTimer(ctx context.Context, sp beamstate.Provider, _ beamtime
 // until then; a worker that restarts before the drain commits starts the
 // count over from what bag state holds.
 func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emit func(beam.Z), fail func(Failure)) error {
-	entries, _, err := f.readPending(ctx, &f.Pending, sp)
+	ks := f.keyState(sp)
+	entries, _, err := f.readPending(ctx, ks, key)
 	if err != nil || len(entries) == 0 {
 		return err
 	}
@@ -69,23 +96,31 @@ func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emi
 	if err != nil {
 		return err
 	}
-	f.cancelStale(ctx, pool, string(kb), entries)
+	f.cancelStale(ctx, pool, key, string(kb), entries)
+	items, err := f.drainOrder(key, entries)
+	if err != nil {
+		return err
+	}
+	index := make(map[string]int, len(items))
+	for i, it := range items {
+		index[it.env.ID] = i
+	}
 
-	byID := make(map[string]state.Envelope, len(entries))
-	finished := make(chan *state.Task, len(entries))
-	next, active := 0, 0
+	finished := make(chan *state.Task, len(items))
+	next, active, held, emitted := 0, 0, 0, 0
 	startMore := func() error {
-		for ; next < len(entries) && active < f.Buffer; next++ {
-			env := entries[next].env
-			byID[env.ID] = env
-			k := state.TaskKey{Key: string(kb), ID: env.ID}
+		for ; next < len(items) && active+held < f.Buffer; next++ {
+			it := &items[next]
+			k := state.TaskKey{Key: string(kb), ID: it.env.ID}
 			t := pool.Lookup(k)
 			if t == nil {
-				value, err := decode(f.valDec, env.Value)
-				if err != nil {
-					return fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
+				if it.value == nil {
+					if it.value, err = decode(f.valDec, it.env.Value); err != nil {
+						return fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
+					}
 				}
-				if t, err = f.startUnbuffered(ctx, pool, k, key, value, env.Attempts); err != nil {
+				el := element{k: k, key: key, value: it.value, done: it.env.Attempts, priority: it.priority, fromState: true}
+				if t, err = f.startUnbuffered(ctx, pool, el); err != nil {
 					return err
 				}
 				f.metrics.rescheduled.Inc(ctx, 1)
@@ -106,24 +141,63 @@ func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emi
 			active--
 			pool.Remove(t)
 			f.metrics.observeFinished(ctx, t, f.clock.Now())
-			outputs, callErr := t.Result()
-			if callErr == nil {
-				for _, o := range outputs {
-					emit(o)
+			it := &items[index[t.Key.ID]]
+			it.done = true
+			if _, callErr := t.Result(); callErr != nil {
+				if err := f.failFinally(ctx, key, kb, it.env, t, callErr, fail); err != nil {
+					return err
 				}
-				f.metrics.committed.Inc(ctx, 1)
-			} else if err := f.failFinally(ctx, key, kb, byID[t.Key.ID], t, callErr, fail); err != nil {
-				return err
+			} else if f.Ordered {
+				it.held = t
+				held++
+			} else {
+				f.emitCommitted(ctx, key, finishedEntry{t: t, env: it.env}, emit)
+			}
+			for ; f.Ordered && emitted < len(items) && items[emitted].done; emitted++ {
+				if h := items[emitted].held; h != nil {
+					f.emitCommitted(ctx, key, finishedEntry{t: h, env: items[emitted].env}, emit)
+					items[emitted].held = nil
+					held--
+				}
 			}
 			if err := startMore(); err != nil {
 				return err
 			}
 		}
 	}
-	if err := f.Pending.Clear(sp); err != nil {
-		return fmt.Errorf("async: clearing bag state: %w", err)
+	f.publish(ctx)
+	return f.clearKey(ks)
+}
+
+// drainOrder lists the key's elements in the order the drain starts them:
+// acceptance order with WithOrdered, else by priority. With a priority
+// function, values are decoded up front to compute it (the slot queue uses
+// it in both cases).
+func (f *batchFn) drainOrder(key any, entries []pending) ([]drainItem, error) {
+	if f.Ordered {
+		sortBySeq(entries)
 	}
-	return nil
+	items := make([]drainItem, len(entries))
+	for i, e := range entries {
+		items[i].env = e.env
+	}
+	if f.PriorityFn == nil {
+		return items, nil
+	}
+	for i := range items {
+		value, err := decode(f.valDec, items[i].env.Value)
+		if err != nil {
+			return nil, fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
+		}
+		if items[i].priority, err = f.priority(value); err != nil {
+			return nil, err
+		}
+		items[i].value = value
+	}
+	if !f.Ordered {
+		sort.SliceStable(items, func(i, j int) bool { return items[i].priority > items[j].priority })
+	}
+	return items, nil
 }
 
 // failFinally settles an element whose local retries are over. A retry

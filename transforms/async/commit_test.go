@@ -370,7 +370,7 @@ func TestConcurrentKeysLoad(t *testing.T) {
 			f := h.stream()
 			for v := 0; v < perKey; v++ {
 				f.StartBundle(context.Background(), nil, nil)
-				if _, err := f.accept(context.Background(), 0, &f.Pending, h.states[key], key, v); err != nil {
+				if _, err := f.accept(context.Background(), 0, f.keyState(h.states[key]), key, v); err != nil {
 					errs[k] = err
 					return
 				}

@@ -5,17 +5,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+
+	"github.com/google/uuid"
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
 )
 
 // Names of the transform's bag state and timer families, as they appear in
-// the runner's job graph.
+// the runner's job graph (seqStateID is in order.go).
 const (
 	pendingStateID = "asyncPending"
 	commitFamily   = "asyncCommit"
@@ -47,12 +50,17 @@ type core struct {
 	// HasFailures is set by ParDoWithFailures: an element that fails for good
 	// goes to the failure output instead of failing its key's commit.
 	HasFailures bool
+	// Ordered commits each key's results in acceptance order (WithOrdered).
+	Ordered    bool
+	PriorityFn *beam.EncodedFunc
+	Listener   *listenerSpec
 
 	clock    timers.Clock
 	metrics  *metrics
 	registry *state.Registry // nil: state.Default; tests model other workers
 	user     *userFn
 	keyEnc   beam.ElementEncoder
+	keyDec   beam.ElementDecoder
 	valEnc   beam.ElementEncoder
 	valDec   beam.ElementDecoder
 	// noWait is set once a wait for buffer room timed out in the current
@@ -75,7 +83,50 @@ func (f *core) freq() time.Duration { return time.Duration(f.CallbackFrequencyNs
 func (f *core) staleAfter() time.Duration { return max(20*f.freq(), 30*time.Second) }
 func (f *core) maxWait() time.Duration    { return time.Duration(f.MaxWaitNs) }
 
-// Setup rebuilds the wrapped fn, forwards its Setup, and prepares coders.
+// newCore checks everything about the transform that is not the input and
+// the wrapped fn (already inspected as spec) and returns its configuration.
+func newCore(name string, spec userSpec, keyT, valT reflect.Type, set settings, hasFailures bool) (core, error) {
+	idFn, err := inspectIDFn(set.idFn, valT)
+	if err != nil {
+		return core{}, err
+	}
+	retryIf, err := inspectRetryIf(set.retryIf)
+	if err != nil {
+		return core{}, err
+	}
+	priorityFn, err := inspectPriority(set.priorityFn, valT)
+	if err != nil {
+		return core{}, err
+	}
+	listener, err := inspectListener(set.listener)
+	if err != nil {
+		return core{}, err
+	}
+	return core{
+		Name:                name,
+		ID:                  uuid.NewString(),
+		User:                spec,
+		KeyType:             beam.EncodedType{T: keyT},
+		ValueType:           beam.EncodedType{T: valT},
+		IDFn:                idFn,
+		Parallelism:         set.parallelism,
+		Buffer:              set.buffer,
+		CallbackFrequencyNs: int64(set.freq),
+		MaxWaitNs:           int64(set.maxWait),
+		CallTimeoutNs:       int64(set.callTimeout),
+		MaxAttempts:         set.maxAttempts,
+		Backoff:             set.backoff,
+		RetryIf:             retryIf,
+		Fallbacks:           set.fallbacks,
+		HasFailures:         hasFailures,
+		Ordered:             set.ordered,
+		PriorityFn:          priorityFn,
+		Listener:            listener,
+	}, nil
+}
+
+// Setup rebuilds the wrapped fn, forwards its Setup, prepares coders, and
+// makes sure the listener (if any) can be built in this process.
 func (f *core) Setup(ctx context.Context) error {
 	if f.clock == nil {
 		f.clock = timers.System{}
@@ -90,20 +141,30 @@ func (f *core) Setup(ctx context.Context) error {
 	f.user = u
 	f.metrics = newMetrics(f.Name)
 	f.keyEnc = beam.NewElementEncoder(f.KeyType.T)
+	f.keyDec = beam.NewElementDecoder(f.KeyType.T)
 	f.valEnc = beam.NewElementEncoder(f.ValueType.T)
 	f.valDec = beam.NewElementDecoder(f.ValueType.T)
+	if f.Listener != nil {
+		if _, err := f.reg().SharedValue(f.ID, func() (any, error) { return newHub(f.Listener) }); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// reg is the registry that holds this transform's per-process objects.
+func (f *core) reg() *state.Registry {
+	if f.registry == nil {
+		return state.Default
+	}
+	return f.registry
 }
 
 // pool returns this transform's Pool in this process. It is looked up on
 // every use rather than kept, so that a registry Reset (a simulated worker
 // restart) is seen at once.
 func (f *core) pool() (*state.Pool, error) {
-	r := f.registry
-	if r == nil {
-		r = state.Default
-	}
-	return r.Shared(f.ID, state.Config{Parallelism: f.Parallelism, Buffer: f.Buffer, Now: f.clock.Now})
+	return f.reg().Shared(f.ID, state.Config{Parallelism: f.Parallelism, Buffer: f.Buffer, Now: f.clock.Now})
 }
 
 // StartBundle resets the per-bundle wait flag.
@@ -111,9 +172,16 @@ func (f *core) StartBundle(_ context.Context, _ func(beam.Z), _ func(Failure)) {
 	f.noWait = false
 }
 
+// keyState is the state of one key that accept and the callbacks use.
+type keyState struct {
+	bag *beamstate.Bag[[]byte]
+	seq *beamstate.Value[int64] // used only when Ordered
+	sp  beamstate.Provider
+}
+
 // accept takes one element: it is added to bag state and started if there is
 // buffer room. It returns the encoded key, for the caller to set its timer.
-func (f *core) accept(ctx context.Context, ts beam.EventTime, bag *beamstate.Bag[[]byte], sp beamstate.Provider, key, value any) ([]byte, error) {
+func (f *core) accept(ctx context.Context, ts beam.EventTime, ks keyState, key, value any) ([]byte, error) {
 	kb, err := encode(f.keyEnc, key)
 	if err != nil {
 		return nil, fmt.Errorf("async: encoding key %v: %w", key, err)
@@ -126,9 +194,20 @@ func (f *core) accept(ctx context.Context, ts beam.EventTime, bag *beamstate.Bag
 	if err != nil {
 		return nil, err
 	}
-	if err := bag.Add(sp, state.Envelope{ID: id, EventTimeMs: int64(ts), Value: vb}.Encode()); err != nil {
+	prio, err := f.priority(value)
+	if err != nil {
+		return nil, err
+	}
+	env := state.Envelope{ID: id, EventTimeMs: int64(ts), Value: vb}
+	if f.Ordered {
+		if env.Seq, err = nextSeq(ks.seq, ks.sp); err != nil {
+			return nil, err
+		}
+	}
+	if err := ks.bag.Add(ks.sp, env.Encode()); err != nil {
 		return nil, fmt.Errorf("async: adding to bag state: %w", err)
 	}
+	f.event(EventAccepted, key, id, 0, nil)
 	pool, err := f.pool()
 	if err != nil {
 		return nil, err
@@ -137,32 +216,48 @@ func (f *core) accept(ctx context.Context, ts beam.EventTime, bag *beamstate.Bag
 	if f.noWait {
 		wait = 0
 	}
-	_, adm, err := f.submit(ctx, pool, state.TaskKey{Key: string(kb), ID: id}, wait, key, value, 0)
+	_, adm, err := f.submit(ctx, pool, element{k: state.TaskKey{Key: string(kb), ID: id}, key: key, value: value, priority: prio}, wait)
 	if err != nil {
 		return nil, err
 	}
 	// A copy of a pending element (adm == Existing) is counted as
 	// deduplicated when a callback drops its bag entry, not here.
 	f.metrics.accepted.Inc(ctx, 1)
+	f.publish(ctx)
 	if adm == state.NoRoom && wait > 0 {
 		f.noWait = true
 	}
 	return kb, nil
 }
 
+// element is one element about to be started.
+type element struct {
+	k          state.TaskKey
+	key, value any
+	// done is how many attempts of the element failed before (from bag
+	// state); fromState marks an element started from bag state by a
+	// callback (EventRescheduled) rather than by ProcessElement.
+	done      int
+	priority  int
+	fromState bool
+}
+
 // submit starts the wrapped fn for one element in the buffer, if there is
-// room. done is how many attempts of the element have failed before.
-func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wait time.Duration, key, value any, done int) (*state.Task, state.Admission, error) {
+// room.
+func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait time.Duration) (*state.Task, state.Admission, error) {
 	if !f.user.hold() {
 		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
-	work, retry := f.work(key, value, done), f.localRetry(k, done)
-	t, adm, err := pool.Submit(ctx, k, wait, work, retry)
+	job, k := f.job(el), el.k
+	t, adm, err := pool.Submit(ctx, k, wait, job)
 	if now := f.clock.Now(); adm == state.NoRoom && err == nil && !f.retryLocally && now.Sub(f.lastEvict) >= time.Second {
 		f.lastEvict = now
-		if n := pool.EvictFinished(now.Add(-f.staleAfter())); n > 0 {
-			f.metrics.cancelled.Inc(ctx, int64(n))
-			t, adm, err = pool.Submit(ctx, k, 0, work, retry)
+		if evicted := pool.EvictFinished(now.Add(-f.staleAfter())); len(evicted) > 0 {
+			f.metrics.cancelled.Inc(ctx, int64(len(evicted)))
+			for _, e := range evicted {
+				f.event(EventCancelled, f.decodeKey(e.Key), e.ID, 0, nil)
+			}
+			t, adm, err = pool.Submit(ctx, k, 0, job)
 		}
 	}
 	if adm != state.Started {
@@ -175,11 +270,11 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, k state.TaskKey, wa
 }
 
 // startUnbuffered starts the wrapped fn for one element outside the buffer.
-func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, k state.TaskKey, key, value any, done int) (*state.Task, error) {
+func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, el element) (*state.Task, error) {
 	if !f.user.hold() {
 		return nil, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
-	t, existing, err := pool.StartUnbuffered(k, f.work(key, value, done), f.localRetry(k, done))
+	t, existing, err := pool.StartUnbuffered(el.k, f.job(el))
 	if existing || err != nil {
 		f.user.release()
 	} else {
@@ -189,41 +284,76 @@ func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, k state.Ta
 	return t, err
 }
 
+// job is what the pool runs for one element.
+func (f *core) job(el element) state.Job {
+	return state.Job{Work: f.work(el), Retry: f.localRetry(el.k, el.key, el.done), Priority: el.priority}
+}
+
 // localRetry is the in-pool retry policy when retryLocally is set: the same
 // decision and backoff as a retry through bag state, counting the done
 // attempts before this task.
-func (f *core) localRetry(k state.TaskKey, done int) state.Retry {
+func (f *core) localRetry(k state.TaskKey, key any, done int) state.Retry {
 	if !f.retryLocally {
 		return nil
 	}
 	seed := []byte(k.Key + k.ID)
 	return func(attempt int, err error) (time.Duration, bool) {
 		total := done + attempt
-		if ok, _ := f.retryable(kindOf(err), total, err); !ok {
+		kind := kindOf(err)
+		if ok, _ := f.retryable(kind, total, err); !ok {
 			return 0, false
 		}
-		return f.Backoff.Delay(total, seed), true
+		delay := f.Backoff.Delay(total, seed)
+		f.event(EventRetrying, key, k.ID, total, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, err.Error() })
+		return delay, true
 	}
 }
 
 // work is one element's call; attempt n of the task is attempt done+n of the
 // element. The caller holds the user fn for the task; it is released when the
-// task's last attempt returns (see release in userFn).
-func (f *core) work(key, value any, done int) state.Work {
-	u, limit, fallbacks := f.user, time.Duration(f.CallTimeoutNs), f.Fallbacks
+// task's last attempt returns (see release in userFn). An element started
+// from bag state reports EventRescheduled here, as its first attempt begins,
+// so that a listener sees it before EventStarted.
+func (f *core) work(el element) state.Work {
+	limit, key, id := time.Duration(f.CallTimeoutNs), el.key, el.k.ID
 	return func(ctx context.Context, attempt int) ([]any, error) {
-		ctx = withAttempt(ctx, done+attempt, fallbacks)
-		if limit <= 0 {
-			return u.call(ctx, key, value)
+		n := el.done + attempt
+		ctx = withAttempt(ctx, n, f.Fallbacks)
+		ctx = context.WithValue(ctx, callKey{}, callInfo{f: f, key: key, id: id, attempt: n})
+		if el.fromState && attempt == 1 {
+			f.event(EventRescheduled, key, id, el.done, nil)
 		}
-		ctx, cancel := context.WithTimeout(ctx, limit)
-		defer cancel()
-		outputs, err := u.call(ctx, key, value)
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, &timeoutError{limit: limit, err: err}
+		f.event(EventStarted, key, id, n, nil)
+		outputs, err := f.callWithin(ctx, limit, key, el.value)
+		if err == nil {
+			f.event(EventSucceeded, key, id, n, nil)
 		}
 		return outputs, err
 	}
+}
+
+// callWithin calls the wrapped fn once, with a deadline when limit > 0.
+func (f *core) callWithin(ctx context.Context, limit time.Duration, key, value any) ([]any, error) {
+	if limit <= 0 {
+		return f.user.call(ctx, key, value)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	outputs, err := f.user.call(ctx, key, value)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, &timeoutError{limit: limit, err: err}
+	}
+	return outputs, err
+}
+
+// decodeKey decodes an encoded key for an event; on failure (which the
+// transform's own encoding rules out) the event shows the raw bytes.
+func (f *core) decodeKey(kb string) any {
+	k, err := decode(f.keyDec, []byte(kb))
+	if err != nil {
+		return []byte(kb)
+	}
+	return k
 }
 
 // identify returns the element's ID within its key.

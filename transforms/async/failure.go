@@ -78,6 +78,7 @@ func (f *core) settle(ctx context.Context, key any, kb []byte, env state.Envelop
 	if retry {
 		delay := f.Backoff.Delay(next.Attempts, append(append([]byte(nil), kb...), env.ID...))
 		next.NextAttemptMs = f.clock.Now().Add(delay).UnixMilli()
+		f.event(EventRetrying, key, env.ID, next.Attempts, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, next.LastError })
 		return outcome{retry: &next}, nil
 	}
 	if why != "" {
@@ -95,6 +96,7 @@ func (f *core) settle(ctx context.Context, key any, kb []byte, env state.Envelop
 	if cerr := f.user.revert(ctx, key, value, err); cerr != nil {
 		failure.CompensationError = cerr.Error()
 	}
+	f.event(EventFailed, key, env.ID, next.Attempts, func(e *Event) { e.Kind, e.Error = kind, next.LastError })
 	if !f.HasFailures {
 		return outcome{}, fmt.Errorf("async: element %x of key %v failed for good after %d attempt(s) (kind %s); without a failure output (ParDoWithFailures) the commit of its key fails: %w",
 			env.ID, key, next.Attempts, kind, err)

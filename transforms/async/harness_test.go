@@ -15,16 +15,16 @@ import (
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-	"github.com/google/uuid"
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
 )
 
-// memState is an in-memory state.Provider for one key: bag state only.
+// memState is an in-memory state.Provider for one key: bag and value state.
 type memState struct {
-	mu   sync.Mutex
-	bags map[string][]any
+	mu     sync.Mutex
+	bags   map[string][]any
+	values map[string]any
 }
 
 func (m *memState) ReadBagState(id string) ([]any, []beamstate.Transaction, error) {
@@ -55,15 +55,30 @@ func (m *memState) size() int {
 
 var errUnused = fmt.Errorf("memState: not used by the async transform")
 
-func (m *memState) ReadValueState(string) (any, []beamstate.Transaction, error) {
-	return nil, nil, errUnused
+func (m *memState) ReadValueState(id string) (any, []beamstate.Transaction, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.values[id], nil, nil
 }
-func (m *memState) WriteValueState(beamstate.Transaction) error { return errUnused }
-func (m *memState) ClearValueState(beamstate.Transaction) error { return errUnused }
-func (m *memState) CreateAccumulatorFn(string) reflectx.Func    { return nil }
-func (m *memState) AddInputFn(string) reflectx.Func             { return nil }
-func (m *memState) MergeAccumulatorsFn(string) reflectx.Func    { return nil }
-func (m *memState) ExtractOutputFn(string) reflectx.Func        { return nil }
+func (m *memState) WriteValueState(t beamstate.Transaction) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.values == nil {
+		m.values = map[string]any{}
+	}
+	m.values[t.Key] = t.Val
+	return nil
+}
+func (m *memState) ClearValueState(t beamstate.Transaction) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.values, t.Key)
+	return nil
+}
+func (m *memState) CreateAccumulatorFn(string) reflectx.Func { return nil }
+func (m *memState) AddInputFn(string) reflectx.Func          { return nil }
+func (m *memState) MergeAccumulatorsFn(string) reflectx.Func { return nil }
+func (m *memState) ExtractOutputFn(string) reflectx.Func     { return nil }
 func (m *memState) ReadMapStateValue(string, any) (any, []beamstate.Transaction, error) {
 	return nil, nil, errUnused
 }
@@ -268,22 +283,11 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 	if err != nil {
 		t.Fatalf("inspectFn: %v", err)
 	}
-	idFn, err := inspectIDFn(set.idFn, reflect.TypeOf(0))
-	if err != nil {
-		t.Fatalf("inspectIDFn: %v", err)
-	}
 	h := &harness{t: t, clock: timers.NewManual(time.Unix(1_800_000_000, 0)), states: map[any]*memState{}, timers: map[any]*memTimers{}, failures: failures}
-	retryIf, err := inspectRetryIf(set.retryIf)
-	if err != nil {
-		t.Fatalf("inspectRetryIf: %v", err)
+	if h.c, err = newCore("test", spec, keyT, reflect.TypeOf(0), set, failures); err != nil {
+		t.Fatalf("newCore: %v", err)
 	}
-	h.c = core{
-		ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: keyT}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
-		IDFn: idFn, Parallelism: set.parallelism, Buffer: set.buffer,
-		CallbackFrequencyNs: int64(set.freq), MaxWaitNs: int64(set.maxWait), clock: h.clock,
-		CallTimeoutNs: int64(set.callTimeout), MaxAttempts: set.maxAttempts, Backoff: set.backoff,
-		RetryIf: retryIf, Fallbacks: set.fallbacks, HasFailures: h.failures,
-	}
+	h.c.clock = h.clock
 	if err := h.c.Setup(context.Background()); err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
@@ -296,13 +300,9 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 	return h
 }
 
-func (h *harness) stream() *streamFn {
-	return &streamFn{core: h.c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Commit: beamtimers.InProcessingTime(commitFamily)}
-}
+func (h *harness) stream() *streamFn { return newStreamFn(h.c) }
 
-func (h *harness) batch() *batchFn {
-	return &batchFn{core: h.c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Drain: beamtimers.InEventTime(drainFamily)}
-}
+func (h *harness) batch() *batchFn { return newBatchFn(h.c) }
 
 func (h *harness) st(key any) *memState {
 	if h.states[key] == nil {

@@ -25,14 +25,20 @@ const (
 	MetricQueued       = "queued"          // gauge: elements of the last committed key waiting in bag state
 	MetricLatency      = "call_latency_ms" // distribution: duration of the last attempt of each finished call
 	MetricCommitDelay  = "commit_delay_ms" // distribution: from a call finishing to its output's commit
+	// MetricProgress is a distribution of the latest progress (per mille)
+	// of running calls that report it, sampled by their key's callbacks.
+	MetricProgress        = "call_progress_permille"
+	MetricProgressReports = "progress_reports" // ReportProgress calls of finished elements
+	MetricListenerPanics  = "listener_panics"  // panics of the event listener, contained
 )
 
 // metrics are the transform's Beam metrics. Beam ignores updates made with a
 // context that is not a bundle's, so unit tests may pass any context.
 type metrics struct {
 	accepted, started, finished, committed, rescheduled, cancelled, deduplicated, retried, failed beam.Counter
+	progressReports, listenerPanics                                                               beam.Counter
 	inFlight, queued                                                                              beam.Gauge
-	latency, commitDelay                                                                          beam.Distribution
+	latency, commitDelay, progress                                                                beam.Distribution
 }
 
 func newMetrics(ns string) *metrics {
@@ -46,6 +52,7 @@ func newMetrics(ns string) *metrics {
 		deduplicated: c(MetricDeduplicated), retried: c(MetricRetried), failed: c(MetricFailed),
 		inFlight: beam.NewGauge(ns, MetricInFlight), queued: beam.NewGauge(ns, MetricQueued),
 		latency: beam.NewDistribution(ns, MetricLatency), commitDelay: beam.NewDistribution(ns, MetricCommitDelay),
+		progress: beam.NewDistribution(ns, MetricProgress), progressReports: c(MetricProgressReports), listenerPanics: c(MetricListenerPanics),
 	}
 }
 
@@ -56,9 +63,33 @@ func (m *metrics) observeFinished(ctx context.Context, t *state.Task, now time.T
 	if n := t.Attempts(); n > 1 {
 		m.retried.Inc(ctx, int64(n-1))
 	}
+	if _, reports := t.Progress(); reports > 0 {
+		m.progressReports.Inc(ctx, int64(reports))
+	}
 	started, finished := t.StartedAt(), t.FinishedAt()
 	if !started.IsZero() && !finished.IsZero() {
 		m.latency.Update(ctx, finished.Sub(started).Milliseconds())
 		m.commitDelay.Update(ctx, max(now.Sub(finished), 0).Milliseconds())
+	}
+}
+
+// observeRunning samples the progress of a key's running calls.
+func (m *metrics) observeRunning(ctx context.Context, t *state.Task) {
+	if fraction, reports := t.Progress(); reports > 0 && t.Status() == state.Running {
+		m.progress.Update(ctx, int64(fraction*1000))
+	}
+}
+
+// publish adds what happened off the bundle's goroutines since the last
+// callback (listener panics) to the Beam metrics, with a bundle's context.
+func (f *core) publish(ctx context.Context) {
+	if f.Listener == nil {
+		return
+	}
+	if h := f.events(); h != nil {
+		total := h.panics.Load()
+		if old := h.published.Swap(total); total > old {
+			f.metrics.listenerPanics.Inc(ctx, total-old)
+		}
 	}
 }

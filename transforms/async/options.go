@@ -32,6 +32,9 @@ type settings struct {
 	backoff     Backoff
 	retryIf     func(error) bool
 	fallbacks   []string
+	ordered     bool
+	priorityFn  any
+	listener    Listener
 	errs        []error
 }
 

@@ -5,10 +5,7 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
-	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
-	"github.com/google/uuid"
 )
 
 // isUnbounded reports whether col is unbounded. beam.PCollection does not
@@ -93,39 +90,17 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 	if err != nil {
 		return nil, err
 	}
-	idFn, err := inspectIDFn(set.idFn, valT)
+	c, err := newCore(s.String(), spec, keyT, valT, set, hasFailures)
 	if err != nil {
 		return nil, err
-	}
-	retryIf, err := inspectRetryIf(set.retryIf)
-	if err != nil {
-		return nil, err
-	}
-	c := core{
-		Name:                s.String(),
-		ID:                  uuid.NewString(),
-		User:                spec,
-		KeyType:             beam.EncodedType{T: keyT},
-		ValueType:           beam.EncodedType{T: valT},
-		IDFn:                idFn,
-		Parallelism:         set.parallelism,
-		Buffer:              set.buffer,
-		CallbackFrequencyNs: int64(set.freq),
-		MaxWaitNs:           int64(set.maxWait),
-		CallTimeoutNs:       int64(set.callTimeout),
-		MaxAttempts:         set.maxAttempts,
-		Backoff:             set.backoff,
-		RetryIf:             retryIf,
-		Fallbacks:           set.fallbacks,
-		HasFailures:         hasFailures,
 	}
 	// One DoFn type per input kind, each with a single timer family: Beam Go
 	// v2.77.0 hangs a bundle on prism when a DoFn declares two (the SDK
 	// expects one end-of-timers signal per transform, prism sends one per
 	// family).
-	var dofn any = &streamFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Commit: beamtimers.InProcessingTime(commitFamily)}
+	var dofn any = newStreamFn(c)
 	if !isUnbounded(col) {
-		dofn = &batchFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Drain: beamtimers.InEventTime(drainFamily)}
+		dofn = newBatchFn(c)
 	}
 	return beam.TryParDo(s, dofn, col, beam.TypeDefinition{Var: beam.ZType, T: outT})
 }

@@ -19,6 +19,10 @@ type unregistered struct{}
 
 func (*unregistered) ProcessElement(key string, v int, emit func(string)) {}
 
+type unregisteredListener struct{}
+
+func (*unregisteredListener) OnEvent(async.Event) {}
+
 type wrongShape struct{}
 
 func (*wrongShape) ProcessElement(v int, emit func(string)) {}
@@ -63,6 +67,12 @@ func TestTryParDoConstructionErrors(t *testing.T) {
 		{"negative wait", &slowLabel{}, true, []async.Option{async.WithMaxWait(-1)}, "WithMaxWait"},
 		{"ID fn of wrong type", &slowLabel{}, true, []async.Option{async.WithIDFn(strings.ToUpper)}, "want func(int) string"},
 		{"nil option", &slowLabel{}, true, []async.Option{nil}, "nil Option"},
+		{"priority fn of wrong type", &slowLabel{}, true, []async.Option{async.WithPriority(valueID)}, "want func(int) int"},
+		{"priority closure", &slowLabel{}, true, []async.Option{async.WithPriority(func(v int) int { return v })}, "closure"},
+		{"nil listener", &slowLabel{}, true, []async.Option{async.WithListener(nil)}, "listener is nil"},
+		{"nil listener pointer", &slowLabel{}, true, []async.Option{async.WithListener((*async.LogListener)(nil))}, "listener is nil"},
+		{"unregistered listener", &slowLabel{}, true, []async.Option{async.WithListener(&unregisteredListener{})}, "beam.RegisterType"},
+		{"listener without path", &slowLabel{}, true, []async.Option{async.WithListener(&async.JSONLinesListener{})}, "Path is empty"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

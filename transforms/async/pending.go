@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
-
 	"github.com/asyncbeam/asyncbeam/state"
 )
 
@@ -19,8 +17,8 @@ type pending struct {
 // readPending reads the key's bag state, keeping the first entry of each ID.
 // dropped reports whether duplicate entries were left out; they are counted
 // as deduplicated.
-func (f *core) readPending(ctx context.Context, bag *beamstate.Bag[[]byte], sp beamstate.Provider) (entries []pending, dropped bool, err error) {
-	raws, _, err := bag.Read(sp)
+func (f *core) readPending(ctx context.Context, ks keyState, key any) (entries []pending, dropped bool, err error) {
+	raws, _, err := ks.bag.Read(ks.sp)
 	if err != nil {
 		return nil, false, fmt.Errorf("async: reading bag state: %w", err)
 	}
@@ -33,6 +31,7 @@ func (f *core) readPending(ctx context.Context, bag *beamstate.Bag[[]byte], sp b
 		if seen[env.ID] {
 			dropped = true
 			f.metrics.deduplicated.Inc(ctx, 1)
+			f.event(EventDeduplicated, key, env.ID, 0, nil)
 			continue
 		}
 		seen[env.ID] = true
@@ -44,7 +43,7 @@ func (f *core) readPending(ctx context.Context, bag *beamstate.Bag[[]byte], sp b
 // cancelStale removes the key's local tasks whose element is no longer in bag
 // state: they were committed elsewhere (a key that moved between workers, or
 // a retried bundle), and running them on would only waste a slot.
-func (f *core) cancelStale(ctx context.Context, pool *state.Pool, kb string, entries []pending) {
+func (f *core) cancelStale(ctx context.Context, pool *state.Pool, key any, kb string, entries []pending) {
 	local := pool.ForKey(kb)
 	if len(local) == 0 {
 		return
@@ -57,6 +56,20 @@ func (f *core) cancelStale(ctx context.Context, pool *state.Pool, kb string, ent
 		if !in[t.Key.ID] {
 			pool.Remove(t)
 			f.metrics.cancelled.Inc(ctx, 1)
+			f.event(EventCancelled, key, t.Key.ID, t.Attempts(), nil)
 		}
 	}
+}
+
+// clearKey empties the key's bag state, and its sequence number with it.
+func (f *core) clearKey(ks keyState) error {
+	if err := ks.bag.Clear(ks.sp); err != nil {
+		return fmt.Errorf("async: clearing bag state: %w", err)
+	}
+	if f.Ordered {
+		if err := ks.seq.Clear(ks.sp); err != nil {
+			return fmt.Errorf("async: clearing the key's sequence number: %w", err)
+		}
+	}
+	return nil
 }

@@ -18,4 +18,7 @@ func init() {
 	register.Emitter1[beam.Z]()
 	register.Emitter1[Failure]()
 	beam.RegisterType(reflect.TypeOf(Failure{}))
+	beam.RegisterType(reflect.TypeOf(LogListener{}))
+	beam.RegisterType(reflect.TypeOf(JSONLinesListener{}))
+	beam.RegisterType(reflect.TypeOf(TimingListener{}))
 }

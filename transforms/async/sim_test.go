@@ -22,6 +22,7 @@ import (
 	"reflect"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,7 +30,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
-	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/google/uuid"
@@ -90,7 +90,7 @@ var simKinds = []string{"deliver", "deliver", "deliver", "fire", "fire", "fire",
 // simSchedule is everything a seed decides.
 type simSchedule struct {
 	seed                   uint64
-	batch                  bool
+	batch, ordered         bool
 	elements, keys, worker int
 	parallelism, buffer    int
 	failPct, slowPct       uint64
@@ -105,6 +105,9 @@ func newSchedule(seed uint64) simSchedule {
 		parallelism: 1 + r.IntN(4), failPct: uint64(r.IntN(40)), slowPct: uint64(r.IntN(50)),
 	}
 	s.buffer = s.parallelism + r.IntN(4)
+	// Drawn apart from the generator, so that adding it kept every older
+	// seed's schedule (and the regression seeds) as it was.
+	s.ordered = (seed/7919)%2 == 0
 	for i := 0; i < 20+r.IntN(60); i++ {
 		s.actions = append(s.actions, simAction{Kind: simKinds[r.IntN(len(simKinds))], A: r.IntN(1000), B: r.IntN(1000)})
 	}
@@ -114,6 +117,7 @@ func newSchedule(seed uint64) simSchedule {
 // simKey is the committed state of one key on the runner.
 type simKey struct {
 	bag   []any
+	seq   any        // the key's sequence number in value state (ordered schedules)
 	timer *time.Time // set timer (processing time for stream, drain for batch)
 	owner int
 }
@@ -157,6 +161,7 @@ func newWorld(t *testing.T, s simSchedule) *simWorld {
 		ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
 		Parallelism: s.parallelism, Buffer: s.buffer, CallbackFrequencyNs: int64(time.Second),
 		MaxAttempts: 3, Backoff: FixedBackoff(time.Millisecond), HasFailures: true, clock: w.clock,
+		Ordered: s.ordered,
 	}
 	for i := 0; i < s.worker; i++ {
 		c := base
@@ -166,8 +171,8 @@ func newWorld(t *testing.T, s simSchedule) *simWorld {
 		}
 		w.workers = append(w.workers, &simWorker{
 			registry: c.registry,
-			stream:   &streamFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Commit: beamtimers.InProcessingTime(commitFamily)},
-			batch:    &batchFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Drain: beamtimers.InEventTime(drainFamily)},
+			stream:   newStreamFn(c),
+			batch:    newBatchFn(c),
 		})
 	}
 	for i := 0; i < s.elements; i++ {
@@ -186,7 +191,10 @@ func newWorld(t *testing.T, s simSchedule) *simWorld {
 func (w *simWorld) bundle(key string, fn func(wk *simWorker, st *memState, tm *memTimers, emit func(beam.Z), fail func(Failure)) error) {
 	k := w.keys[key]
 	for try := 0; ; try++ {
-		st := &memState{bags: map[string][]any{pendingStateID: append([]any(nil), k.bag...)}}
+		st := &memState{bags: map[string][]any{pendingStateID: append([]any(nil), k.bag...)}, values: map[string]any{}}
+		if k.seq != nil {
+			st.values[seqStateID] = k.seq
+		}
 		tm := &memTimers{}
 		var outs []string
 		var fails []Failure
@@ -202,7 +210,7 @@ func (w *simWorld) bundle(key string, fn func(wk *simWorker, st *memState, tm *m
 			w.violation("bundle for key %s keeps failing: %v", key, err)
 			return
 		}
-		k.bag = st.bags[pendingStateID]
+		k.bag, k.seq = st.bags[pendingStateID], st.values[seqStateID]
 		if fire, ok := tm.take(); ok {
 			k.timer = &fire
 		}
@@ -273,6 +281,8 @@ func (w *simWorld) checkBounds() {
 		limit := w.s.buffer
 		if w.s.batch {
 			limit = 2 * w.s.buffer // plus one drain window
+		} else if w.s.ordered {
+			limit += len(w.keys) // plus each key's earliest element, started without a place
 		}
 		if p.Buffered() > w.s.buffer || p.Len() > limit {
 			w.violation("worker %d holds %d tasks (%d buffered); buffer is %d", i, p.Len(), p.Buffered(), w.s.buffer)
@@ -396,6 +406,23 @@ func (w *simWorld) check() {
 			w.violation("key %s: bag state holds %d entries at the end", key, len(k.bag))
 		}
 	}
+	if w.s.ordered {
+		w.checkOrder()
+	}
+}
+
+// checkOrder checks that each key's outputs came in the order its elements
+// were delivered: values of a key are delivered in increasing order.
+func (w *simWorld) checkOrder() {
+	last := map[string]int{}
+	for _, o := range w.outputs {
+		key, v, _ := strings.Cut(o, ":")
+		n, _ := strconv.Atoi(v)
+		if prev, ok := last[key]; ok && n < prev {
+			w.violation("ordered: key %s committed %d after %d", key, n, prev)
+		}
+		last[key] = n
+	}
 }
 
 // close tears the workers down and checks that no goroutine is left.
@@ -459,8 +486,8 @@ func TestSimulator(t *testing.T) {
 		}
 		violations++
 		small := shrink(t, s)
-		t.Errorf("seed %d (batch=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -sim.seed=%d",
-			seed, s.batch, s.elements, s.keys, s.worker, s.parallelism, s.buffer, strings.Join(problems, "; "), small.actions, seed)
+		t.Errorf("seed %d (batch=%v, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -sim.seed=%d",
+			seed, s.batch, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, strings.Join(problems, "; "), small.actions, seed)
 		if violations >= 3 {
 			break
 		}

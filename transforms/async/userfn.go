@@ -57,14 +57,9 @@ func inspectFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) 
 		}
 		return userSpec{Func: encoded}, sig.output, nil
 	case v.Kind() == reflect.Ptr && v.Type().Elem().Kind() == reflect.Struct:
-		if v.IsNil() {
-			return userSpec{}, nil, fmt.Errorf("fn is a nil %v: pass a pointer to a value", v.Type())
-		}
-		t := v.Type().Elem()
-		if key, ok := runtime.TypeKey(t); !ok {
-			return userSpec{}, nil, fmt.Errorf("fn type %v is unnamed: declare a named struct type and register it", t)
-		} else if _, ok := runtime.LookupType(key); !ok {
-			return userSpec{}, nil, fmt.Errorf("fn type %v is not registered: call register.DoFn%s (or beam.RegisterType) for it in an init() function, before beam.Init", t, "NxM[...](&"+t.Name()+"{})")
+		t, err := registeredStruct("fn", v)
+		if err != nil {
+			return userSpec{}, nil, err
 		}
 		sig, err := checkStruct(v.Type(), keyT, valT)
 		if err != nil {
@@ -80,6 +75,28 @@ func inspectFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) 
 	default:
 		return userSpec{}, nil, fmt.Errorf("fn is a %v: want a pointer to a registered DoFn struct or a registered function of the form %s", v.Type(), expectedShape)
 	}
+}
+
+// registeredStruct checks that v, given as what, is a non-nil pointer to a
+// named struct type registered with Beam (so that a worker can rebuild it),
+// and returns the struct type.
+func registeredStruct(what string, v reflect.Value) (reflect.Type, error) {
+	if v.Kind() != reflect.Ptr || v.Type().Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%s is a %v: want a pointer to a registered named struct type", what, v.Type())
+	}
+	if v.IsNil() {
+		return nil, fmt.Errorf("%s is a nil %v: pass a pointer to a value", what, v.Type())
+	}
+	t := v.Type().Elem()
+	if key, ok := runtime.TypeKey(t); !ok {
+		return nil, fmt.Errorf("%s type %v is unnamed: declare a named struct type and register it", what, t)
+	} else if _, ok := runtime.LookupType(key); !ok {
+		if what == "fn" {
+			return nil, fmt.Errorf("fn type %v is not registered: call register.DoFn%s (or beam.RegisterType) for it in an init() function, before beam.Init", t, "NxM[...](&"+t.Name()+"{})")
+		}
+		return nil, fmt.Errorf("%s type %v is not registered: call beam.RegisterType(reflect.TypeOf((*%s)(nil)).Elem()) in an init() function, before beam.Init", what, t, t.Name())
+	}
+	return t, nil
 }
 
 // checkProcess checks a ProcessElement signature (without receiver).

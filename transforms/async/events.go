@@ -1,0 +1,217 @@
+package async
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+)
+
+// EventType names a transition in an element's life.
+type EventType string
+
+// The element events a Listener receives.
+const (
+	// EventAccepted: ProcessElement took the element into bag state.
+	EventAccepted EventType = "accepted"
+	// EventStarted: an attempt of the call began (Attempt is its number).
+	EventStarted EventType = "started"
+	// EventSucceeded: an attempt returned without error.
+	EventSucceeded EventType = "succeeded"
+	// EventRetrying: a failed attempt will be retried after Delay (Kind and
+	// Error describe the failure).
+	EventRetrying EventType = "retrying"
+	// EventFailed: the element failed for good (Kind and Error say why).
+	EventFailed EventType = "failed"
+	// EventCommitted: the element's outputs were emitted and it left bag
+	// state, in one callback.
+	EventCommitted EventType = "committed"
+	// EventCancelled: local work was dropped because the element left bag
+	// state elsewhere, or its stale result was evicted.
+	EventCancelled EventType = "cancelled"
+	// EventRescheduled: an element in bag state that the worker did not
+	// know (a restart, a moved key, queued for room, a due retry) was started.
+	EventRescheduled EventType = "rescheduled"
+	// EventDeduplicated: a copy of a pending element was dropped from bag
+	// state.
+	EventDeduplicated EventType = "deduplicated"
+	// EventProgress: the running call reported progress (see ReportProgress).
+	EventProgress EventType = "progress"
+)
+
+// Event is one transition of one element.
+type Event struct {
+	Type EventType `json:"type"`
+	// Transform is the scope of the transform, as in its metrics' namespace.
+	Transform string `json:"transform"`
+	// Key is the element's key; KeyText prints it.
+	Key     any    `json:"-"`
+	KeyText string `json:"key"`
+	// ElementID is the element's identity within its key, in hex (as in
+	// Failure.ElementID).
+	ElementID string `json:"element_id"`
+	// Attempt is the number of the attempt the event is about (1 for the
+	// first), or of the last one made; zero before any.
+	Attempt int `json:"attempt,omitempty"`
+	// Time is when the event happened, by the worker's clock.
+	Time time.Time `json:"time"`
+	// Delay is how long a retry waits (EventRetrying).
+	Delay time.Duration `json:"delay_ns,omitempty"`
+	// Kind and Error describe a failure (EventRetrying, EventFailed).
+	Kind  string `json:"kind,omitempty"`
+	Error string `json:"error,omitempty"`
+	// Progress (0..1) and Details come from ReportProgress (EventProgress).
+	Progress float64 `json:"progress,omitempty"`
+	Details  string  `json:"details,omitempty"`
+}
+
+// Listener receives the element events of a transform, in the worker process
+// that runs it. OnEvent is called on the goroutine where the transition
+// happens (a bundle's, or a call's in the pool), concurrently for different
+// elements, so it must be safe for concurrent use, and quick: it runs inside
+// the transform's work. A panic in OnEvent is recovered, logged once and
+// counted in the metric MetricListenerPanics; the element carries on.
+//
+// Give a listener with WithListener as a pointer to a named struct type
+// registered with beam.RegisterType: like the wrapped DoFn it is shipped to
+// workers as the JSON of its exported fields and rebuilt there, once per
+// transform per worker process, shared by all the transform's DoFn
+// instances so that it sees each element's events in order.
+//
+// Optional methods: Validate() error is called at pipeline construction
+// (a bad configuration fails there); Setup() error is called once on the
+// worker before the first event (an error fails the DoFn's Setup); Close()
+// error is called when the worker's registry is reset (see state.Reset).
+type Listener interface {
+	OnEvent(Event)
+}
+
+// listenerSpec is the serialisable form of a Listener.
+type listenerSpec struct {
+	Type beam.EncodedType
+	JSON string
+}
+
+// inspectListener checks a Listener given to WithListener and returns what
+// is shipped to workers.
+func inspectListener(l Listener) (*listenerSpec, error) {
+	if l == nil {
+		return nil, nil
+	}
+	t, err := registeredStruct("WithListener", reflect.ValueOf(l))
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := l.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			return nil, fmt.Errorf("WithListener: %v: %w", t, err)
+		}
+	}
+	body, err := json.Marshal(l)
+	if err != nil {
+		return nil, fmt.Errorf("WithListener: %v cannot be serialised as JSON of its exported fields: %w", t, err)
+	}
+	return &listenerSpec{Type: beam.EncodedType{T: t}, JSON: string(body)}, nil
+}
+
+// WithListener sends the transform's element events to l (see Listener).
+// Default: none, and no events are built.
+func WithListener(l Listener) Option {
+	return func(s *settings) {
+		if l == nil || reflect.ValueOf(l).Kind() == reflect.Ptr && reflect.ValueOf(l).IsNil() {
+			s.errs = append(s.errs, errors.New("WithListener: the listener is nil"))
+			return
+		}
+		s.listener = l
+	}
+}
+
+// hub delivers one transform's events to its listener in one worker process;
+// it lives in the state registry next to the transform's Pool. Panics
+// happen on pool goroutines too, where Beam metrics cannot be updated, so
+// they are counted here and published by the next callback.
+type hub struct {
+	listener    Listener
+	panics      atomic.Int64 // all so far
+	published   atomic.Int64 // how many of them the Beam counter has
+	loggedPanic atomic.Bool
+}
+
+// newHub rebuilds the listener from its spec and runs its Setup.
+func newHub(spec *listenerSpec) (*hub, error) {
+	ptr := reflect.New(spec.Type.T)
+	if err := json.Unmarshal([]byte(spec.JSON), ptr.Interface()); err != nil {
+		return nil, fmt.Errorf("async: rebuilding listener %v: %w", spec.Type.T, err)
+	}
+	l, ok := ptr.Interface().(Listener)
+	if !ok {
+		return nil, fmt.Errorf("async: listener type %v has no OnEvent(Event) method", ptr.Type())
+	}
+	if s, ok := l.(interface{ Setup() error }); ok {
+		if err := s.Setup(); err != nil {
+			return nil, fmt.Errorf("async: Setup of listener %v: %w", spec.Type.T, err)
+		}
+	}
+	return &hub{listener: l}, nil
+}
+
+// deliver calls the listener, containing a panic.
+func (h *hub) deliver(e Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			h.panics.Add(1)
+			if h.loggedPanic.CompareAndSwap(false, true) {
+				slog.Error("async: the event listener panicked; further panics are only counted",
+					"listener", fmt.Sprintf("%T", h.listener), "event", e.Type, "panic", r, "stack", string(debug.Stack()))
+			}
+		}
+	}()
+	h.listener.OnEvent(e)
+}
+
+// Close closes the listener if it can be.
+func (h *hub) Close() error {
+	if c, ok := h.listener.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// events returns the transform's hub in this process, or nil without a
+// listener. Like pool, it is looked up on every use so that a registry Reset
+// is seen at once.
+func (f *core) events() *hub {
+	if f.Listener == nil {
+		return nil
+	}
+	v, err := f.reg().SharedValue(f.ID, func() (any, error) { return newHub(f.Listener) })
+	if err != nil {
+		// Setup made the hub; a failure now means a Reset since, and a Setup
+		// that no longer succeeds. Count it like a listener panic.
+		slog.Error("async: the event listener cannot be rebuilt", "err", err)
+		return nil
+	}
+	return v.(*hub)
+}
+
+// event sends one event about element id of key, if there is a listener.
+// fill sets the fields specific to the event's type.
+func (f *core) event(typ EventType, key any, id string, attempt int, fill func(*Event)) {
+	h := f.events()
+	if h == nil {
+		return
+	}
+	e := Event{Type: typ, Transform: f.Name, Key: key, KeyText: fmt.Sprint(key), ElementID: hex.EncodeToString([]byte(id)), Attempt: attempt, Time: f.clock.Now()}
+	if fill != nil {
+		fill(&e)
+	}
+	h.deliver(e)
+}

@@ -1,0 +1,181 @@
+package async
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// jittery sleeps a pseudo-random 0-7 ms per element (a hash of Seed, key and
+// value), so that calls finish out of order, then emits "key:value".
+type jittery struct{ Seed int }
+
+func (f *jittery) ProcessElement(ctx context.Context, key string, v int, emit func(string)) error {
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%d/%s/%d", f.Seed, key, v)
+	select {
+	case <-time.After(time.Duration(h.Sum32()%8) * time.Millisecond):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	emit(fmt.Sprintf("%s:%d", key, v))
+	return nil
+}
+
+func init() {
+	register.DoFn4x1[context.Context, string, int, func(string), error](&jittery{})
+}
+
+// checkKeyOrder checks that outputs "key:value" hold every value of every
+// key once, each key's values in increasing order.
+func checkKeyOrder(t *testing.T, outputs []string, keys, perKey int) {
+	t.Helper()
+	last := map[string]int{}
+	count := map[string]int{}
+	for _, o := range outputs {
+		key, v, _ := strings.Cut(o, ":")
+		n, _ := strconv.Atoi(v)
+		if prev, ok := last[key]; ok && n <= prev {
+			t.Errorf("key %s: output %d came after %d", key, n, prev)
+		}
+		last[key] = n
+		count[o]++
+	}
+	for k := 0; k < keys; k++ {
+		for v := 0; v < perKey; v++ {
+			if o := fmt.Sprintf("k%d:%d", k, v); count[o] != 1 {
+				t.Errorf("output %s committed %d times, want 1", o, count[o])
+			}
+		}
+	}
+}
+
+// TestOrderedStreamRandomLatenciesAndRestart commits keys whose calls finish
+// out of order, with a worker restart part-way: each key's outputs must come
+// in input order, each once.
+func TestOrderedStreamRandomLatenciesAndRestart(t *testing.T) {
+	for _, seed := range []int{1, 2, 3} {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			const keys, perKey = 3, 12
+			h := newHarness(t, &jittery{Seed: seed}, reflect.TypeOf(""), WithOrdered(), WithParallelism(4), WithMaxItemsToBuffer(6))
+			h.c.registry = state.NewRegistry()
+			f := h.stream()
+			var outputs []string
+			fireAll := func() {
+				for k := 0; k < keys; k++ {
+					key := fmt.Sprint("k", k)
+					h.waitKey(key)
+					out, err := h.fire(f, key)
+					if err != nil {
+						t.Fatalf("commit of %s: %v", key, err)
+					}
+					outputs = append(outputs, out...)
+				}
+			}
+			for v := 0; v < perKey; v++ {
+				for k := 0; k < keys; k++ {
+					h.process(f, fmt.Sprint("k", k), v)
+				}
+				if v%3 == 2 {
+					fireAll()
+				}
+				if v == perKey/2 {
+					if err := h.c.registry.Reset(context.Background()); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			for round := 0; round < 100 && len(outputs) < keys*perKey; round++ {
+				h.clock.Advance(time.Second)
+				fireAll()
+			}
+			checkKeyOrder(t, outputs, keys, perKey)
+		})
+	}
+}
+
+// TestOrderedBatchDrainRandomLatencies drains keys whose calls finish out of
+// order, with a window smaller than a key's input.
+func TestOrderedBatchDrainRandomLatencies(t *testing.T) {
+	const keys, perKey = 2, 20
+	h := newHarness(t, &jittery{Seed: 7}, reflect.TypeOf(""), WithOrdered(), WithParallelism(4), WithMaxItemsToBuffer(5))
+	f := h.batch()
+	for v := 0; v < perKey; v++ {
+		for k := 0; k < keys; k++ {
+			h.process(f, fmt.Sprint("k", k), v)
+		}
+	}
+	var outputs []string
+	for k := 0; k < keys; k++ {
+		out, err := h.drain(f, fmt.Sprint("k", k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs = append(outputs, out...)
+	}
+	checkKeyOrder(t, outputs, keys, perKey)
+}
+
+// TestOrderedHeadStartsWithoutRoom sets up the one case where order could
+// deadlock: the key's first element waits for its retry while the second,
+// started in the freed place, finishes and holds the only buffer place. When
+// the retry is due it must start anyway, and both commit in order.
+func TestOrderedHeadStartsWithoutRoom(t *testing.T) {
+	name := t.Name()
+	h := newHarness(t, &gated{Name: name}, reflect.TypeOf(""), WithOrdered(), WithParallelism(1), WithMaxItemsToBuffer(1),
+		WithMaxAttempts(2), WithBackoff(FixedBackoff(time.Second)))
+	f := h.stream()
+	book.mu.Lock()
+	book.plan[gateID(name, "k", 0)] = []error{errors.New("transient")}
+	book.mu.Unlock()
+	book.open(gateID(name, "k", 0))
+	book.open(gateID(name, "k", 1))
+	h.process(f, "k", 0)
+	h.process(f, "k", 1) // no room: queued in bag state
+	h.waitFinished("k", 0)
+	if out, err := h.fire(f, "k"); err != nil || len(out) != 0 {
+		t.Fatalf("first commit = %v, %v; want nothing yet (0 retries, 1 starts)", out, err)
+	}
+	h.waitFinished("k", 1)
+	h.clock.Advance(time.Second)
+	if out, err := h.fire(f, "k"); err != nil || len(out) != 0 {
+		t.Fatalf("second commit = %v, %v; want nothing: 1 is held back for 0", out, err)
+	}
+	h.waitKey("k")
+	out, err := h.fire(f, "k")
+	if want := []string{"k:0#0", "k:1#0"}; err != nil || !reflect.DeepEqual(out, want) {
+		t.Errorf("third commit = %v, %v; want %v", out, err, want)
+	}
+	if n := h.st("k").size(); n != 0 {
+		t.Errorf("bag state holds %d entries after the last commit, want 0", n)
+	}
+}
+
+// TestOrderedClearsSequenceWithTheKey checks that the per-key counter does not
+// outlive the key's pending elements (it would be state kept for ever).
+func TestOrderedClearsSequenceWithTheKey(t *testing.T) {
+	h := newHarness(t, &jittery{}, reflect.TypeOf(""), WithOrdered())
+	f := h.stream()
+	h.process(f, "k", 0)
+	h.process(f, "k", 1)
+	if got := h.st("k").values[seqStateID]; got != int64(2) {
+		t.Errorf("sequence after two elements = %v, want 2", got)
+	}
+	h.waitKey("k")
+	if _, err := h.fire(f, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := h.st("k").values[seqStateID]; ok {
+		t.Errorf("sequence after the key emptied = %v, want cleared", got)
+	}
+}

@@ -1,0 +1,67 @@
+package async
+
+import (
+	"fmt"
+	"reflect"
+	"sort"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+)
+
+// WithPriority sets a function from an element's value to its priority, a
+// top-level function func(V) int. When elements wait to start, higher
+// priorities start first and equal priorities keep their arrival order
+// (TaskFlow's atom priority). It orders:
+//   - elements admitted to the buffer that wait for a parallelism slot,
+//     across all keys, bundles and DoFn instances of the transform in the
+//     worker process;
+//   - the elements a key's callback starts from bag state (queued for want of
+//     room, restarted after a worker restart, retries that are due), and the
+//     elements a bounded key's drain starts.
+//
+// Elements queued in bag state for want of buffer room are started by their
+// own key's callback, so across keys they start as those callbacks fire, not
+// by priority. With WithOrdered, a key's callback starts its elements in
+// acceptance order instead. Default: all priorities 0, first come first
+// served.
+func WithPriority(fn any) Option {
+	return func(s *settings) { s.priorityFn = fn }
+}
+
+// inspectPriority checks a priority function against the value type.
+func inspectPriority(fn any, valT reflect.Type) (*beam.EncodedFunc, error) {
+	if fn == nil {
+		return nil, nil
+	}
+	ft := reflect.TypeOf(fn)
+	if ft.Kind() != reflect.Func || ft.NumIn() != 1 || ft.NumOut() != 1 || !valT.AssignableTo(ft.In(0)) || ft.Out(0) != reflect.TypeOf(0) {
+		return nil, fmt.Errorf("WithPriority: fn has type %v; want func(%v) int", ft, valT)
+	}
+	return encodeFunc("WithPriority", fn)
+}
+
+// priority returns value's priority, 0 without a priority function.
+func (f *core) priority(value any) (p int, err error) {
+	if f.PriorityFn == nil {
+		return 0, nil
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("async: the priority function %s panicked on value %v: %v", f.PriorityFn.Fn.Name(), value, r)
+		}
+	}()
+	return f.PriorityFn.Fn.Call([]any{value})[0].(int), nil
+}
+
+// byPriority orders elements about to be started: highest priority first,
+// equal priorities in their current order.
+func byPriority(items []startItem) {
+	sort.SliceStable(items, func(i, j int) bool { return items[i].priority > items[j].priority })
+}
+
+// startItem is an element from bag state that a callback is about to start.
+type startItem struct {
+	e        pending
+	value    any
+	priority int
+}

@@ -1,0 +1,48 @@
+package async
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// callKey carries, in the context given to the wrapped fn, what
+// ReportProgress needs to know about the call.
+type callKey struct{}
+
+type callInfo struct {
+	f       *core
+	key     any
+	id      string
+	attempt int
+}
+
+// ReportProgress lets a long call of the wrapped fn report how far it has
+// got: fraction from 0 to 1 and optional details, using the context the
+// transform gave the fn. The report reaches the transform's listener as an
+// EventProgress at once; the latest report of each running call is published
+// as the distribution MetricProgress (in per mille) by its key's callbacks
+// while it runs, and reports are counted in MetricProgressReports when the
+// element is committed or fails for good.
+//
+// It returns an error, and reports nothing, when ctx is not from a call of
+// an async transform or fraction is outside [0, 1] (or NaN).
+func ReportProgress(ctx context.Context, fraction float64, details string) error {
+	info, ok := ctx.Value(callKey{}).(callInfo)
+	if !ok {
+		return errors.New("async.ReportProgress: ctx is not the context of a call made by an async transform; pass the ctx your ProcessElement received")
+	}
+	if math.IsNaN(fraction) || fraction < 0 || fraction > 1 {
+		return fmt.Errorf("async.ReportProgress: fraction %v is outside [0, 1]", fraction)
+	}
+	if t := state.TaskFromContext(ctx); t != nil {
+		t.SetProgress(fraction)
+	}
+	info.f.event(EventProgress, info.key, info.id, info.attempt, func(e *Event) {
+		e.Progress, e.Details = fraction, details
+	})
+	return nil
+}
