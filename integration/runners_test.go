@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/asyncbeam/asyncbeam/runner"
 )
 
 // freePort returns a loopback port that was free a moment ago.
@@ -116,11 +118,11 @@ func TestEnrichOnPrismJobServer(t *testing.T) {
 	enrich := build(t, "./pipelines/enrich")
 	endpoint := startPrism(t)
 	t.Run("LOOPBACK", func(t *testing.T) {
-		out := runEnrich(t, enrich, "--runner=universal", "--endpoint="+endpoint, "--environment_type=LOOPBACK")
+		out := runEnrich(t, enrich, "--runner=universal", "--endpoint="+endpoint, "--experiments="+runner.PrismExperiment, "--environment_type=LOOPBACK")
 		checkSummary(t, out)
 	})
 	t.Run("PROCESS", func(t *testing.T) {
-		out := runEnrich(t, enrich, "--runner=universal", "--endpoint="+endpoint, "--environment_type=PROCESS",
+		out := runEnrich(t, enrich, "--runner=universal", "--endpoint="+endpoint, "--experiments="+runner.PrismExperiment, "--environment_type=PROCESS",
 			`--environment_config={"command":"`+bootWrapper(t)+`"}`, "--worker_binary="+enrich, "--error_rate=0.1")
 		checkSummary(t, out)
 	})

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx" // registers the runners' flags
 )
@@ -67,6 +68,25 @@ func TestCheckNamesMissingDataflowFlag(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), st.wantMissing) {
 			t.Errorf("Check() after setting %q = %v, want an error naming %s", st.set, err, st.wantMissing)
+		}
+	}
+}
+
+func TestUsePrismExperiment(t *testing.T) {
+	defer func(r, e string) { *runners.Runner, *jobopts.Experiments = r, e }(*runners.Runner, *jobopts.Experiments)
+	tests := []struct {
+		runner, experiments, want string
+	}{
+		{"", "", PrismExperiment},
+		{"prism", "beam_fn_api", "beam_fn_api," + PrismExperiment},
+		{"prism", PrismExperiment, PrismExperiment},
+		{"dataflow", "", ""},
+	}
+	for _, tc := range tests {
+		*runners.Runner, *jobopts.Experiments = tc.runner, tc.experiments
+		UsePrismExperiment()
+		if got := *jobopts.Experiments; got != tc.want {
+			t.Errorf("runner %q, experiments %q: UsePrismExperiment gives %q, want %q", tc.runner, tc.experiments, got, tc.want)
 		}
 	}
 }

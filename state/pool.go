@@ -15,9 +15,14 @@ import (
 type Config struct {
 	// Parallelism is the most calls running at once. Must be > 0.
 	Parallelism int
-	// Buffer is the most buffered records (waiting, running, or finished and
-	// not yet committed) at once. Must be >= 1.
+	// Buffer is the most buffered tasks in flight (waiting for a slot or
+	// running, or waiting to retry) at once; other admitted tasks wait for a
+	// place. Must be >= 1.
 	Buffer int
+	// Hold is the most buffered tasks held at once: in flight, or finished
+	// and not yet removed (their results wait for a commit). It bounds
+	// memory. Zero means Buffer; otherwise it must be >= Buffer.
+	Hold int
 	// Now is the clock that stamps finished tasks (for EvictFinished); nil
 	// means time.Now.
 	Now func() time.Time
@@ -30,6 +35,9 @@ func (c Config) validate() error {
 	if c.Buffer <= 0 {
 		return fmt.Errorf("state: buffer must be > 0, got %d", c.Buffer)
 	}
+	if c.Hold != 0 && c.Hold < c.Buffer {
+		return fmt.Errorf("state: hold %d must be >= the buffer %d", c.Hold, c.Buffer)
+	}
 	return nil
 }
 
@@ -41,7 +49,8 @@ const (
 	Started Admission = iota
 	// Existing: a task for the same TaskKey is already known; nothing started.
 	Existing
-	// NoRoom: the buffer stayed full for the whole wait; nothing started.
+	// NoRoom: the buffer or the hold stayed full for the whole wait;
+	// nothing started.
 	NoRoom
 )
 
@@ -51,18 +60,18 @@ var ErrClosed = errors.New("state: pool closed")
 // Pool runs Work for one async transform in one worker process. It is safe
 // for concurrent use. All its goroutines are waited for by Close.
 type Pool struct {
-	cfg    Config
-	slots  *slotQueue          // Parallelism slots, held while Work runs; granted by priority
-	buffer *semaphore.Weighted // Buffer places, held by buffered tasks until removed
-	base   context.Context     // parent of every task context; cancelled by Close
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
+	cfg   Config
+	queue *runQueue           // Buffer places and parallelism slots, granted by priority
+	hold  *semaphore.Weighted // Hold places, taken by buffered tasks until removed
+	base  context.Context     // parent of every task context; cancelled by Close
+	stop  context.CancelFunc
+	wg    sync.WaitGroup
 
 	mu       sync.Mutex
 	closed   bool
 	tasks    map[TaskKey]*Task
 	byKey    map[string]map[string]*Task
-	buffered int
+	buffered int // Hold places taken
 
 	latencyNs atomic.Int64 // moving average of Work durations; 0 until one finishes
 }
@@ -75,15 +84,18 @@ func NewPool(cfg Config) (*Pool, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Hold == 0 {
+		cfg.Hold = cfg.Buffer
+	}
 	base, stop := context.WithCancel(context.Background())
 	return &Pool{
-		cfg:    cfg,
-		slots:  newSlotQueue(cfg.Parallelism),
-		buffer: semaphore.NewWeighted(int64(cfg.Buffer)),
-		base:   base,
-		stop:   stop,
-		tasks:  map[TaskKey]*Task{},
-		byKey:  map[string]map[string]*Task{},
+		cfg:   cfg,
+		queue: newRunQueue(cfg.Buffer, cfg.Parallelism),
+		hold:  semaphore.NewWeighted(int64(cfg.Hold)),
+		base:  base,
+		stop:  stop,
+		tasks: map[TaskKey]*Task{},
+		byKey: map[string]map[string]*Task{},
 	}, nil
 }
 
@@ -108,7 +120,12 @@ func (p *Pool) ForKey(key string) []*Task {
 	return out
 }
 
-// Buffered returns how many buffer places are taken.
+// InFlight returns how many Buffer places are taken: buffered tasks waiting
+// for a slot or running (or waiting to retry).
+func (p *Pool) InFlight() int { return p.queue.inFlight() }
+
+// Buffered returns how many Hold places are taken: buffered tasks in flight,
+// queued for a Buffer place, or finished and not yet removed.
 func (p *Pool) Buffered() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -142,11 +159,14 @@ type Job struct {
 }
 
 // Submit starts job for k unless a task for k exists already (Existing). A
-// new task first takes a buffer place, waiting at most wait for one (zero:
-// do not wait); if none frees in time, or ctx ends first, it reports NoRoom.
-// The started task then waits for a parallelism slot on its own goroutine,
-// so Submit never waits for a slot; tasks waiting for one are started by
-// job.Priority, then in the order they were submitted.
+// new task first takes a Hold place, waiting at most wait for one (zero: do
+// not wait); if none frees in time, or ctx ends first, it reports NoRoom.
+// The Hold place frees when the task is removed.
+//
+// The started task then waits, on its own goroutine, for a Buffer place
+// (freed when it finishes) and a parallelism slot (freed after each
+// attempt), so Submit never waits for them. At both stages, waiting tasks
+// go by job.Priority, then in the order they were submitted.
 func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, job Job) (*Task, Admission, error) {
 	p.mu.Lock()
 	t, closed := p.tasks[k], p.closed
@@ -157,12 +177,12 @@ func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, job Jo
 	if t != nil {
 		return t, Existing, nil
 	}
-	if !p.acquireBuffer(ctx, wait) {
+	if !p.acquireHold(ctx, wait) {
 		return nil, NoRoom, nil
 	}
 	t, existing, err := p.start(k, true, job)
 	if t == nil || existing {
-		p.buffer.Release(1) // the place was not used
+		p.hold.Release(1) // the place was not used
 	}
 	if existing {
 		return t, Existing, nil
@@ -173,16 +193,17 @@ func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, job Jo
 	return t, Started, nil
 }
 
-func (p *Pool) acquireBuffer(ctx context.Context, wait time.Duration) bool {
+func (p *Pool) acquireHold(ctx context.Context, wait time.Duration) bool {
 	if wait <= 0 {
-		return p.buffer.TryAcquire(1)
+		return p.hold.TryAcquire(1)
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	return p.buffer.Acquire(ctx, 1) == nil
+	return p.hold.Acquire(ctx, 1) == nil
 }
 
-// StartUnbuffered starts work for k without taking a buffer place, unless a
+// StartUnbuffered starts work for k without taking a Hold or a Buffer place
+// (it waits only for a slot), unless a
 // task for k exists already (returned with existing true). The drain of a key
 // uses it: it emits each result as soon as it finishes, so its records are
 // bounded by its own window rather than by the buffer.
@@ -210,8 +231,10 @@ func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 	if buffered {
 		p.buffered++
 	}
+	c := p.queue.enqueue(job.Priority, buffered)
+	t.AfterFinish(func() { p.queue.done(c) })
 	p.wg.Add(1)
-	go p.run(t, job, p.slots.enqueue(job.Priority))
+	go p.run(t, job, c)
 	return t, false, nil
 }
 
@@ -219,16 +242,16 @@ func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 // attempt that the job's Retry wants repeated, it schedules the next attempt
 // on a timer (owned by the pool's WaitGroup) and returns, holding neither a
 // goroutine nor a slot; the next attempt queues for a slot again.
-func (p *Pool) run(t *Task, job Job, claim *slotWaiter) {
+func (p *Pool) run(t *Task, job Job, c *claim) {
 	defer p.wg.Done()
-	if err := p.slots.wait(t.ctx, claim); err != nil {
+	if err := p.queue.wait(t.ctx, c); err != nil {
 		t.finish(nil, fmt.Errorf("cancelled before it started: %w", err))
 		return
 	}
 	start := time.Now()
 	attempt := t.setRunning(start)
 	outputs, err := call(t.ctx, job.Work, attempt)
-	p.slots.release()
+	p.queue.releaseSlot()
 	p.observe(time.Since(start))
 	if err == nil || job.Retry == nil || t.ctx.Err() != nil {
 		t.finishAt(outputs, err, p.cfg.Now())
@@ -241,7 +264,10 @@ func (p *Pool) run(t *Task, job Job, claim *slotWaiter) {
 	}
 	t.setWaiting()
 	p.wg.Add(1)
-	timer := time.AfterFunc(delay, func() { p.run(t, job, p.slots.enqueue(job.Priority)) })
+	timer := time.AfterFunc(delay, func() {
+		p.queue.again(c)
+		p.run(t, job, c)
+	})
 	context.AfterFunc(t.ctx, func() {
 		if timer.Stop() { // the attempt will not run: account for it here
 			t.finish(nil, fmt.Errorf("cancelled while waiting to retry: %w", t.ctx.Err()))
@@ -265,7 +291,8 @@ func (p *Pool) observe(d time.Duration) {
 }
 
 // Remove forgets t: it is cancelled if still waiting or running, and its
-// buffer place (if any) is freed at once. A cancelled Work that ignores its
+// Hold place (if any) is freed at once; its Buffer place frees when it
+// finishes. A cancelled Work that ignores its
 // context keeps its parallelism slot until it returns. Removing a task twice,
 // or one the pool no longer holds, does nothing.
 func (p *Pool) Remove(t *Task) {
@@ -289,13 +316,13 @@ func (p *Pool) Remove(t *Task) {
 	p.mu.Unlock()
 	t.cancel()
 	if release {
-		p.buffer.Release(1)
+		p.hold.Release(1)
 	}
 }
 
 // EvictFinished removes buffered tasks that finished before cutoff and were
 // never committed, and returns their keys. A key that moved to another worker
-// never commits here again; without eviction its results would hold buffer
+// never commits here again; without eviction its results would hold places
 // places for ever. An evicted element is still in bag state wherever its key
 // lives now, and runs again there: eviction costs a call, never an output.
 func (p *Pool) EvictFinished(cutoff time.Time) []TaskKey {

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -16,16 +18,18 @@ import (
 func TestSlotsGoByPriorityThenArrival(t *testing.T) {
 	tests := []struct {
 		name       string
+		buffer     int   // 1: the tasks wait for a Buffer place; more: for the slot
 		priorities []int // of tasks "0", "1", ... in submission order
 		want       []string
 	}{
-		{"all equal keep arrival order", []int{0, 0, 0, 0}, []string{"0", "1", "2", "3"}},
-		{"higher first", []int{1, 5, 3}, []string{"1", "2", "0"}},
-		{"stable among equals", []int{2, 7, 2, 7, -1}, []string{"1", "3", "0", "2", "4"}},
+		{"all equal keep arrival order", 8, []int{0, 0, 0, 0}, []string{"0", "1", "2", "3"}},
+		{"higher first", 8, []int{1, 5, 3}, []string{"1", "2", "0"}},
+		{"stable among equals", 8, []int{2, 7, 2, 7, -1}, []string{"1", "3", "0", "2", "4"}},
+		{"waiting for a buffer place", 1, []int{2, 7, 2, 7, -1}, []string{"1", "3", "0", "2", "4"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := mustPool(t, Config{Parallelism: 1, Buffer: len(tc.priorities) + 1})
+			p := mustPool(t, Config{Parallelism: 1, Buffer: tc.buffer, Hold: 8})
 			gate := make(chan struct{})
 			blocker, _, _ := p.Submit(context.Background(), TaskKey{"k", "blocker"}, 0, Job{Work: func(context.Context, int) ([]any, error) {
 				<-gate
@@ -128,5 +132,52 @@ func TestSharedValueIsSharedAndClosedByReset(t *testing.T) {
 	}
 	if c, _ := r.SharedValue("t", create); c == a {
 		t.Error("SharedValue after Reset returned the old value")
+	}
+}
+
+// TestHoldAndBuffer: with Buffer 1 and Hold 3, a finished task keeps its
+// Hold place until removed but not its Buffer place; an admitted task waits
+// in the pool for a Buffer place; past Hold, Submit reports NoRoom.
+func TestHoldAndBuffer(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Hold: 3})
+	var ran atomic.Int32
+	quick := Job{Work: func(context.Context, int) ([]any, error) { ran.Add(1); return nil, nil }}
+	gate := make(chan struct{})
+	slow := Job{Work: func(context.Context, int) ([]any, error) { <-gate; return nil, nil }}
+
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, quick)
+	wait(t, a)
+	b, adm, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 0, slow)
+	if adm != Started {
+		t.Fatalf("Submit after a finished task = %v, want Started", adm)
+	}
+	waitStatus(t, b, Running)
+	c, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 0, quick)
+	if adm != Started {
+		t.Fatalf("Submit while b runs = %v, want Started (admitted, waiting for the Buffer place)", adm)
+	}
+	if got := p.InFlight(); got != 1 {
+		t.Errorf("InFlight = %d, want 1 (Buffer)", got)
+	}
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "d"}, 0, quick); adm != NoRoom {
+		t.Errorf("Submit with a, b, c held = %v, want NoRoom: Hold is 3", adm)
+	}
+	if c.Status() != Waiting || ran.Load() != 1 {
+		t.Errorf("c is %v after %d quick runs; want waiting, 1 run (a's)", c.Status(), ran.Load())
+	}
+	close(gate)
+	wait(t, c)
+	p.Remove(a)
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "d"}, 0, quick); adm != Started {
+		t.Errorf("Submit after Remove = %v, want Started", adm)
+	}
+	if got := p.Buffered(); got != 3 {
+		t.Errorf("Buffered = %d, want 3 (b, c, d)", got)
+	}
+}
+
+func TestHoldBelowBufferIsRejected(t *testing.T) {
+	if _, err := NewPool(Config{Parallelism: 1, Buffer: 4, Hold: 2}); err == nil || !strings.Contains(err.Error(), "hold 2 must be >= the buffer 4") {
+		t.Errorf("NewPool with Hold < Buffer = %v, want an error naming both", err)
 	}
 }

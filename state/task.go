@@ -181,7 +181,7 @@ func (t *Task) setWaiting() {
 }
 
 // AfterFinish runs fn once the task has finished (at once if it has), on
-// the goroutine that finishes it.
+// the goroutine that finishes it, before Done is closed.
 func (t *Task) AfterFinish(fn func()) {
 	t.mu.Lock()
 	if t.status != Finished {
@@ -214,12 +214,14 @@ func (t *Task) finish(outputs []any, err error) {
 	watchers, after := t.watchers, t.after
 	t.watchers, t.after = nil, nil
 	t.mu.Unlock()
+	// AfterFinish work (the pool's release of the task's Buffer place) runs
+	// first, so that whoever sees the task done also sees its place free.
+	for _, fn := range after {
+		fn()
+	}
 	close(t.done)
 	for _, ch := range watchers {
 		ch <- t
-	}
-	for _, fn := range after {
-		fn()
 	}
 }
 

@@ -9,16 +9,29 @@ import (
 // time delivering timers than the pool gains from them.
 const MinRearm = 10 * time.Millisecond
 
-// Phase returns the key's offset within one period of freq, in [0, freq).
-// It is a pure function of the key bytes (FNV-1a), so every worker agrees.
-// A non-positive freq gives 0.
+// PhaseSlots is how many distinct phases keys are spread over in a period.
+//
+// Keys are not given a phase of their own: a runner delivers the timers of
+// keys that fire at the same instant together, in one bundle, and a bundle
+// per key costs far more than the callback itself. Measured on prism
+// (2,560 elements/s over 100 keys, C = 1 s): with a phase per key the
+// transform kept up with 1,930 elements/s at 0.53 CPU s per 1,000; with
+// every key on one phase, with all of them (p99 1.0 s, 0.13 CPU s per
+// 1,000). A few slots keep that batching while still spreading the load of
+// many keys over the period.
+const PhaseSlots = 4
+
+// Phase returns the key's offset within one period of freq: one of
+// PhaseSlots evenly spaced offsets in [0, freq), chosen by a hash of the key
+// bytes (FNV-1a), so every worker agrees. A non-positive freq gives 0.
 func Phase(key []byte, freq time.Duration) time.Duration {
 	if freq <= 0 {
 		return 0
 	}
 	h := fnv.New64a()
 	h.Write(key)
-	return time.Duration(h.Sum64() % uint64(freq))
+	slot := h.Sum64() % PhaseSlots
+	return time.Duration(slot) * (freq / PhaseSlots)
 }
 
 // NextRound returns the earliest instant strictly after now that lies on a

@@ -1,6 +1,7 @@
 package timers
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -41,22 +42,30 @@ func TestNextRoundIsStableWithinAPeriod(t *testing.T) {
 	}
 }
 
+// TestPhase checks that phases are deterministic, lie on the PhaseSlots
+// evenly spaced offsets of the period, and that many keys use every slot
+// (spread), while no more than PhaseSlots instants are used (batched).
 func TestPhase(t *testing.T) {
 	freq := time.Second
 	a, b := Phase([]byte("a"), freq), Phase([]byte("a"), freq)
 	if a != b {
 		t.Errorf("Phase is not deterministic: %v then %v", a, b)
 	}
-	seen := map[time.Duration]bool{}
-	for _, k := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
-		p := Phase([]byte(k), freq)
-		if p < 0 || p >= freq {
-			t.Errorf("Phase(%q) = %v, want within [0, %v)", k, p, freq)
+	seen := map[time.Duration]int{}
+	for k := 0; k < 1000; k++ {
+		p := Phase([]byte(fmt.Sprint("key-", k)), freq)
+		if p < 0 || p >= freq || p%(freq/PhaseSlots) != 0 {
+			t.Fatalf("Phase(key-%d) = %v, want one of %d evenly spaced offsets in [0, %v)", k, p, PhaseSlots, freq)
 		}
-		seen[p] = true
+		seen[p]++
 	}
-	if len(seen) < 6 {
-		t.Errorf("8 keys got only %d distinct phases; want them spread", len(seen))
+	if len(seen) != PhaseSlots {
+		t.Errorf("1000 keys got %d distinct phases, want all %d", len(seen), PhaseSlots)
+	}
+	for p, n := range seen {
+		if n < 1000/PhaseSlots/2 {
+			t.Errorf("phase %v has %d of 1000 keys; want them spread evenly", p, n)
+		}
 	}
 	if got := Phase([]byte("a"), 0); got != 0 {
 		t.Errorf("Phase with zero frequency = %v, want 0", got)

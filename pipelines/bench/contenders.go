@@ -102,16 +102,16 @@ func (f *bundleFn) FinishBundle(_ context.Context, emit func(string)) error {
 // runs prism in LOOPBACK, so the worker is this process).
 type sink struct{}
 
-var latencies struct {
+var outputs struct {
 	sync.Mutex
-	ms []float64
+	samples []sample
 }
 
 func (*sink) ProcessElement(v string) {
-	d := time.Since(createdOf(v))
-	latencies.Lock()
-	latencies.ms = append(latencies.ms, float64(d.Microseconds())/1000)
-	latencies.Unlock()
+	s := sample{created: createdOf(v), committed: time.Now()}
+	outputs.Lock()
+	outputs.samples = append(outputs.samples, s)
+	outputs.Unlock()
 }
 
 // keyBy spreads values over Keys keys; for the batch scenario it also stamps

@@ -25,15 +25,14 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
+	"github.com/asyncbeam/asyncbeam/runner"
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
 
@@ -56,7 +55,8 @@ var (
 	pngPath       = flag.String("png", "", "also draw throughput and p99 latency per contender into this PNG file")
 	child         = flag.String("child", "", "internal: run one scenario/contender and print its result as JSON")
 	cpuProfile    = flag.String("cpuprofile", "", "internal: write a CPU profile of the child run here")
-	asyncBuffer   = flag.Int("async_buffer", -1, "async WithMaxItemsToBuffer (-1: N for batch, the default for stream)")
+	asyncBuffer   = flag.Int("async_buffer", 0, "async WithMaxItemsToBuffer, elements in flight (0: the transform's default, max(2P, 10))")
+	asyncHeld     = flag.Int("async_held", -1, "async WithMaxItemsHeld, elements in flight or awaiting commit (-1: N for batch, the transform's default for stream)")
 )
 
 // result is one row of the report.
@@ -69,6 +69,7 @@ type result struct {
 	RatioToLimit float64 `json:"ratio_to_limit"`
 	P50Ms        float64 `json:"p50_ms"`
 	P99Ms        float64 `json:"p99_ms"`
+	Sustained    float64 `json:"sustained,omitempty"` // stream: outputs/s while the source runs (see figures)
 	CPUSPer1k    float64 `json:"cpu_s_per_1k"`
 	PeakRSSMB    float64 `json:"peak_rss_mb"`
 	Note         string  `json:"note,omitempty"`
@@ -259,8 +260,11 @@ func runChild(which string) (result, error) {
 		opts := []async.Option{async.WithParallelism(*par), async.WithCallbackFrequency(*freq)}
 		if b := *asyncBuffer; b > 0 {
 			opts = append(opts, async.WithMaxItemsToBuffer(b))
-		} else if b < 0 && sc == "batch" {
-			opts = append(opts, async.WithMaxItemsToBuffer(max(*n, 2**par)))
+		}
+		if h := *asyncHeld; h > 0 {
+			opts = append(opts, async.WithMaxItemsHeld(h))
+		} else if h < 0 && sc == "batch" {
+			opts = append(opts, async.WithMaxItemsHeld(max(*n, 64**par, *asyncBuffer)))
 		}
 		out = async.ParDo(s, &syncFn{Caller: c}, keyed, opts...)
 	default:
@@ -278,18 +282,18 @@ func runChild(which string) (result, error) {
 	}
 	cpu0 := cpuTime()
 	began := time.Now()
-	if _, err := beamx.RunWithMetrics(context.Background(), p); err != nil {
+	if _, err := runner.Run(context.Background(), p); err != nil {
 		return result{}, err
 	}
 	wall := time.Since(began)
 	cpu := cpuTime() - cpu0
-	latencies.Lock()
-	lat := append([]float64(nil), latencies.ms...)
-	latencies.Unlock()
-	if len(lat) != elems {
-		return result{}, fmt.Errorf("%s: %d outputs for %d elements", which, len(lat), elems)
+	outputs.Lock()
+	samples := append([]sample(nil), outputs.samples...)
+	outputs.Unlock()
+	if len(samples) != elems {
+		return result{}, fmt.Errorf("%s: %d outputs for %d elements", which, len(samples), elems)
 	}
-	sort.Float64s(lat)
+	fig := figures(samples, settle())
 	limit := time.Duration(elems) * *latency / time.Duration(*par)
 	if ct == "sync" {
 		limit = time.Duration(elems) * *latency / time.Duration(*par) // the same limit for everyone
@@ -301,17 +305,15 @@ func runChild(which string) (result, error) {
 	return result{
 		Scenario: sc, Contender: ct, Elements: elems, WallS: wall.Seconds(),
 		Throughput: float64(elems) / wallForRate.Seconds(), RatioToLimit: limit.Seconds() / wall.Seconds(),
-		P50Ms: pct(lat, 0.50), P99Ms: pct(lat, 0.99), CPUSPer1k: cpu.Seconds() / float64(elems) * 1000,
+		P50Ms: fig.p50Ms, P99Ms: fig.p99Ms, Sustained: fig.sustained, CPUSPer1k: cpu.Seconds() / float64(elems) * 1000,
 		PeakRSSMB: peakRSSMB(),
 	}, nil
 }
 
-func pct(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
+// settle is how long after the source starts the sustained rate begins to
+// count: the commit delay a contender may have by design (C plus the jitter
+// bound of the commit-delay target).
+func settle() time.Duration { return *freq + 500*time.Millisecond }
 
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
@@ -327,10 +329,14 @@ func peakRSSMB() float64 {
 
 func printTable(results []result) {
 	w := io.Writer(os.Stdout)
-	fmt.Fprintln(w, "\n| scenario | contender | N | wall s | throughput /s | ratio to limit | p50 ms | p99 ms | CPU s / 1k | peak RSS MB | note |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "\n| scenario | contender | N | wall s | throughput /s | sustained /s | ratio to limit | p50 ms | p99 ms | CPU s / 1k | peak RSS MB | note |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range results {
-		fmt.Fprintf(w, "| %s | %s | %d | %.2f | %.0f | %.2f | %.1f | %.1f | %.3f | %.0f | %s |\n",
-			r.Scenario, r.Contender, r.Elements, r.WallS, r.Throughput, r.RatioToLimit, r.P50Ms, r.P99Ms, r.CPUSPer1k, r.PeakRSSMB, r.Note)
+		sustained := ""
+		if r.Sustained > 0 {
+			sustained = fmt.Sprintf("%.0f", r.Sustained)
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %.2f | %.0f | %s | %.2f | %.1f | %.1f | %.3f | %.0f | %s |\n",
+			r.Scenario, r.Contender, r.Elements, r.WallS, r.Throughput, sustained, r.RatioToLimit, r.P50Ms, r.P99Ms, r.CPUSPer1k, r.PeakRSSMB, r.Note)
 	}
 }

@@ -44,7 +44,7 @@ func runPython(sc string) (result, error) {
 	args := []string{filepath.Join("pipelines", "bench", "python", "asyncwrapper_bench.py"),
 		"--scenario=" + sc, fmt.Sprint("--n=", *n), fmt.Sprint("--keys=", *keys),
 		fmt.Sprint("--latency_ms=", float64(latency.Microseconds())/1000), fmt.Sprint("--p=", *par), fmt.Sprint("--c_s=", freq.Seconds()),
-		"--prism=" + prism, "--latencies=" + filepath.Join(dir, "latencies.txt")}
+		"--prism=" + prism, "--samples=" + filepath.Join(dir, "samples.txt")}
 	if sc == "stream" {
 		elems = streamElements()
 		args = append(args, fmt.Sprint("--per_tick=", streamPerTick()), fmt.Sprint("--tick_s=", tickEvery.Seconds()), fmt.Sprint("--stream_s=", streamFor.Seconds()))
@@ -58,26 +58,28 @@ func runPython(sc string) (result, error) {
 		return result{}, fmt.Errorf("python contender: %v: %s", err, tailString(logs.String(), 2000))
 	}
 	var r struct {
-		Elements  int     `json:"elements"`
 		WallS     float64 `json:"wall_s"`
-		P50Ms     float64 `json:"p50_ms"`
-		P99Ms     float64 `json:"p99_ms"`
 		CPUS      float64 `json:"cpu_s"`
 		PeakRSSMB float64 `json:"peak_rss_mb"`
 	}
 	if err := json.Unmarshal(lastJSONLine(out.Bytes()), &r); err != nil {
 		return result{}, fmt.Errorf("python contender: reading its result: %v", err)
 	}
-	if r.Elements != elems {
-		return result{}, fmt.Errorf("python contender: %d outputs for %d elements", r.Elements, elems)
+	samples, err := readSamples(filepath.Join(dir, "samples.txt"))
+	if err != nil {
+		return result{}, fmt.Errorf("python contender: %v", err)
 	}
+	if len(samples) != elems {
+		return result{}, fmt.Errorf("python contender: %d outputs for %d elements", len(samples), elems)
+	}
+	fig := figures(samples, settle())
 	wallForRate := r.WallS
 	if sc == "stream" {
 		wallForRate = max(r.WallS, streamFor.Seconds())
 	}
 	limit := (time.Duration(elems) * *latency / time.Duration(*par)).Seconds()
 	return result{Scenario: sc, Contender: "python", Elements: elems, WallS: r.WallS, Throughput: float64(elems) / wallForRate,
-		RatioToLimit: limit / r.WallS, P50Ms: r.P50Ms, P99Ms: r.P99Ms, CPUSPer1k: r.CPUS / float64(elems) * 1000, PeakRSSMB: r.PeakRSSMB,
+		RatioToLimit: limit / r.WallS, P50Ms: fig.p50Ms, P99Ms: fig.p99Ms, Sustained: fig.sustained, CPUSPer1k: r.CPUS / float64(elems) * 1000, PeakRSSMB: r.PeakRSSMB,
 		Note: "CPU and RSS of the Python driver process only"}, nil
 }
 

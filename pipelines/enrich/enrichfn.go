@@ -7,17 +7,35 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
 
+// record is one input line with its priority (see --priority_field).
+type record struct {
+	Line     string
+	Priority int
+}
+
+// recordPriority is the async transform's priority function.
+func recordPriority(r record) int { return r.Priority }
+
+var recordDecoder = beam.NewElementDecoder(reflect.TypeOf(record{}))
+
 // failureJSON writes a failure record of the async transform as one JSON
-// line: the original record, the last error, its kind and the attempts.
+// line: the original record, the last error, its kind and the attempts. The
+// record is decoded from the failure's value bytes with the input's coder.
 func failureJSON(f async.Failure) (string, error) {
 	var rec any = f.ValueText
-	if err := json.Unmarshal([]byte(f.ValueText), &rec); err != nil {
-		rec = f.ValueText
+	if v, err := recordDecoder.Decode(bytes.NewReader(f.Value)); err == nil {
+		line := v.(record).Line
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			rec = line
+		}
 	}
 	out, err := json.Marshal(map[string]any{
 		"key": f.KeyText, "record": rec, "error": f.Error, "kind": f.Kind, "attempts": f.Attempts,
@@ -27,21 +45,32 @@ func failureJSON(f async.Failure) (string, error) {
 	return string(out), err
 }
 
-// keyByField keys each JSON Lines record by one of its fields.
+// keyByField keys each JSON Lines record by one of its fields and, when
+// PriorityField is set, reads its priority from another (an integer; a
+// record without it has priority 0).
 type keyByField struct {
-	Field string
+	Field         string
+	PriorityField string
 }
 
-func (f *keyByField) ProcessElement(line string) (string, string, error) {
+func (f *keyByField) ProcessElement(line string) (string, record, error) {
 	var rec map[string]any
 	if err := json.Unmarshal([]byte(line), &rec); err != nil {
-		return "", "", fmt.Errorf("input line is not a JSON object (%v): %.200s", err, line)
+		return "", record{}, fmt.Errorf("input line is not a JSON object (%v): %.200s", err, line)
 	}
 	v, ok := rec[f.Field]
 	if !ok {
-		return "", "", fmt.Errorf("input record has no field %q to key by (see --key_field): %.200s", f.Field, line)
+		return "", record{}, fmt.Errorf("input record has no field %q to key by (see --key_field): %.200s", f.Field, line)
 	}
-	return fmt.Sprint(v), line, nil
+	out := record{Line: line}
+	if p, ok := rec[f.PriorityField]; ok && f.PriorityField != "" {
+		n, isNumber := p.(float64)
+		if !isNumber || n != float64(int(n)) {
+			return "", record{}, fmt.Errorf("input record's priority field %q is %v, not an integer (see --priority_field): %.200s", f.PriorityField, p, line)
+		}
+		out.Priority = int(n)
+	}
+	return fmt.Sprint(v), out, nil
 }
 
 // enrichFn is an ordinary synchronous DoFn: one blocking HTTP call per
@@ -61,7 +90,8 @@ func (f *enrichFn) Setup() {
 // merged in. Errors the service could recover from (5xx, a broken connection,
 // a timeout) are returned for the async transform to retry; a record the
 // service rejects (4xx) or cannot be parsed is a permanent failure.
-func (f *enrichFn) ProcessElement(ctx context.Context, key string, line string, emit func(string)) error {
+func (f *enrichFn) ProcessElement(ctx context.Context, key string, r record, emit func(string)) error {
+	line := r.Line
 	var rec map[string]any
 	if err := json.Unmarshal([]byte(line), &rec); err != nil {
 		return async.Permanent(fmt.Errorf("record of key %s is not JSON: %w", key, err))

@@ -56,15 +56,20 @@ var (
 	maxAttempts = flag.Int("max_attempts", 3, "attempts per record before it is written to failures.jsonl")
 	backoff     = flag.Duration("backoff", 50*time.Millisecond, "delay before the first retry, doubling up to 5s")
 	concurrency = flag.Int("concurrency", 32, "calls in flight at once per worker (the async transform's parallelism)")
-	buffer      = flag.Int("buffer", 4096, "elements held per worker: waiting, running or awaiting commit (0: the transform's default, max(2*concurrency, 10))")
+	buffer      = flag.Int("buffer", 0, "elements in flight per worker, waiting for a slot or running (0: the transform's default, max(2*concurrency, 10))")
+	held        = flag.Int("held", 4096, "elements held per worker, in flight or awaiting commit: the memory bound (0: the transform's default, 64*concurrency)")
+	ordered     = flag.Bool("ordered", false, "commit each key's records in input order")
+	priority    = flag.String("priority_field", "", "record field holding an integer priority: higher starts first when calls wait for a slot")
+	events      = flag.String("events", "", "write every record's lifecycle events to this JSON Lines file (on the worker)")
 	frequency   = flag.Duration("callback_frequency", time.Second, "commit timer period for unbounded input")
 	httpTimeout = flag.Duration("http_timeout", 10*time.Second, "timeout of one HTTP call")
 	verbose     = flag.Bool("verbose", false, "show the runner's own log lines")
 )
 
 func init() {
-	register.DoFn1x3[string, string, string, error](&keyByField{})
-	register.DoFn4x1[context.Context, string, string, func(string), error](&enrichFn{})
+	register.DoFn1x3[string, string, record, error](&keyByField{})
+	register.DoFn4x1[context.Context, string, record, func(string), error](&enrichFn{})
+	register.Function1x1(recordPriority)
 	register.Emitter1[string]()
 	register.Function1x2(failureJSON)
 }
@@ -110,11 +115,23 @@ func run(ctx context.Context) error {
 
 	p, s := beam.NewPipelineWithRoot()
 	lines := textio.Read(s, inPath)
-	keyed := beam.ParDo(s, &keyByField{Field: *keyField}, lines)
+	keyed := beam.ParDo(s, &keyByField{Field: *keyField, PriorityField: *priority}, lines)
 	opts := []async.Option{async.WithParallelism(*concurrency), async.WithCallbackFrequency(*frequency),
 		async.WithCallTimeout(*callTimeout), async.WithMaxAttempts(*maxAttempts), async.WithBackoff(async.ExponentialBackoff(*backoff, 5*time.Second))}
 	if *buffer > 0 {
 		opts = append(opts, async.WithMaxItemsToBuffer(*buffer))
+	}
+	if *held > 0 {
+		opts = append(opts, async.WithMaxItemsHeld(*held))
+	}
+	if *ordered {
+		opts = append(opts, async.WithOrdered())
+	}
+	if *priority != "" {
+		opts = append(opts, async.WithPriority(recordPriority))
+	}
+	if *events != "" {
+		opts = append(opts, async.WithListener(&async.JSONLinesListener{Path: *events}))
 	}
 	enriched, failures, err := async.TryParDoWithFailures(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed,
 		opts...)
@@ -141,7 +158,32 @@ func run(ctx context.Context) error {
 	if res != nil {
 		fmt.Println(metricsLine(res))
 	}
-	return summarize(inIDs, outPath, failPath, wall, svc)
+	if err := summarize(inIDs, outPath, failPath, wall, svc); err != nil {
+		return err
+	}
+	if *events != "" {
+		return summarizeEvents(*events)
+	}
+	return nil
+}
+
+// summarizeEvents counts the events the listener wrote, by type.
+func summarizeEvents(path string) error {
+	evs, err := async.ReadEvents(path)
+	if err != nil {
+		return fmt.Errorf("reading the events: %w", err)
+	}
+	count := map[async.EventType]int{}
+	for _, e := range evs {
+		count[e.Type]++
+	}
+	line := fmt.Sprintf("events: %s:", path)
+	for _, t := range []async.EventType{async.EventAccepted, async.EventStarted, async.EventSucceeded, async.EventRetrying,
+		async.EventFailed, async.EventCommitted, async.EventRescheduled, async.EventCancelled, async.EventDeduplicated} {
+		line += fmt.Sprintf(" %s=%d", t, count[t])
+	}
+	fmt.Println(line)
+	return nil
 }
 
 func outputDir() (string, error) {

@@ -21,19 +21,16 @@ type batchFn struct {
 	// Pending holds every accepted element of a key (and window) until its
 	// output is committed.
 	Pending beamstate.Bag[[]byte]
-	// Seq numbers the key's accepted elements when the transform keeps order.
-	Seq beamstate.Value[int64]
 	// Drain fires at the end of the window.
 	Drain beamtimers.EventTime
 }
 
 func newBatchFn(c core) *batchFn {
-	return &batchFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID),
-		Seq: beamstate.MakeValueState[int64](seqStateID), Drain: beamtimers.InEventTime(drainFamily)}
+	return &batchFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Drain: beamtimers.InEventTime(drainFamily)}
 }
 
 func (f *batchFn) keyState(sp beamstate.Provider) keyState {
-	return keyState{bag: &f.Pending, seq: &f.Seq, sp: sp}
+	return keyState{bag: &f.Pending, sp: sp}
 }
 
 // ProcessElement accepts one element and sets the key's drain timer.
@@ -70,11 +67,11 @@ type drainItem struct {
 // drain commits everything the key holds, blocking until it is done. It runs
 // when the window ends (for bounded input: once the input is exhausted), which
 // is the only callback a runner that ignores processing-time timers in batch
-// will deliver. Elements are started outside the buffer, at most Buffer at a
-// time (by priority, or in acceptance order when ordered), and each result is
-// emitted as soon as it finishes, or with WithOrdered as soon as every earlier
-// element of the key is resolved; held results count against the Buffer
-// window.
+// will deliver. Elements are started without taking the pool's places, at
+// most Buffer in flight at a time (by priority, or in acceptance order when
+// ordered), and each result is emitted as soon as it finishes, or with
+// WithOrdered as soon as every earlier element of the key is resolved, with
+// at most Held results in flight or held back.
 //
 // Failed attempts are retried inside the pool (see Retry in package state),
 // on a timer, holding no slot while they wait: the drain commits the key's
@@ -109,7 +106,7 @@ func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emi
 	finished := make(chan *state.Task, len(items))
 	next, active, held, emitted := 0, 0, 0, 0
 	startMore := func() error {
-		for ; next < len(items) && active+held < f.Buffer; next++ {
+		for ; next < len(items) && active < f.Buffer && active+held < f.Held; next++ {
 			it := &items[next]
 			k := state.TaskKey{Key: string(kb), ID: it.env.ID}
 			t := pool.Lookup(k)
@@ -166,7 +163,10 @@ func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emi
 		}
 	}
 	f.publish(ctx)
-	return f.clearKey(ks)
+	if err := ks.bag.Clear(ks.sp); err != nil {
+		return fmt.Errorf("async: clearing bag state: %w", err)
+	}
+	return nil
 }
 
 // drainOrder lists the key's elements in the order the drain starts them:

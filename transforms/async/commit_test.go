@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/timers"
 )
 
 var stringKey = reflect.TypeOf("")
@@ -245,20 +246,28 @@ func TestStaleLocalWorkIsCancelled(t *testing.T) {
 	}
 }
 
+// TestFullBufferQueuesAndRearmsEarly: elements that find no place (here
+// WithMaxItemsHeld(1)) stay in bag state; a commit that leaves some of them queued comes back after the
+// observed call latency, not a whole round later, and one that leaves only
+// running work waits for the next round.
 func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithCallbackFrequency(10*time.Second))
+	name := t.Name()
+	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithCallbackFrequency(10*time.Second))
 	f := h.stream()
 	p, _ := h.c.pool()
-	h.process(f, "a", 1)
-	h.process(f, "a", 2) // no room: stays in bag state only
-	if got := p.Buffered(); got != 1 {
-		t.Fatalf("buffered = %d, want 1 (the bound)", got)
+	for v := 1; v <= 3; v++ {
+		h.process(f, "a", v) // 2 and 3 find no room: they stay in bag state only
 	}
-	if got := h.st("a").size(); got != 2 {
-		t.Fatalf("bag state holds %d elements, want 2 (queued work is kept)", got)
+	if got := p.Len(); got != 1 {
+		t.Fatalf("tasks = %d, want 1 (WithMaxItemsHeld)", got)
 	}
-	book.open(gateID(t.Name(), "a", 1))
-	book.open(gateID(t.Name(), "a", 2))
+	if got := h.st("a").size(); got != 3 {
+		t.Fatalf("bag state holds %d elements, want 3 (queued work is kept)", got)
+	}
+	for v := 1; v <= 3; v++ {
+		book.open(gateID(name, "a", v))
+	}
+	round := timers.NextRound(h.clock.Now(), 10*time.Second, timers.Phase(mustEncode(t, h, "a"), 10*time.Second))
 	h.waitFinished("a", 1)
 	h.tm("a").take()
 	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
@@ -268,15 +277,50 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	if !ok {
 		t.Fatal("commit with queued work did not re-arm")
 	}
-	if wait := next.Sub(h.clock.Now()); wait >= 10*time.Second {
-		t.Errorf("re-armed %v ahead, a whole round; want sooner, from the observed call latency", wait)
+	if !next.Before(round) {
+		t.Errorf("re-armed at the next round (%v ahead) with an element still queued; want sooner, from the observed call latency", next.Sub(h.clock.Now()))
 	}
-	h.waitFinished("a", 2) // the commit started the queued element
+	h.waitFinished("a", 2) // the commit started the first queued element
 	if got, want := mustFire(t, h, f, "a"), []string{"a:2#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("second commit = %v, want %v", got, want)
 	}
+	if next, _ := h.tm("a").take(); round.Sub(next).Abs() >= time.Millisecond { // timers keep milliseconds
+		t.Errorf("re-armed %v ahead with only running work; want the next round, %v ahead", next.Sub(h.clock.Now()), round.Sub(h.clock.Now()))
+	}
+	h.waitFinished("a", 3)
+	if got, want := mustFire(t, h, f, "a"), []string{"a:3#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("third commit = %v, want %v", got, want)
+	}
 	if got := p.Buffered(); got != 0 {
-		t.Errorf("buffered after all commits = %d, want 0", got)
+		t.Errorf("places taken after all commits = %d, want 0", got)
+	}
+}
+
+// TestFinishedResultsHoldPlacesUpToHeld: finished results do not take buffer
+// places, so new elements run while they wait for their commit, until
+// WithMaxItemsHeld is reached; past it, elements wait in bag state.
+func TestFinishedResultsHoldPlacesUpToHeld(t *testing.T) {
+	name := t.Name()
+	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(3))
+	f := h.stream()
+	p, _ := h.c.pool()
+	for v := 1; v <= 4; v++ {
+		book.open(gateID(name, "a", v))
+		h.process(f, "a", v)
+		if v <= 3 {
+			h.waitFinished("a", v)
+		}
+	}
+	if got := p.Len(); got != 3 {
+		t.Errorf("tasks = %d, want 3: three finished results fill WithMaxItemsHeld(3), the fourth waits in bag state", got)
+	}
+	h.waitKey("a")
+	if got := mustFire(t, h, f, "a"); len(got) != 3 {
+		t.Errorf("commit = %v, want the three finished results", got)
+	}
+	h.waitFinished("a", 4) // started by the commit, now that there is room
+	if got, want := mustFire(t, h, f, "a"), []string{"a:4#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("second commit = %v, want %v", got, want)
 	}
 }
 

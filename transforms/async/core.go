@@ -18,7 +18,7 @@ import (
 )
 
 // Names of the transform's bag state and timer families, as they appear in
-// the runner's job graph (seqStateID is in order.go).
+// the runner's job graph.
 const (
 	pendingStateID = "asyncPending"
 	commitFamily   = "asyncCommit"
@@ -39,7 +39,8 @@ type core struct {
 	ValueType           beam.EncodedType
 	IDFn                *beam.EncodedFunc
 	Parallelism         int
-	Buffer              int
+	Buffer              int // in flight
+	Held                int // in flight or awaiting commit
 	CallbackFrequencyNs int64
 	MaxWaitNs           int64
 	CallTimeoutNs       int64
@@ -63,7 +64,7 @@ type core struct {
 	keyDec   beam.ElementDecoder
 	valEnc   beam.ElementEncoder
 	valDec   beam.ElementDecoder
-	// noWait is set once a wait for buffer room timed out in the current
+	// noWait is set once a wait for room timed out in the current
 	// bundle: room comes only from commits in other bundles, so waiting again
 	// would only stretch this one.
 	noWait bool
@@ -73,6 +74,9 @@ type core struct {
 	// retryLocally makes failed attempts retry inside the pool, counted in
 	// memory, instead of going back to bag state (see batchFn).
 	retryLocally bool
+	// lastSeq is, per encoded key, the last sequence number given in this
+	// bundle (WithOrdered); see nextSeq.
+	lastSeq map[string]int64
 }
 
 func (f *core) freq() time.Duration { return time.Duration(f.CallbackFrequencyNs) }
@@ -111,6 +115,7 @@ func newCore(name string, spec userSpec, keyT, valT reflect.Type, set settings, 
 		IDFn:                idFn,
 		Parallelism:         set.parallelism,
 		Buffer:              set.buffer,
+		Held:                set.held,
 		CallbackFrequencyNs: int64(set.freq),
 		MaxWaitNs:           int64(set.maxWait),
 		CallTimeoutNs:       int64(set.callTimeout),
@@ -164,23 +169,26 @@ func (f *core) reg() *state.Registry {
 // every use rather than kept, so that a registry Reset (a simulated worker
 // restart) is seen at once.
 func (f *core) pool() (*state.Pool, error) {
-	return f.reg().Shared(f.ID, state.Config{Parallelism: f.Parallelism, Buffer: f.Buffer, Now: f.clock.Now})
+	return f.reg().Shared(f.ID, state.Config{Parallelism: f.Parallelism, Buffer: f.Buffer, Hold: f.Held, Now: f.clock.Now})
 }
 
-// StartBundle resets the per-bundle wait flag.
+// StartBundle resets the per-bundle wait flag and sequence numbers.
 func (f *core) StartBundle(_ context.Context, _ func(beam.Z), _ func(Failure)) {
 	f.noWait = false
+	clear(f.lastSeq)
 }
 
-// keyState is the state of one key that accept and the callbacks use.
+// keyState is the state of one key that accept and the callbacks use: a
+// single bag, and nothing else per key (even the order of WithOrdered lives
+// in the bag's entries), so an emptied key leaves no state behind.
 type keyState struct {
 	bag *beamstate.Bag[[]byte]
-	seq *beamstate.Value[int64] // used only when Ordered
 	sp  beamstate.Provider
 }
 
 // accept takes one element: it is added to bag state and started if there is
-// buffer room. It returns the encoded key, for the caller to set its timer.
+// room (WithMaxItemsHeld). It returns the encoded key, for the caller to set
+// its timer.
 func (f *core) accept(ctx context.Context, ts beam.EventTime, ks keyState, key, value any) ([]byte, error) {
 	kb, err := encode(f.keyEnc, key)
 	if err != nil {
@@ -200,7 +208,7 @@ func (f *core) accept(ctx context.Context, ts beam.EventTime, ks keyState, key, 
 	}
 	env := state.Envelope{ID: id, EventTimeMs: int64(ts), Value: vb}
 	if f.Ordered {
-		if env.Seq, err = nextSeq(ks.seq, ks.sp); err != nil {
+		if env.Seq, err = f.nextSeq(kb, ks); err != nil {
 			return nil, err
 		}
 	}
@@ -242,8 +250,8 @@ type element struct {
 	fromState bool
 }
 
-// submit starts the wrapped fn for one element in the buffer, if there is
-// room.
+// submit starts the wrapped fn for one element, taking one of the pool's
+// places, if there is room.
 func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait time.Duration) (*state.Task, state.Admission, error) {
 	if !f.user.hold() {
 		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.name)
@@ -269,7 +277,8 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait ti
 	return t, adm, err
 }
 
-// startUnbuffered starts the wrapped fn for one element outside the buffer.
+// startUnbuffered starts the wrapped fn for one element without taking a
+// place (a drain's, or an ordered key's earliest element).
 func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, el element) (*state.Task, error) {
 	if !f.user.hold() {
 		return nil, fmt.Errorf("async: %s is already torn down", f.user.name)

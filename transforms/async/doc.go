@@ -21,9 +21,11 @@
 //
 // Which timer commits depends on the input:
 //   - unbounded input: a processing-time timer on round increments of
-//     WithCallbackFrequency, shifted per key by a hash of the key; while work
-//     remains it re-arms after the observed call latency rather than a whole
-//     round, so queued elements start as slots free;
+//     WithCallbackFrequency, shifted per key by a hash of the key onto one of
+//     a few instants of the period (keys of one instant are delivered in one
+//     bundle, which is what keeps the callbacks cheap); while elements of the
+//     key wait in bag state for room it re-arms after the observed call
+//     latency rather than a whole round, so they start as room frees;
 //   - bounded input: an event-time timer at the end of the window, which fires
 //     once the input is exhausted and drains the key: it starts what is left,
 //     waits, and emits each result as it finishes. This is the path runners
@@ -68,12 +70,30 @@
 // cancelled when its element's work is cancelled. A fn that ignores its context
 // keeps its pool slot until it returns.
 //
-// # Memory
+// # Memory and buffers
 //
-// One worker process holds, per transform, at most WithMaxItemsToBuffer
-// elements (waiting for a slot, running, or finished awaiting commit) plus,
-// for each key being drained at that moment, at most the same number again.
-// Elements beyond that stay in bag state only, which the runner keeps.
+// One worker process holds, per transform, at most WithMaxItemsHeld elements
+// (default 64 x parallelism): admitted and waiting, running, or finished and
+// awaiting their key's commit. Of those, at most WithMaxItemsToBuffer (default
+// 2 x parallelism, as in Beam Python's AsyncWrapper) are in flight, handed to
+// the slots; the others wait in the worker, by priority, for a place. For
+// each key being drained at that moment the worker holds at most
+// WithMaxItemsToBuffer more (WithMaxItemsHeld more with WithOrdered), and
+// with WithOrdered on unbounded input one more per key (its earliest
+// element, started so the key cannot be stuck). Elements beyond that stay in
+// bag state only, which the runner keeps, and are started by their key's
+// callbacks.
+//
+// # Order, priority, events
+//
+// WithOrdered commits each key's results in the order its elements were
+// accepted; WithPriority starts waiting elements by a priority computed from
+// their value; WithListener sends every element's transitions (accepted,
+// started, succeeded, retrying, failed, committed, cancelled, rescheduled,
+// deduplicated, progress) to a Listener on the worker: LogListener,
+// JSONLinesListener and TimingListener are ready ones. The wrapped fn can
+// report its progress with ReportProgress. Events describe this worker's
+// view: a callback that the runner retries reports its events again.
 //
 // # Limits
 //
@@ -82,7 +102,11 @@
 //     before its window expires, or the runner drops its state: keep the
 //     callback frequency well inside the allowed lateness.
 //   - With bounded input, keys are drained one after another within a bundle,
-//     and finished results of keys not yet drained hold buffer places: with
-//     many keys and a buffer smaller than the bundle's input, the pool idles.
-//     Raise WithMaxItemsToBuffer towards the input size when memory allows.
+//     and finished results of keys not yet drained hold their places: with
+//     many keys and a bundle's input larger than WithMaxItemsHeld, the pool
+//     idles between drains. Raise WithMaxItemsHeld towards the input size
+//     when memory allows.
+//   - Prism (v2.77.0) splits slow stateful bundles in a way that can run two
+//     bundles of one key at once and drop bag state writes; run it with
+//     --experiments=prism_disable_sdf_split (runner.Run adds it).
 package async

@@ -20,11 +20,10 @@ import (
 	"github.com/asyncbeam/asyncbeam/timers"
 )
 
-// memState is an in-memory state.Provider for one key: bag and value state.
+// memState is an in-memory state.Provider for one key: bag state only.
 type memState struct {
-	mu     sync.Mutex
-	bags   map[string][]any
-	values map[string]any
+	mu   sync.Mutex
+	bags map[string][]any
 }
 
 func (m *memState) ReadBagState(id string) ([]any, []beamstate.Transaction, error) {
@@ -55,30 +54,15 @@ func (m *memState) size() int {
 
 var errUnused = fmt.Errorf("memState: not used by the async transform")
 
-func (m *memState) ReadValueState(id string) (any, []beamstate.Transaction, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.values[id], nil, nil
+func (m *memState) ReadValueState(string) (any, []beamstate.Transaction, error) {
+	return nil, nil, errUnused
 }
-func (m *memState) WriteValueState(t beamstate.Transaction) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.values == nil {
-		m.values = map[string]any{}
-	}
-	m.values[t.Key] = t.Val
-	return nil
-}
-func (m *memState) ClearValueState(t beamstate.Transaction) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.values, t.Key)
-	return nil
-}
-func (m *memState) CreateAccumulatorFn(string) reflectx.Func { return nil }
-func (m *memState) AddInputFn(string) reflectx.Func          { return nil }
-func (m *memState) MergeAccumulatorsFn(string) reflectx.Func { return nil }
-func (m *memState) ExtractOutputFn(string) reflectx.Func     { return nil }
+func (m *memState) WriteValueState(beamstate.Transaction) error { return errUnused }
+func (m *memState) ClearValueState(beamstate.Transaction) error { return errUnused }
+func (m *memState) CreateAccumulatorFn(string) reflectx.Func    { return nil }
+func (m *memState) AddInputFn(string) reflectx.Func             { return nil }
+func (m *memState) MergeAccumulatorsFn(string) reflectx.Func    { return nil }
+func (m *memState) ExtractOutputFn(string) reflectx.Func        { return nil }
 func (m *memState) ReadMapStateValue(string, any) (any, []beamstate.Transaction, error) {
 	return nil, nil, errUnused
 }

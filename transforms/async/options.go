@@ -25,6 +25,7 @@ type settings struct {
 	parallelism int
 	freq        time.Duration
 	buffer      int // 0: default from parallelism
+	held        int // 0: default from parallelism and buffer
 	maxWait     time.Duration
 	idFn        any
 	callTimeout time.Duration
@@ -69,16 +70,15 @@ func WithCallbackFrequency(d time.Duration) Option {
 	}
 }
 
-// WithMaxItemsToBuffer sets how many elements one worker process holds for
-// this transform at once: waiting for a slot, running, or finished and waiting
-// for their key's commit. It bounds worker memory (see the package doc). Must
-// be at least the parallelism. Default: max(2*parallelism, 10).
+// WithMaxItemsToBuffer sets how many elements one worker process has in
+// flight for this transform at once: handed to the pool's slots, waiting for
+// one or running (as max_items_to_buffer of Beam Python's AsyncWrapper counts
+// the work submitted to its thread pool). Admitted elements beyond it wait in
+// the worker, by priority, and move up as calls finish. Must be at least the
+// parallelism. Default: max(2*parallelism, 10).
 //
-// Because finished results keep their places until committed, the buffer
-// also caps throughput: on unbounded input about buffer / (call latency +
-// callback frequency) elements per second, so size it to at least rate x
-// (latency + frequency). On bounded input results wait for the drain at the
-// end: a buffer as large as a bundle's input keeps the pool busy.
+// Finished results waiting for their key's commit do not count here. The
+// bound on what a worker holds, and on admission, is WithMaxItemsHeld.
 func WithMaxItemsToBuffer(n int) Option {
 	return func(s *settings) {
 		if n <= 0 {
@@ -89,8 +89,32 @@ func WithMaxItemsToBuffer(n int) Option {
 	}
 }
 
-// WithMaxWait sets how long ProcessElement may wait for buffer room before it
-// leaves an element queued in bag state only, to be started by its key's
+// WithMaxItemsHeld sets how many elements one worker process holds for this
+// transform at once: waiting to run, in flight (see WithMaxItemsToBuffer), or
+// finished and waiting for their key's commit. It is the bound on worker
+// memory (see the package doc): an element that finds no room stays in bag
+// state only and is started by its key's callback once there is room. Must
+// be at least the buffer. Default: max(64*parallelism, buffer).
+//
+// Because results keep their places until committed, it also caps
+// throughput: on unbounded input about held / (call latency + callback
+// frequency) elements per second, so keep it above rate x (latency +
+// frequency); the default allows 64 x parallelism per second at the default
+// 1 s frequency, the limit for calls of 16 ms. On bounded input results wait
+// for the drain at the end of the input; the drain itself runs with
+// WithMaxItemsToBuffer in flight.
+func WithMaxItemsHeld(n int) Option {
+	return func(s *settings) {
+		if n <= 0 {
+			s.errs = append(s.errs, fmt.Errorf("WithMaxItemsHeld(%d): the number must be > 0", n))
+			return
+		}
+		s.held = n
+	}
+}
+
+// WithMaxWait sets how long ProcessElement may wait for room (see
+// WithMaxItemsHeld) before it leaves an element queued in bag state only, to be started by its key's
 // commit callback. Once a wait has timed out, the rest of that bundle does not
 // wait again (room can only come from commits, which run in other bundles).
 // It applies to unbounded input only: with bounded input every commit happens
@@ -132,6 +156,11 @@ func resolve(opts []Option) (settings, error) {
 		s.buffer = max(2*s.parallelism, 10)
 	} else if s.buffer < s.parallelism {
 		s.errs = append(s.errs, fmt.Errorf("WithMaxItemsToBuffer(%d) is smaller than the parallelism %d: at most %d calls could ever run; raise the buffer or lower the parallelism", s.buffer, s.parallelism, s.buffer))
+	}
+	if s.held == 0 {
+		s.held = max(64*s.parallelism, s.buffer)
+	} else if s.held < s.buffer {
+		s.errs = append(s.errs, fmt.Errorf("WithMaxItemsHeld(%d) is smaller than the buffer %d (WithMaxItemsToBuffer, default max(2*parallelism, 10)): raise it, or lower the buffer", s.held, s.buffer))
 	}
 	return s, errors.Join(s.errs...)
 }

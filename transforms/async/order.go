@@ -4,12 +4,8 @@ import (
 	"fmt"
 	"sort"
 
-	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/asyncbeam/asyncbeam/state"
 )
-
-// seqStateID names the value state that numbers a key's accepted elements
-// when the transform keeps order.
-const seqStateID = "asyncSeq"
 
 // WithOrdered commits the results of each key in the order its elements were
 // accepted (Flink's ordered mode, Parallel Consumer's KEY ordering): a
@@ -20,10 +16,10 @@ const seqStateID = "asyncSeq"
 //
 // The cost is latency and memory: one slow or retrying element holds back
 // its key's later results (a failed attempt waiting for its backoff holds
-// them for that long), and the held results keep their buffer places. So
-// that a key can never be stuck behind a full buffer, its earliest pending
-// element is started even without a buffer place (at most one extra element
-// per key). Failure records are not held back: they go to the failure output
+// them for that long), and the held results keep their places (see
+// WithMaxItemsHeld). So that a key can never be stuck behind a full worker,
+// its earliest pending element is started even without a place (at most one
+// extra element per key). Failure records are not held back: they go to the failure output
 // as soon as an element fails for good.
 //
 // With bounded input the drain emits each key's results in order, holding
@@ -33,16 +29,30 @@ func WithOrdered() Option {
 }
 
 // nextSeq numbers one accepted element of the key: 1, 2, ... in the order
-// ProcessElement saw them. The count lives in value state next to the bag
-// and is cleared when the bag empties.
-func nextSeq(seq *beamstate.Value[int64], sp beamstate.Provider) (int64, error) {
-	last, _, err := seq.Read(sp)
-	if err != nil {
-		return 0, fmt.Errorf("async: reading the key's sequence number: %w", err)
+// ProcessElement saw them. The first element of a key in a bundle reads the
+// key's bag for the highest number it holds; later ones count on in memory.
+// A key whose bag has emptied starts again at 1, which keeps the order,
+// since nothing of it is pending. (A value state holding the count would be
+// state that outlives the key's pending elements.)
+func (f *core) nextSeq(kb []byte, ks keyState) (int64, error) {
+	if f.lastSeq == nil {
+		f.lastSeq = map[string]int64{}
 	}
-	if err := seq.Write(sp, last+1); err != nil {
-		return 0, fmt.Errorf("async: writing the key's sequence number: %w", err)
+	last, ok := f.lastSeq[string(kb)]
+	if !ok {
+		raws, _, err := ks.bag.Read(ks.sp)
+		if err != nil {
+			return 0, fmt.Errorf("async: reading bag state: %w", err)
+		}
+		for _, raw := range raws {
+			env, err := state.DecodeEnvelope(raw)
+			if err != nil {
+				return 0, fmt.Errorf("async: bag state %q holds an entry this version cannot read: %w", pendingStateID, err)
+			}
+			last = max(last, env.Seq)
+		}
 	}
+	f.lastSeq[string(kb)] = last + 1
 	return last + 1, nil
 }
 

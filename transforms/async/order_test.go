@@ -161,21 +161,33 @@ func TestOrderedHeadStartsWithoutRoom(t *testing.T) {
 	}
 }
 
-// TestOrderedClearsSequenceWithTheKey checks that the per-key counter does not
-// outlive the key's pending elements (it would be state kept for ever).
-func TestOrderedClearsSequenceWithTheKey(t *testing.T) {
+// TestOrderedSequenceFromBag: numbers count on within a bundle, continue
+// from the highest number in bag state in a new bundle (another worker, or
+// after a restart), and start again at 1 once the key's bag has emptied.
+func TestOrderedSequenceFromBag(t *testing.T) {
 	h := newHarness(t, &jittery{}, reflect.TypeOf(""), WithOrdered())
 	f := h.stream()
-	h.process(f, "k", 0)
+	seqs := func() []int64 {
+		var out []int64
+		for _, raw := range h.st("k").bags[pendingStateID] {
+			env, _ := state.DecodeEnvelope(raw.([]byte))
+			out = append(out, env.Seq)
+		}
+		return out
+	}
+	h.process(f, "k", 0) // each process call is a bundle of its own
 	h.process(f, "k", 1)
-	if got := h.st("k").values[seqStateID]; got != int64(2) {
-		t.Errorf("sequence after two elements = %v, want 2", got)
+	other := h.stream() // another DoFn instance, as after a restart
+	h.process(other, "k", 2)
+	if got, want := seqs(), []int64{1, 2, 3}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sequence numbers = %v, want %v", got, want)
 	}
 	h.waitKey("k")
 	if _, err := h.fire(f, "k"); err != nil {
 		t.Fatal(err)
 	}
-	if got, ok := h.st("k").values[seqStateID]; ok {
-		t.Errorf("sequence after the key emptied = %v, want cleared", got)
+	h.process(f, "k", 3)
+	if got, want := seqs(), []int64{1}; !reflect.DeepEqual(got, want) {
+		t.Errorf("sequence after the key emptied = %v, want %v", got, want)
 	}
 }

@@ -60,16 +60,3 @@ func (f *core) cancelStale(ctx context.Context, pool *state.Pool, key any, kb st
 		}
 	}
 }
-
-// clearKey empties the key's bag state, and its sequence number with it.
-func (f *core) clearKey(ks keyState) error {
-	if err := ks.bag.Clear(ks.sp); err != nil {
-		return fmt.Errorf("async: clearing bag state: %w", err)
-	}
-	if f.Ordered {
-		if err := ks.seq.Clear(ks.sp); err != nil {
-			return fmt.Errorf("async: clearing the key's sequence number: %w", err)
-		}
-	}
-	return nil
-}

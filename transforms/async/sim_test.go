@@ -93,6 +93,7 @@ type simSchedule struct {
 	batch, ordered         bool
 	elements, keys, worker int
 	parallelism, buffer    int
+	held                   int
 	failPct, slowPct       uint64
 	actions                []simAction
 }
@@ -108,6 +109,7 @@ func newSchedule(seed uint64) simSchedule {
 	// Drawn apart from the generator, so that adding it kept every older
 	// seed's schedule (and the regression seeds) as it was.
 	s.ordered = (seed/7919)%2 == 0
+	s.held = s.buffer + int(seed/7919/2%4)
 	for i := 0; i < 20+r.IntN(60); i++ {
 		s.actions = append(s.actions, simAction{Kind: simKinds[r.IntN(len(simKinds))], A: r.IntN(1000), B: r.IntN(1000)})
 	}
@@ -117,7 +119,6 @@ func newSchedule(seed uint64) simSchedule {
 // simKey is the committed state of one key on the runner.
 type simKey struct {
 	bag   []any
-	seq   any        // the key's sequence number in value state (ordered schedules)
 	timer *time.Time // set timer (processing time for stream, drain for batch)
 	owner int
 }
@@ -159,7 +160,7 @@ func newWorld(t *testing.T, s simSchedule) *simWorld {
 	}
 	base := core{
 		ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
-		Parallelism: s.parallelism, Buffer: s.buffer, CallbackFrequencyNs: int64(time.Second),
+		Parallelism: s.parallelism, Buffer: s.buffer, Held: s.held, CallbackFrequencyNs: int64(time.Second),
 		MaxAttempts: 3, Backoff: FixedBackoff(time.Millisecond), HasFailures: true, clock: w.clock,
 		Ordered: s.ordered,
 	}
@@ -191,10 +192,7 @@ func newWorld(t *testing.T, s simSchedule) *simWorld {
 func (w *simWorld) bundle(key string, fn func(wk *simWorker, st *memState, tm *memTimers, emit func(beam.Z), fail func(Failure)) error) {
 	k := w.keys[key]
 	for try := 0; ; try++ {
-		st := &memState{bags: map[string][]any{pendingStateID: append([]any(nil), k.bag...)}, values: map[string]any{}}
-		if k.seq != nil {
-			st.values[seqStateID] = k.seq
-		}
+		st := &memState{bags: map[string][]any{pendingStateID: append([]any(nil), k.bag...)}}
 		tm := &memTimers{}
 		var outs []string
 		var fails []Failure
@@ -210,7 +208,7 @@ func (w *simWorld) bundle(key string, fn func(wk *simWorker, st *memState, tm *m
 			w.violation("bundle for key %s keeps failing: %v", key, err)
 			return
 		}
-		k.bag, k.seq = st.bags[pendingStateID], st.values[seqStateID]
+		k.bag = st.bags[pendingStateID]
 		if fire, ok := tm.take(); ok {
 			k.timer = &fire
 		}
@@ -278,14 +276,14 @@ func (w *simWorld) sortedKeys() []string {
 func (w *simWorld) checkBounds() {
 	for i, wk := range w.workers {
 		p, _ := wk.stream.pool()
-		limit := w.s.buffer
+		limit := w.s.held
 		if w.s.batch {
-			limit = 2 * w.s.buffer // plus one drain window
+			limit += w.s.held // plus one drain window
 		} else if w.s.ordered {
 			limit += len(w.keys) // plus each key's earliest element, started without a place
 		}
-		if p.Buffered() > w.s.buffer || p.Len() > limit {
-			w.violation("worker %d holds %d tasks (%d buffered); buffer is %d", i, p.Len(), p.Buffered(), w.s.buffer)
+		if p.Buffered() > w.s.held || p.Len() > limit {
+			w.violation("worker %d holds %d tasks (%d with places); held is %d", i, p.Len(), p.Buffered(), w.s.held)
 		}
 	}
 }
@@ -486,8 +484,8 @@ func TestSimulator(t *testing.T) {
 		}
 		violations++
 		small := shrink(t, s)
-		t.Errorf("seed %d (batch=%v, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -sim.seed=%d",
-			seed, s.batch, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, strings.Join(problems, "; "), small.actions, seed)
+		t.Errorf("seed %d (batch=%v, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -sim.seed=%d",
+			seed, s.batch, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, strings.Join(problems, "; "), small.actions, seed)
 		if violations >= 3 {
 			break
 		}

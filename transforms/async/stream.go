@@ -20,19 +20,16 @@ type streamFn struct {
 	// Pending holds every accepted element of a key (and window) until its
 	// output is committed: the durable queue of in-flight work.
 	Pending beamstate.Bag[[]byte]
-	// Seq numbers the key's accepted elements when the transform keeps order.
-	Seq beamstate.Value[int64]
 	// Commit fires on round increments of the callback frequency.
 	Commit beamtimers.ProcessingTime
 }
 
 func newStreamFn(c core) *streamFn {
-	return &streamFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID),
-		Seq: beamstate.MakeValueState[int64](seqStateID), Commit: beamtimers.InProcessingTime(commitFamily)}
+	return &streamFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Commit: beamtimers.InProcessingTime(commitFamily)}
 }
 
 func (f *streamFn) keyState(sp beamstate.Provider) keyState {
-	return keyState{bag: &f.Pending, seq: &f.Seq, sp: sp}
+	return keyState{bag: &f.Pending, sp: sp}
 }
 
 // ProcessElement accepts one element and sets the key's commit timer to the
@@ -171,7 +168,10 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 		// backoff: come back when the first is due.
 		var next time.Time
 		if active := len(keep) - waitingRetries; active > 0 {
-			next = timers.Rearm(now, f.nextRound(kb), pool.ExpectedLatency())
+			next = f.nextRound(kb)
+			if queued > 0 {
+				next = timers.Rearm(now, next, pool.ExpectedLatency())
+			}
 		}
 		if !dueNext.IsZero() {
 			next = earliest(next, dueNext)
@@ -233,11 +233,8 @@ func (f *streamFn) startFromState(ctx context.Context, pool *state.Pool, key any
 }
 
 // rewrite replaces the key's bag state with keep (there is no removal of
-// single entries in Beam's bag state); an empty key is cleared.
+// single entries in Beam's bag state).
 func (f *core) rewrite(ks keyState, keep []pending) error {
-	if len(keep) == 0 {
-		return f.clearKey(ks)
-	}
 	if err := ks.bag.Clear(ks.sp); err != nil {
 		return fmt.Errorf("async: clearing bag state: %w", err)
 	}

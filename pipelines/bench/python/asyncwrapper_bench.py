@@ -1,7 +1,8 @@
 """The bench's "python" contender: Beam Python's AsyncWrapper on prism.
 
-Run by pipelines/bench (see --python); prints one JSON line with the
-elements' end-to-end latencies, wall time and CPU time.
+Run by pipelines/bench (see --python); the sink appends each output's
+creation and commit times to --samples, and the script prints one JSON line
+with the wall time, CPU time and peak RSS of its driver.
 """
 import argparse
 import json
@@ -30,8 +31,8 @@ class SlowCall(beam.DoFn):
 
 
 class Sink(beam.DoFn):
-    """Appends each output's end-to-end latency to a file: the SDK worker may
-    run in another process than this script."""
+    """Appends each output's creation and commit times (Unix microseconds) to
+    a file: the SDK worker may run in another process than this script."""
 
     def __init__(self, path):
         self.path = path
@@ -42,7 +43,7 @@ class Sink(beam.DoFn):
     def process(self, value):
         created_us = int(value.split("/")[0])
         with _lock:
-            self.f.write("%f\n" % ((time.time() * 1e6 - created_us) / 1000))
+            self.f.write("%d %d\n" % (created_us, int(time.time() * 1e6)))
 
     def teardown(self):
         self.f.close()
@@ -60,7 +61,7 @@ def main():
     p.add_argument("--tick_s", type=float, default=0.1)
     p.add_argument("--stream_s", type=float, default=5)
     p.add_argument("--prism", required=True)
-    p.add_argument("--latencies", required=True, help="file the sink appends latencies to")
+    p.add_argument("--samples", required=True, help="file the sink appends creation and commit times to")
     a = p.parse_args()
 
     args = ["--runner=PrismRunner", "--prism_location=" + a.prism, "--environment_type=LOOPBACK"]
@@ -86,16 +87,11 @@ def main():
 
             keyed = (pipe | PeriodicImpulse(start_timestamp=start, stop_timestamp=start + a.stream_s, fire_interval=tick)
                      | beam.FlatMap(fan_out))
-        _ = keyed | beam.ParDo(wrapper) | beam.ParDo(Sink(a.latencies))
+        _ = keyed | beam.ParDo(wrapper) | beam.ParDo(Sink(a.samples))
     wall = time.time() - began
-    with open(a.latencies) as f:
-        lat = sorted(float(line) for line in f if line.strip())
-
-    def pct(q):
-        return lat[min(len(lat) - 1, int(q * len(lat)))] if lat else 0
-
+    # The Go side reads the samples and computes latencies and rates.
     print(json.dumps({
-        "elements": len(lat), "wall_s": wall, "p50_ms": pct(0.5), "p99_ms": pct(0.99),
+        "wall_s": wall,
         "cpu_s": time.process_time() - cpu0,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }))
