@@ -108,7 +108,7 @@ var outputs struct {
 }
 
 func (*sink) ProcessElement(v string) {
-	s := sample{created: createdOf(v), committed: time.Now()}
+	s := sample{createdUs: createdOf(v).UnixMicro(), committedUs: time.Now().UnixMicro()}
 	outputs.Lock()
 	outputs.samples = append(outputs.samples, s)
 	outputs.Unlock()

@@ -36,9 +36,9 @@ func runPython(sc string) (result, error) {
 		return result{}, err
 	}
 	defer os.RemoveAll(dir)
-	prism := filepath.Join(dir, "prism")
-	if out, err := exec.Command("go", "build", "-o", prism, "github.com/apache/beam/sdks/v2/go/cmd/prism").CombinedOutput(); err != nil {
-		return result{}, fmt.Errorf("building prism for Beam Python: %v: %s", err, out)
+	prism, err := buildPrism(dir)
+	if err != nil {
+		return result{}, fmt.Errorf("building prism for Beam Python: %w", err)
 	}
 	elems := *n
 	args := []string{filepath.Join("pipelines", "bench", "python", "asyncwrapper_bench.py"),
