@@ -80,7 +80,8 @@
 // each key being drained at that moment the worker holds at most
 // WithMaxItemsToBuffer more (WithMaxItemsHeld more with WithOrdered), and
 // with WithOrdered on unbounded input one more per key (its earliest
-// element, started so the key cannot be stuck). Elements beyond that stay in
+// element, started so the key cannot be stuck; two for a moment after a
+// failed callback of the key). Elements beyond that stay in
 // bag state only, which the runner keeps, and are started by their key's
 // callbacks.
 //

@@ -95,6 +95,9 @@ func TestEventsOfEachPath(t *testing.T) {
 	h.waitFinished("k", 1)
 	h.waitFinished("k", 2)
 	h.waitFinished("k", 3)
+	for book.count(gateID(name, "k", 4)) == 0 { // 4 has started: its cancel reaches a running call
+		time.Sleep(time.Millisecond)
+	}
 	if _, err := h.fire(f, "k"); err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,9 @@ import (
 // its key's later results (a failed attempt waiting for its backoff holds
 // them for that long), and the held results keep their places (see
 // WithMaxItemsHeld). So that a key can never be stuck behind a full worker,
-// its earliest pending element is started even without a place (at most one
-// extra element per key). Failure records are not held back: they go to the failure output
+// its earliest pending element is started even without a place (one extra
+// element per key; two for a moment after a callback of the key failed and
+// was retried). Failure records are not held back: they go to the failure output
 // as soon as an element fails for good.
 //
 // With bounded input the drain emits each key's results in order, holding

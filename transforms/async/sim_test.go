@@ -280,7 +280,11 @@ func (w *simWorld) checkBounds() {
 		if w.s.batch {
 			limit += w.s.held // plus one drain window
 		} else if w.s.ordered {
-			limit += len(w.keys) // plus each key's earliest element, started without a place
+			// Plus each key's earliest element, started without a place;
+			// after a failed callback briefly two: the retried callback
+			// starts the element the failed one had committed, while the
+			// one the failed callback started as the next earliest runs on.
+			limit += 2 * len(w.keys)
 		}
 		if p.Buffered() > w.s.held || p.Len() > limit {
 			w.violation("worker %d holds %d tasks (%d with places); held is %d", i, p.Len(), p.Buffered(), w.s.held)
