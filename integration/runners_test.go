@@ -122,10 +122,30 @@ func TestEnrichOnPrismJobServer(t *testing.T) {
 		checkSummary(t, out)
 	})
 	t.Run("PROCESS", func(t *testing.T) {
+		events := filepath.Join(t.TempDir(), "events.jsonl")
 		out := runEnrich(t, enrich, "--runner=universal", "--endpoint="+endpoint, "--experiments="+runner.PrismExperiment, "--environment_type=PROCESS",
-			`--environment_config={"command":"`+bootWrapper(t)+`"}`, "--worker_binary="+enrich, "--error_rate=0.1")
+			`--environment_config={"command":"`+bootWrapper(t)+`"}`, "--worker_binary="+enrich, "--error_rate=0.1",
+			"--ordered", "--priority_field=items", "--events="+events)
 		checkSummary(t, out)
+		// The listener, the priority function and the order were rebuilt in
+		// the worker process from what the job carried.
+		if line := summaryLine(t, out, "events: "); !strings.Contains(line, " accepted=3000 ") {
+			t.Errorf("events summary %q: want every record accepted, in the worker's event file", line)
+		}
+		summaryLine(t, out, "order: each of 240 keys committed its records in input order")
 	})
+}
+
+// summaryLine returns the line of out that starts with prefix.
+func summaryLine(t *testing.T, out []byte, prefix string) string {
+	t.Helper()
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, prefix) {
+			return line
+		}
+	}
+	t.Fatalf("output lacks a line starting with %q:\n%s", prefix, out)
+	return ""
 }
 
 // TestEnrichDataflowDryRun translates the main job for Dataflow without
