@@ -3,7 +3,6 @@ package async
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -195,7 +194,7 @@ func (f *batchFn) drainOrder(key any, entries []pending) ([]drainItem, error) {
 		items[i].value = value
 	}
 	if !f.Ordered {
-		sort.SliceStable(items, func(i, j int) bool { return items[i].priority > items[j].priority })
+		byPriority(items, func(it drainItem) int { return it.priority })
 	}
 	return items, nil
 }

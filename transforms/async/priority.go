@@ -55,10 +55,10 @@ func (f *core) priority(value any) (p int, err error) {
 	return f.PriorityFn.Fn.Call([]any{value})[0].(int), nil
 }
 
-// byPriority orders elements about to be started: highest priority first,
-// equal priorities in their current order.
-func byPriority(items []startItem) {
-	sort.SliceStable(items, func(i, j int) bool { return items[i].priority > items[j].priority })
+// byPriority orders elements about to be started (a callback's or a
+// drain's): highest priority first, equal priorities in their current order.
+func byPriority[T any](items []T, priority func(T) int) {
+	sort.SliceStable(items, func(i, j int) bool { return priority(items[i]) > priority(items[j]) })
 }
 
 // startItem is an element from bag state that a callback is about to start.

@@ -162,10 +162,12 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 		}
 	}
 	if len(keep) > 0 {
-		// Work remains. Running or queued work: come back when it is expected
-		// to have progressed rather than a whole round later, so that queued
-		// elements do not leave freed slots idle. Retries waiting for their
-		// backoff: come back when the first is due.
+		// Work remains. Running work: come back at the next round, which
+		// keys share, so the runner delivers their callbacks together.
+		// Elements waiting in bag state for room: come back when running
+		// work is expected to have finished, so they do not wait a whole
+		// round for the room it frees. Retries waiting for their backoff:
+		// come back when the first is due.
 		var next time.Time
 		if active := len(keep) - waitingRetries; active > 0 {
 			next = f.nextRound(kb)
@@ -208,7 +210,7 @@ func (f *streamFn) startFromState(ctx context.Context, pool *state.Pool, key any
 	if f.Ordered && len(keep) > 0 {
 		head = keep[0].env.ID
 	} else {
-		byPriority(items)
+		byPriority(items, func(it startItem) int { return it.priority })
 	}
 	for _, it := range items {
 		el := element{k: state.TaskKey{Key: string(kb), ID: it.e.env.ID}, key: key, value: it.value,
