@@ -286,3 +286,29 @@ func TestTimingListener(t *testing.T) {
 		}
 	}
 }
+
+// TestTimingListenerDropsStaleElements: elements whose commit this worker
+// never sees (their key moved) are dropped once the listener is full.
+func TestTimingListenerDropsStaleElements(t *testing.T) {
+	l := &TimingListener{MaxInFlight: 3}
+	if err := l.Setup(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Unix(1_800_000_000, 0)
+	accept := func(id string, at time.Time) {
+		l.OnEvent(Event{Type: EventAccepted, Transform: "t", KeyText: "k", ElementID: id, Time: at})
+	}
+	accept("old1", start)
+	accept("old2", start)
+	accept("fresh", start.Add(15*time.Minute))
+	accept("new", start.Add(20*time.Minute)) // full: the two stale ones go
+	tests := []struct {
+		id   string
+		kept bool
+	}{{"old1", false}, {"old2", false}, {"fresh", true}, {"new", true}}
+	for _, tc := range tests {
+		if _, ok := l.inFlight[timingKey{"t", "k", tc.id}]; ok != tc.kept {
+			t.Errorf("element %s kept = %v, want %v", tc.id, ok, tc.kept)
+		}
+	}
+}

@@ -92,20 +92,34 @@ type Timing struct {
 // empty. Read the file back with ReadTimings.
 //
 // It keeps the timestamps of elements in flight in memory until they are
-// committed, failed or cancelled on this worker.
+// committed, failed or cancelled on this worker. An element whose key moved
+// to another worker is committed there, so its entry here would stay: when
+// more than MaxInFlight (default 100,000) are kept, those without an event
+// for ten minutes are dropped.
 type TimingListener struct {
-	Path string
+	Path        string
+	MaxInFlight int
 
 	out      lineFile
 	mu       sync.Mutex
-	inFlight map[timingKey]*Timing
+	inFlight map[timingKey]*flight
 }
+
+// flight is an element's timing so far and when it last had an event.
+type flight struct {
+	Timing
+	last time.Time
+}
+
+// staleTiming is how long an element may go without an event before a full
+// TimingListener drops it.
+const staleTiming = 10 * time.Minute
 
 type timingKey struct{ transform, key, id string }
 
 // Setup opens the file, if any.
 func (l *TimingListener) Setup() error {
-	l.inFlight = map[timingKey]*Timing{}
+	l.inFlight = map[timingKey]*flight{}
 	if l.Path == "" {
 		return nil
 	}
@@ -133,16 +147,19 @@ func (l *TimingListener) fold(e Event) *Timing {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.inFlight == nil {
-		l.inFlight = map[timingKey]*Timing{}
+		l.inFlight = map[timingKey]*flight{}
 	}
-	t := l.inFlight[k]
-	if t == nil {
+	f := l.inFlight[k]
+	if f == nil {
 		if e.Type == EventCancelled || e.Type == EventDeduplicated {
 			return nil
 		}
-		t = &Timing{Transform: e.Transform, Key: e.KeyText, ElementID: e.ElementID}
-		l.inFlight[k] = t
+		l.makeRoom(e.Time)
+		f = &flight{Timing: Timing{Transform: e.Transform, Key: e.KeyText, ElementID: e.ElementID}}
+		l.inFlight[k] = f
 	}
+	f.last = e.Time
+	t := &f.Timing
 	switch e.Type {
 	case EventAccepted:
 		if t.Accepted.IsZero() {
@@ -169,6 +186,22 @@ func (l *TimingListener) fold(e Event) *Timing {
 		return t
 	}
 	return nil
+}
+
+// makeRoom drops stale entries once more than MaxInFlight are kept.
+func (l *TimingListener) makeRoom(now time.Time) {
+	limit := l.MaxInFlight
+	if limit <= 0 {
+		limit = 100_000
+	}
+	if len(l.inFlight) < limit {
+		return
+	}
+	for k, f := range l.inFlight {
+		if now.Sub(f.last) > staleTiming {
+			delete(l.inFlight, k)
+		}
+	}
 }
 
 // span is b-a, or zero when either is unknown.
