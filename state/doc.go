@@ -6,16 +6,19 @@
 // process:
 //
 //   - [Pool]: one per async transform per process, shared by all DoFn
-//     instances of that transform. It bounds running calls with a semaphore of
-//     Parallelism tokens and local records (waiting for a slot, running, or
-//     finished and waiting for their key's commit) with a semaphore of Buffer
-//     places, and indexes [Task] records by [TaskKey] so that an element is
+//     instances of that transform. It admits tasks up to Hold places (every
+//     task it holds: waiting, in flight, or finished and waiting for its
+//     key's commit), lets at most Buffer of them be in flight, runs at most
+//     Parallelism at once, and hands places and slots out by priority, then
+//     arrival. It indexes [Task] records by [TaskKey] so that an element is
 //     never run twice at once in a worker and a key's commit finds its work.
 //   - [Registry] ([Default], [Shared], [Reset]): the only process-global state
 //     of the project, a map from the transform's UUID (fixed at pipeline
-//     construction and shipped with the DoFn) to its Pool.
+//     construction and shipped with the DoFn) to its Pool and to the few
+//     objects shared beside it ([Registry.SharedValue]: the event listener).
 //   - [Envelope]: how one element is written into bag state: its identity, its
-//     event time and its value encoded with the input's value coder.
+//     event time, its place in its key's order, its retry state and its value
+//     encoded with the input's value coder.
 //
 // Nothing here survives a worker restart, and nothing needs to: an element in
 // bag state that no Pool knows is simply started again.
