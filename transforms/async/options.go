@@ -121,9 +121,9 @@ func WithMaxItemsHeld(n int) Option {
 // at the end, so waiting could never gain room.
 //
 // Zero never waits. Must be >= 0. Default: DefaultMaxWait (0). A wait stalls
-// the input bundle, and prism (v2.77.0) splits a stalled bundle; measured
-// here, bag state written by a split stateful bundle was lost. Raise it only
-// on runners you have checked.
+// the input bundle, and prism (v2.77.0) splits a stalled bundle in a way that
+// loses bag state (see runner.PrismExperiment, which turns splitting off).
+// Raise it only on runners you have checked.
 func WithMaxWait(d time.Duration) Option {
 	return func(s *settings) {
 		if d < 0 {
