@@ -142,10 +142,12 @@ func DefaultID(encodedValue []byte) string {
 	return string(sum[:16])
 }
 
-// TaskKey identifies an element within a transform: its key, as encoded by the
-// input's key coder, and its ID within that key. The same value under two keys
-// is two elements.
+// TaskKey identifies an element's task within a transform's Pool: its
+// owner, and its ID within that owner. For the stateful DoFns the owner is
+// the element's key and window, encoded (so the same value under two keys,
+// or in two windows, is two elements); for a bundle of bounded input it is
+// the bundle.
 type TaskKey struct {
-	Key string
-	ID  string
+	Owner string
+	ID    string
 }

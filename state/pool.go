@@ -70,8 +70,9 @@ type Pool struct {
 	mu       sync.Mutex
 	closed   bool
 	tasks    map[TaskKey]*Task
-	byKey    map[string]map[string]*Task
+	owners   map[string]*owner
 	buffered int // Hold places taken
+	peak     int // the most Hold places ever taken at once
 
 	latencyNs atomic.Int64 // moving average of Work durations; 0 until one finishes
 }
@@ -94,8 +95,8 @@ func NewPool(cfg Config) (*Pool, error) {
 		hold:  semaphore.NewWeighted(int64(cfg.Hold)),
 		base:  base,
 		stop:  stop,
-		tasks: map[TaskKey]*Task{},
-		byKey: map[string]map[string]*Task{},
+		tasks:  map[TaskKey]*Task{},
+		owners: map[string]*owner{},
 	}, nil
 }
 
@@ -109,15 +110,38 @@ func (p *Pool) Lookup(k TaskKey) *Task {
 	return p.tasks[k]
 }
 
-// ForKey returns the tasks of one encoded key, in no particular order.
-func (p *Pool) ForKey(key string) []*Task {
+// ForOwner returns the tasks of one owner, in no particular order.
+func (p *Pool) ForOwner(o string) []*Task {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := make([]*Task, 0, len(p.byKey[key]))
-	for _, t := range p.byKey[key] {
+	own := p.owners[o]
+	if own == nil {
+		return nil
+	}
+	out := make([]*Task, 0, len(own.tasks))
+	for _, t := range own.tasks {
 		out = append(out, t)
 	}
 	return out
+}
+
+// owner is the set of tasks one owner holds, and when it last showed it is
+// alive (see Touch and EvictIdle).
+type owner struct {
+	tasks      map[string]*Task
+	lastActive time.Time
+}
+
+// Touch records that owner o is alive: its key was called back on this
+// worker, or its bundle is still running. Owners that are not touched for a
+// while are evicted by EvictIdle.
+func (p *Pool) Touch(o string) {
+	now := p.cfg.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if own := p.owners[o]; own != nil {
+		own.lastActive = now
+	}
 }
 
 // InFlight returns how many Buffer places are taken: buffered tasks waiting
@@ -130,6 +154,14 @@ func (p *Pool) Buffered() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.buffered
+}
+
+// PeakHeld returns the most Hold places taken at once since the pool was
+// made: the high-water mark of the memory bound.
+func (p *Pool) PeakHeld() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.peak
 }
 
 // Len returns how many tasks the pool knows, buffered or not.
@@ -160,8 +192,8 @@ type Job struct {
 
 // Submit starts job for k unless a task for k exists already (Existing). A
 // new task first takes a Hold place, waiting at most wait for one (zero: do
-// not wait); if none frees in time, or ctx ends first, it reports NoRoom.
-// The Hold place frees when the task is removed.
+// not wait; negative: until ctx ends); if none frees in time, or ctx ends
+// first, it reports NoRoom. The Hold place frees when the task is removed.
 //
 // The started task then waits, on its own goroutine, for a Buffer place
 // (freed when it finishes) and a parallelism slot (freed after each
@@ -194,8 +226,11 @@ func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, job Jo
 }
 
 func (p *Pool) acquireHold(ctx context.Context, wait time.Duration) bool {
-	if wait <= 0 {
+	switch {
+	case wait == 0:
 		return p.hold.TryAcquire(1)
+	case wait < 0:
+		return p.hold.Acquire(ctx, 1) == nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
@@ -224,12 +259,16 @@ func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 	}
 	t := newTask(p.base, k, buffered)
 	p.tasks[k] = t
-	if p.byKey[k.Key] == nil {
-		p.byKey[k.Key] = map[string]*Task{}
+	own := p.owners[k.Owner]
+	if own == nil {
+		own = &owner{tasks: map[string]*Task{}}
+		p.owners[k.Owner] = own
 	}
-	p.byKey[k.Key][k.ID] = t
+	own.tasks[k.ID] = t
+	own.lastActive = p.cfg.Now()
 	if buffered {
 		p.buffered++
+		p.peak = max(p.peak, p.buffered)
 	}
 	c := p.queue.enqueue(job.Priority, buffered)
 	t.AfterFinish(func() { p.queue.done(c) })
@@ -239,9 +278,11 @@ func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 }
 
 // run makes one attempt of t once claim is granted a slot. After a failed
-// attempt that the job's Retry wants repeated, it schedules the next attempt
-// on a timer (owned by the pool's WaitGroup) and returns, holding neither a
-// goroutine nor a slot; the next attempt queues for a slot again.
+// attempt that the job's Retry wants repeated, it gives back the task's
+// Buffer place, schedules the next attempt on a timer (owned by the pool's
+// WaitGroup) and returns, holding neither a goroutine, a slot nor a place in
+// flight; the next attempt queues for a place and a slot again. The task
+// keeps its Hold place: it is still held in memory.
 func (p *Pool) run(t *Task, job Job, c *claim) {
 	defer p.wg.Done()
 	if err := p.queue.wait(t.ctx, c); err != nil {
@@ -263,6 +304,7 @@ func (p *Pool) run(t *Task, job Job, c *claim) {
 		return
 	}
 	t.setWaiting()
+	p.queue.pause(c)
 	p.wg.Add(1)
 	timer := time.AfterFunc(delay, func() {
 		p.queue.again(c)
@@ -303,10 +345,10 @@ func (p *Pool) Remove(t *Task) {
 	}
 	t.removed = true
 	delete(p.tasks, t.Key)
-	if m := p.byKey[t.Key.Key]; m != nil {
-		delete(m, t.Key.ID)
-		if len(m) == 0 {
-			delete(p.byKey, t.Key.Key)
+	if own := p.owners[t.Key.Owner]; own != nil {
+		delete(own.tasks, t.Key.ID)
+		if len(own.tasks) == 0 {
+			delete(p.owners, t.Key.Owner)
 		}
 	}
 	release := t.buffered
@@ -320,26 +362,27 @@ func (p *Pool) Remove(t *Task) {
 	}
 }
 
-// EvictFinished removes buffered tasks that finished before cutoff and were
-// never committed, and returns their keys. A key that moved to another worker
-// never commits here again; without eviction its results would hold places
-// places for ever. An evicted element is still in bag state wherever its key
-// lives now, and runs again there: eviction costs a call, never an output.
-func (p *Pool) EvictFinished(cutoff time.Time) []TaskKey {
+// EvictIdle removes every task of the owners that have not been touched
+// since cutoff, and returns them. Such an owner is gone from this worker: a
+// key that moved to another worker, or the bundle of a DoFn instance the
+// runner dropped. Without eviction their tasks would hold places for ever.
+// An evicted element of a key is still in bag state wherever its key lives
+// now, and runs again there: eviction costs a call, never an output.
+func (p *Pool) EvictIdle(cutoff time.Time) []*Task {
 	p.mu.Lock()
-	var stale []*Task
-	for _, t := range p.tasks {
-		if t.buffered && t.finishedBefore(cutoff) {
-			stale = append(stale, t)
+	var idle []*Task
+	for _, own := range p.owners {
+		if own.lastActive.Before(cutoff) {
+			for _, t := range own.tasks {
+				idle = append(idle, t)
+			}
 		}
 	}
 	p.mu.Unlock()
-	keys := make([]TaskKey, 0, len(stale))
-	for _, t := range stale {
+	for _, t := range idle {
 		p.Remove(t)
-		keys = append(keys, t.Key)
 	}
-	return keys
+	return idle
 }
 
 // Close cancels every task, refuses new ones, and waits until all the pool's

@@ -43,7 +43,7 @@ func TestSubmitRunsAndDeduplicates(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 2, Buffer: 4})
 	var calls atomic.Int32
 	work := func(context.Context, int) ([]any, error) { calls.Add(1); return []any{"out"}, nil }
-	k := TaskKey{Key: "k", ID: "1"}
+	k := TaskKey{Owner: "k", ID: "1"}
 	t1, adm, err := p.Submit(context.Background(), k, 0, Job{Work: work})
 	if err != nil || adm != Started {
 		t.Fatalf("first Submit = %v, %v; want Started", adm, err)
@@ -151,7 +151,7 @@ func TestRemoveCancelsRunningWork(t *testing.T) {
 	if _, err := task.Result(); !errors.Is(err, context.Canceled) {
 		t.Errorf("Result of a removed task = %v, want context.Canceled", err)
 	}
-	if p.Lookup(task.Key) != nil || len(p.ForKey("k")) != 0 {
+	if p.Lookup(task.Key) != nil || len(p.ForOwner("k")) != 0 {
 		t.Error("removed task is still indexed")
 	}
 }
@@ -233,7 +233,7 @@ func TestConcurrentSubmitters(t *testing.T) {
 	}
 	wg.Wait()
 	for k := 0; k < 10; k++ { // every task must have run before Close cancels the rest
-		for _, task := range p.ForKey(fmt.Sprint(k)) {
+		for _, task := range p.ForOwner(fmt.Sprint(k)) {
 			wait(t, task)
 		}
 	}
@@ -299,5 +299,68 @@ func TestRemoveDuringRetryWaitFinishesTask(t *testing.T) {
 	defer cancel()
 	if err := p.Close(ctx); err != nil {
 		t.Errorf("Close after a cancelled retry wait: %v (a timer was not accounted for)", err)
+	}
+}
+
+// TestRetryWaitFreesPlaceInFlight: a task waiting out its backoff gives back
+// its place in flight, so that with a buffer of one another task runs
+// meanwhile; the retry then queues for a place again.
+func TestRetryWaitFreesPlaceInFlight(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Hold: 2})
+	retry := func(attempt int, err error) (time.Duration, bool) { return 200 * time.Millisecond, attempt < 2 }
+	flaky, _, _ := p.Submit(context.Background(), TaskKey{"k", "flaky"}, 0, Job{Work: func(_ context.Context, attempt int) ([]any, error) {
+		if attempt < 2 {
+			return nil, errors.New("not yet")
+		}
+		return []any{"ok"}, nil
+	}, Retry: retry})
+	deadline := time.Now().Add(5 * time.Second)
+	for flaky.Status() != Waiting || flaky.Attempts() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the flaky task never started waiting for its retry")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got := p.InFlight(); got != 0 {
+		t.Errorf("places in flight while the only task waits to retry = %d, want 0", got)
+	}
+	other, _, _ := p.Submit(context.Background(), TaskKey{"k", "other"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
+	select {
+	case <-other.Done():
+	case <-flaky.Done():
+		t.Fatal("the retrying task finished before the other could take its place")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the other task never got the place in flight")
+	}
+	wait(t, flaky)
+	if outs, err := flaky.Result(); err != nil || len(outs) != 1 {
+		t.Errorf("after its retry: %v, %v; want [ok], nil", outs, err)
+	}
+}
+
+// TestEvictIdle: the tasks of an owner that was not touched since the
+// cutoff are removed, freeing their places; a touched owner keeps its tasks.
+func TestEvictIdle(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	p := mustPool(t, Config{Parallelism: 2, Buffer: 4, Now: clock})
+	done := func(context.Context, int) ([]any, error) { return []any{"x"}, nil }
+	gone, _, _ := p.Submit(context.Background(), TaskKey{"moved", "1"}, 0, Job{Work: done})
+	alive, _, _ := p.Submit(context.Background(), TaskKey{"live", "1"}, 0, Job{Work: done})
+	wait(t, gone)
+	wait(t, alive)
+	advance(time.Minute)
+	p.Touch("live")
+	evicted := p.EvictIdle(now.Add(-30 * time.Second))
+	if len(evicted) != 1 || evicted[0] != gone {
+		t.Fatalf("EvictIdle = %v, want only the task of the untouched owner", evicted)
+	}
+	if p.Lookup(gone.Key) != nil || p.Lookup(alive.Key) == nil {
+		t.Errorf("after eviction: moved known %v, live known %v; want false, true", p.Lookup(gone.Key) != nil, p.Lookup(alive.Key) != nil)
+	}
+	if got := p.Buffered(); got != 1 {
+		t.Errorf("places held after eviction = %d, want 1", got)
 	}
 }

@@ -52,6 +52,17 @@ func (r *Registry) Shared(id string, cfg Config) (*Pool, error) {
 	return p, nil
 }
 
+// Pools returns the registry's pools, for reports (the bench's peak held).
+func (r *Registry) Pools() []*Pool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*Pool, 0, len(r.pools))
+	for _, p := range r.pools {
+		out = append(out, p)
+	}
+	return out
+}
+
 // SharedValue returns the registry's value for id, creating it with create on
 // first use (an error from create is returned and nothing is kept). Values
 // and Pools have separate name spaces.

@@ -49,25 +49,43 @@ func (q *runQueue) enqueue(priority int, buffered bool) *claim {
 		q.askSlot(c)
 		return c
 	}
+	q.askPlace(c)
+	return c
+}
+
+// askPlace grants c a buffer place (and then asks for a slot) or queues it
+// for one; q.mu is held.
+func (q *runQueue) askPlace(c *claim) {
 	if q.freePlaces > 0 && q.needPlace.Len() == 0 {
 		q.freePlaces--
 		q.placesTaken++
 		c.hasPlace = true
 		q.askSlot(c)
-		return c
+		return
 	}
 	heap.Push(&q.needPlace, c)
-	return c
 }
 
-// again queues c for another attempt: it keeps its buffer place and waits
-// for a slot, behind tasks of higher priority.
+// pause gives back c's buffer place while its task waits to retry, so that
+// a retrying task never keeps another from being in flight.
+func (q *runQueue) pause(c *claim) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.givePlace(c)
+}
+
+// again queues c for another attempt: a buffered task asks for a place again,
+// then for a slot, behind tasks of higher priority at both stages.
 func (q *runQueue) again(c *claim) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.seq++
 	c.seq, c.ready, c.granted, c.abandoned = q.seq, make(chan struct{}), false, false
-	q.askSlot(c)
+	if !c.buffered {
+		q.askSlot(c)
+		return
+	}
+	q.askPlace(c)
 }
 
 // askSlot grants c a slot or queues it for one; q.mu is held.
@@ -135,6 +153,12 @@ func (q *runQueue) done(c *claim) {
 		c.abandoned = true
 		return
 	}
+	q.givePlace(c)
+}
+
+// givePlace hands c's buffer place to the best task waiting for one, or back
+// to the free count; q.mu is held and c has a place.
+func (q *runQueue) givePlace(c *claim) {
 	c.hasPlace = false
 	q.placesTaken--
 	for q.needPlace.Len() > 0 {

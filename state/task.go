@@ -193,12 +193,6 @@ func (t *Task) AfterFinish(fn func()) {
 	fn()
 }
 
-func (t *Task) finishedBefore(cutoff time.Time) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.status == Finished && !t.finished.IsZero() && t.finished.Before(cutoff)
-}
-
 // finishAt is finish, stamped with the time it finished.
 func (t *Task) finishAt(outputs []any, err error, now time.Time) {
 	t.mu.Lock()

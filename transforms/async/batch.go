@@ -107,7 +107,7 @@ func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emi
 	startMore := func() error {
 		for ; next < len(items) && active < f.Buffer && active+held < f.Held; next++ {
 			it := &items[next]
-			k := state.TaskKey{Key: string(kb), ID: it.env.ID}
+			k := state.TaskKey{Owner: string(kb), ID: it.env.ID}
 			t := pool.Lookup(k)
 			if t == nil {
 				if it.value == nil {
@@ -115,7 +115,7 @@ func (f *batchFn) drain(ctx context.Context, sp beamstate.Provider, key any, emi
 						return fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
 					}
 				}
-				el := element{k: k, key: key, value: it.value, done: it.env.Attempts, priority: it.priority, fromState: true}
+				el := element{k: k, id: it.env.ID, kb: kb, key: key, value: it.value, done: it.env.Attempts, priority: it.priority, fromState: true}
 				if t, err = f.startUnbuffered(ctx, pool, el); err != nil {
 					return err
 				}

@@ -3,6 +3,7 @@ package async
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"reflect"
@@ -190,32 +191,20 @@ type keyState struct {
 // room (WithMaxItemsHeld). It returns the encoded key, for the caller to set
 // its timer.
 func (f *core) accept(ctx context.Context, ts beam.EventTime, ks keyState, key, value any) ([]byte, error) {
-	kb, err := encode(f.keyEnc, key)
-	if err != nil {
-		return nil, fmt.Errorf("async: encoding key %v: %w", key, err)
-	}
-	vb, err := encode(f.valEnc, value)
-	if err != nil {
-		return nil, fmt.Errorf("async: encoding value of key %v: %w", key, err)
-	}
-	id, err := f.identify(value, vb)
+	el, err := f.prepare(key, value, ts)
 	if err != nil {
 		return nil, err
 	}
-	prio, err := f.priority(value)
-	if err != nil {
-		return nil, err
-	}
-	env := state.Envelope{ID: id, EventTimeMs: int64(ts), Value: vb}
+	env := state.Envelope{ID: el.id, EventTimeMs: int64(ts), Value: el.vb}
 	if f.Ordered {
-		if env.Seq, err = f.nextSeq(kb, ks); err != nil {
+		if env.Seq, err = f.nextSeq(el.kb, ks); err != nil {
 			return nil, err
 		}
 	}
 	if err := ks.bag.Add(ks.sp, env.Encode()); err != nil {
 		return nil, fmt.Errorf("async: adding to bag state: %w", err)
 	}
-	f.event(EventAccepted, key, id, 0, nil)
+	f.event(EventAccepted, key, el.id, 0, nil)
 	pool, err := f.pool()
 	if err != nil {
 		return nil, err
@@ -224,7 +213,8 @@ func (f *core) accept(ctx context.Context, ts beam.EventTime, ks keyState, key, 
 	if f.noWait {
 		wait = 0
 	}
-	_, adm, err := f.submit(ctx, pool, element{k: state.TaskKey{Key: string(kb), ID: id}, key: key, value: value, priority: prio}, wait)
+	el.k = state.TaskKey{Owner: string(el.kb), ID: el.id}
+	_, adm, err := f.submit(ctx, pool, el, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -235,19 +225,50 @@ func (f *core) accept(ctx context.Context, ts beam.EventTime, ks keyState, key, 
 	if adm == state.NoRoom && wait > 0 {
 		f.noWait = true
 	}
-	return kb, nil
+	return el.kb, nil
+}
+
+// prepare encodes one input element and computes its identity and priority.
+func (f *core) prepare(key, value any, ts beam.EventTime) (element, error) {
+	kb, err := encode(f.keyEnc, key)
+	if err != nil {
+		return element{}, fmt.Errorf("async: encoding key %v: %w", key, err)
+	}
+	vb, err := encode(f.valEnc, value)
+	if err != nil {
+		return element{}, fmt.Errorf("async: encoding value of key %v: %w", key, err)
+	}
+	id, err := f.identify(value, vb)
+	if err != nil {
+		return element{}, err
+	}
+	prio, err := f.priority(value)
+	if err != nil {
+		return element{}, err
+	}
+	return element{key: key, value: value, kb: kb, vb: vb, id: id, ts: ts, priority: prio}, nil
 }
 
 // element is one element about to be started.
 type element struct {
 	k          state.TaskKey
 	key, value any
+	// kb and vb are the key and value encoded with the input's coders, id
+	// the element's identity within its key, ts its event time.
+	kb, vb []byte
+	id     string
+	ts     beam.EventTime
 	// done is how many attempts of the element failed before (from bag
 	// state); fromState marks an element started from bag state by a
 	// callback (EventRescheduled) rather than by ProcessElement.
 	done      int
 	priority  int
 	fromState bool
+}
+
+// taskID identifies the element within a bundle: its key and its ID.
+func (el element) taskID() string {
+	return string(binary.AppendUvarint(nil, uint64(len(el.kb)))) + string(el.kb) + el.id
 }
 
 // submit starts the wrapped fn for one element, taking one of the pool's
@@ -258,12 +279,12 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait ti
 	}
 	job, k := f.job(el), el.k
 	t, adm, err := pool.Submit(ctx, k, wait, job)
-	if now := f.clock.Now(); adm == state.NoRoom && err == nil && !f.retryLocally && now.Sub(f.lastEvict) >= time.Second {
+	if now := f.clock.Now(); adm == state.NoRoom && err == nil && now.Sub(f.lastEvict) >= time.Second {
 		f.lastEvict = now
-		if evicted := pool.EvictFinished(now.Add(-f.staleAfter())); len(evicted) > 0 {
+		if evicted := pool.EvictIdle(now.Add(-f.staleAfter())); len(evicted) > 0 {
 			f.metrics.cancelled.Inc(ctx, int64(len(evicted)))
 			for _, e := range evicted {
-				f.event(EventCancelled, f.decodeKey(e.Key), e.ID, 0, nil)
+				f.event(EventCancelled, f.decodeKey(e.Key.Owner), e.Key.ID, 0, nil)
 			}
 			t, adm, err = pool.Submit(ctx, k, 0, job)
 		}
@@ -305,7 +326,7 @@ func (f *core) localRetry(k state.TaskKey, key any, done int) state.Retry {
 	if !f.retryLocally {
 		return nil
 	}
-	seed := []byte(k.Key + k.ID)
+	seed := []byte(k.Owner + k.ID)
 	return func(attempt int, err error) (time.Duration, bool) {
 		total := done + attempt
 		kind := kindOf(err)
@@ -324,7 +345,7 @@ func (f *core) localRetry(k state.TaskKey, key any, done int) state.Retry {
 // from bag state reports EventRescheduled here, as its first attempt begins,
 // so that a listener sees it before EventStarted.
 func (f *core) work(el element) state.Work {
-	limit, key, id := time.Duration(f.CallTimeoutNs), el.key, el.k.ID
+	limit, key, id := time.Duration(f.CallTimeoutNs), el.key, el.id
 	return func(ctx context.Context, attempt int) ([]any, error) {
 		n := el.done + attempt
 		ctx = withAttempt(ctx, n, f.Fallbacks)

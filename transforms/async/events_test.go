@@ -206,7 +206,7 @@ func TestProgressReachesListenerAndTask(t *testing.T) {
 	h.waitKey("k")
 	p, _ := h.c.pool()
 	kb, _ := encode(h.c.keyEnc, "k")
-	tasks := p.ForKey(string(kb))
+	tasks := p.ForOwner(string(kb))
 	if len(tasks) != 1 {
 		t.Fatalf("%d tasks, want 1", len(tasks))
 	}

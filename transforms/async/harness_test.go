@@ -343,7 +343,7 @@ func (h *harness) waitKey(key any) {
 	h.t.Helper()
 	p, _ := h.c.pool()
 	kb, _ := encode(h.c.keyEnc, key)
-	for _, t := range p.ForKey(string(kb)) {
+	for _, t := range p.ForOwner(string(kb)) {
 		select {
 		case <-t.Done():
 		case <-time.After(10 * time.Second):
@@ -359,7 +359,7 @@ func (h *harness) waitFinished(key any, v int) {
 	kb, _ := encode(h.c.keyEnc, key)
 	vb, _ := encode(h.c.valEnc, v)
 	id, _ := h.c.identify(v, vb)
-	t := p.Lookup(state.TaskKey{Key: string(kb), ID: id})
+	t := p.Lookup(state.TaskKey{Owner: string(kb), ID: id})
 	if t == nil {
 		h.t.Fatalf("element (%v, %d) is not known to the pool", key, v)
 	}

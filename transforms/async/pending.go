@@ -44,7 +44,8 @@ func (f *core) readPending(ctx context.Context, ks keyState, key any) (entries [
 // state: they were committed elsewhere (a key that moved between workers, or
 // a retried bundle), and running them on would only waste a slot.
 func (f *core) cancelStale(ctx context.Context, pool *state.Pool, key any, kb string, entries []pending) {
-	local := pool.ForKey(kb)
+	pool.Touch(kb)
+	local := pool.ForOwner(kb)
 	if len(local) == 0 {
 		return
 	}

@@ -99,7 +99,7 @@ func retryUntilDone(t *testing.T, h *harness, f *streamFn, key any) []string {
 			return sorted(out)
 		}
 		p, _ := h.c.pool()
-		for _, task := range p.ForKey(string(mustEncode(t, h, key))) {
+		for _, task := range p.ForOwner(string(mustEncode(t, h, key))) {
 			select {
 			case <-task.Done():
 			case <-time.After(10 * time.Second):

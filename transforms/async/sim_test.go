@@ -248,7 +248,7 @@ func (w *simWorld) waitAll() {
 	for _, wk := range w.workers {
 		p, _ := wk.stream.pool()
 		for key := range w.keys {
-			for _, t := range p.ForKey(mustKey(key)) {
+			for _, t := range p.ForOwner(mustKey(key)) {
 				select {
 				case <-t.Done():
 				case <-time.After(10 * time.Second):

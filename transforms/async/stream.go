@@ -93,7 +93,7 @@ func (f *streamFn) commit(ctx context.Context, ts beam.EventTime, sp beamstate.P
 	waitingRetries := 0   // kept entries that wait for their backoff
 	blocked := false      // an earlier element of the key is unresolved
 	for _, e := range entries {
-		t := pool.Lookup(state.TaskKey{Key: string(kb), ID: e.env.ID})
+		t := pool.Lookup(state.TaskKey{Owner: string(kb), ID: e.env.ID})
 		switch {
 		case t == nil:
 			if due := time.UnixMilli(e.env.NextAttemptMs); e.env.NextAttemptMs != 0 && due.After(now) {
@@ -213,7 +213,7 @@ func (f *streamFn) startFromState(ctx context.Context, pool *state.Pool, key any
 		byPriority(items, func(it startItem) int { return it.priority })
 	}
 	for _, it := range items {
-		el := element{k: state.TaskKey{Key: string(kb), ID: it.e.env.ID}, key: key, value: it.value,
+		el := element{k: state.TaskKey{Owner: string(kb), ID: it.e.env.ID}, id: it.e.env.ID, kb: kb, key: key, value: it.value,
 			done: it.e.env.Attempts, priority: it.priority, fromState: true}
 		_, adm, err := f.submit(ctx, pool, el, 0)
 		if err != nil {
