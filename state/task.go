@@ -66,6 +66,8 @@ type Task struct {
 	watchers []chan<- *Task
 	after    []func()
 	removed  bool
+	// interrupted: its context was cancelled (by the pool) when it finished.
+	interrupted bool
 }
 
 func newTask(parent context.Context, k TaskKey, buffered bool) *Task {
@@ -86,6 +88,14 @@ func TaskFromContext(ctx context.Context) *Task {
 
 // Done is closed when the task has finished.
 func (t *Task) Done() <-chan struct{} { return t.done }
+
+// Interrupted reports whether the task was cancelled by its pool (Remove,
+// Close) before it finished: its outcome is not the element's.
+func (t *Task) Interrupted() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.interrupted
+}
 
 // Status reports where the task is.
 func (t *Task) Status() Status {
@@ -204,6 +214,7 @@ func (t *Task) finishAt(outputs []any, err error, now time.Time) {
 func (t *Task) finish(outputs []any, err error) {
 	t.mu.Lock()
 	t.status = Finished
+	t.interrupted = t.ctx.Err() != nil
 	t.outputs, t.err = outputs, err
 	watchers, after := t.watchers, t.after
 	t.watchers, t.after = nil, nil

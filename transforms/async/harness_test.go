@@ -369,3 +369,42 @@ func (h *harness) waitFinished(key any, v int) {
 		h.t.Fatalf("element (%v, %d) did not finish", key, v)
 	}
 }
+
+func (h *harness) bundleFn() *bundleFn { return newBundleFn(h.c) }
+
+// bundleElem is one element of a bundle of bounded input.
+type bundleElem struct {
+	key any
+	v   int
+	ts  beam.EventTime
+}
+
+// bundleOut is what one bundle emitted: outputs with their timestamps, and
+// failure records.
+type bundleOut struct {
+	outputs  []string
+	stamps   map[string]beam.EventTime
+	failures []Failure
+}
+
+// runBundle runs one bundle of f over elems, as a runner would: StartBundle,
+// ProcessElement for each element in order, FinishBundle.
+func (h *harness) runBundle(f *bundleFn, elems []bundleElem) (bundleOut, error) {
+	h.t.Helper()
+	out := bundleOut{stamps: map[string]beam.EventTime{}}
+	emit := func(ts beam.EventTime, z beam.Z) {
+		out.outputs = append(out.outputs, z.(string))
+		out.stamps[z.(string)] = ts
+	}
+	fail := func(_ beam.EventTime, fr Failure) { out.failures = append(out.failures, fr) }
+	ctx := context.Background()
+	if err := f.StartBundle(ctx, emit, fail); err != nil {
+		return out, err
+	}
+	for _, e := range elems {
+		if err := f.ProcessElement(ctx, e.ts, e.key, e.v, emit, fail); err != nil {
+			return out, err
+		}
+	}
+	return out, f.FinishBundle(ctx, emit, fail)
+}

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 )
 
@@ -94,13 +95,21 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 	if err != nil {
 		return nil, err
 	}
-	// One DoFn type per input kind, each with a single timer family: Beam Go
-	// v2.77.0 hangs a bundle on prism when a DoFn declares two (the SDK
-	// expects one end-of-timers signal per transform, prism sends one per
-	// family).
-	var dofn any = newStreamFn(c)
-	if !isUnbounded(col) {
-		dofn = newBatchFn(c)
+	return beam.TryParDo(s, chooseDoFn(c, col), col, beam.TypeDefinition{Var: beam.ZType, T: outT})
+}
+
+// chooseDoFn picks the DoFn for the input (see the package doc, "How it
+// works"). The stateful ones declare a single timer family each: Beam Go
+// v2.77.0 hangs a bundle on prism when a DoFn declares two (the SDK expects
+// one end-of-timers signal per transform, prism sends one per family).
+func chooseDoFn(c core, col beam.PCollection) any {
+	switch {
+	case isUnbounded(col):
+		return newStreamFn(c)
+	case col.WindowingStrategy().Fn.Kind != window.GlobalWindows:
+		return newBatchFn(c)
+	case c.Ordered:
+		return newKeyedBundleFn(c)
 	}
-	return beam.TryParDo(s, dofn, col, beam.TypeDefinition{Var: beam.ZType, T: outT})
+	return newBundleFn(c)
 }

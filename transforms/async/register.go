@@ -15,6 +15,10 @@ import (
 func init() {
 	register.DoFn9x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.Z), func(Failure), error](&streamFn{})
 	register.DoFn9x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.Z), func(Failure), error](&batchFn{})
+	register.DoFn6x1[context.Context, beam.EventTime, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&bundleFn{})
+	register.DoFn7x1[context.Context, beam.EventTime, beamstate.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&keyedBundleFn{})
+	register.Emitter2[beam.EventTime, beam.Z]()
+	register.Emitter2[beam.EventTime, Failure]()
 	register.Emitter1[beam.Z]()
 	register.Emitter1[Failure]()
 	beam.RegisterType(reflect.TypeOf(Failure{}))

@@ -89,8 +89,12 @@ var simKinds = []string{"deliver", "deliver", "deliver", "fire", "fire", "fire",
 
 // simSchedule is everything a seed decides.
 type simSchedule struct {
-	seed                   uint64
-	batch, ordered         bool
+	seed           uint64
+	batch, ordered bool
+	// bundles (with batch): bounded input in the global window, run by
+	// bundleFn, whose bundles commit their own outputs; else batch input is
+	// drained per key (batchFn, the windowed path).
+	bundles                bool
 	elements, keys, worker int
 	parallelism, buffer    int
 	held                   int
@@ -110,6 +114,7 @@ func newSchedule(seed uint64) simSchedule {
 	// seed's schedule (and the regression seeds) as it was.
 	s.ordered = (seed/7919)%2 == 0
 	s.held = s.buffer + int(seed/7919/2%4)
+	s.bundles = s.batch && (seed/7919/8)%2 == 0
 	for i := 0; i < 20+r.IntN(60); i++ {
 		s.actions = append(s.actions, simAction{Kind: simKinds[r.IntN(len(simKinds))], A: r.IntN(1000), B: r.IntN(1000)})
 	}
@@ -446,6 +451,9 @@ func (w *simWorld) close(baseline int) {
 
 // runSchedule runs one schedule and returns its violations.
 func runSchedule(t *testing.T, s simSchedule) []string {
+	if s.bundles {
+		return runBundleSchedule(t, s)
+	}
 	baseline := runtime.NumGoroutine()
 	w := newWorld(t, s)
 	for _, a := range s.actions {
@@ -488,8 +496,8 @@ func TestSimulator(t *testing.T) {
 		}
 		violations++
 		small := shrink(t, s)
-		t.Errorf("seed %d (batch=%v, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -sim.seed=%d",
-			seed, s.batch, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, strings.Join(problems, "; "), small.actions, seed)
+		t.Errorf("seed %d (batch=%v, bundles=%v, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -sim.seed=%d",
+			seed, s.batch, s.bundles, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, strings.Join(problems, "; "), small.actions, seed)
 		if violations >= 3 {
 			break
 		}
