@@ -183,18 +183,21 @@ func TestRunnerFlagsAreChecked(t *testing.T) {
 }
 
 // TestBenchSmoke runs the benchmark program on a tiny workload: every
-// contender of every scenario must produce a row with all its elements.
+// contender of the batch and stream suites must produce a row with all its
+// elements, and the targets are judged.
 func TestBenchSmoke(t *testing.T) {
 	bench := build(t, "./pipelines/bench")
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bench, "--n=200", "--keys=10", "--latency=5ms", "--p=16", "--stream_for=1s", "--stream_rate=0.5", "--json", jsonPath)
+	cmd := exec.CommandContext(ctx, bench, "--suites=batch,stream", "--batch_n=200", "--batch_keys=10,n", "--batch_contenders=sync,floor,bundle,async",
+		"--latency=5ms", "--p=16", "--stream_for=2s", "--stream_rates=0.5", "--stream_keys=10", "--stream_contenders=floor,bundle,async", "--repeat=1", "--json", jsonPath)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, tail(out, 4000))
 	}
-	for _, row := range []string{"| batch | sync |", "| batch | bundle |", "| batch | async |", "| stream | bundle |", "| stream | async |"} {
+	for _, row := range []string{"| N=200 keys=10 | sync |", "| N=200 keys=200 (one per element) | floor |", "| N=200 keys=10 | bundle |",
+		"| N=200 keys=200 (one per element) | async |", "| 0.5×P/L keys=10 for=2s | floor |", "| 0.5×P/L keys=10 for=2s | async |", "targets met"} {
 		if !strings.Contains(string(out), row) {
 			t.Errorf("bench output lacks the row %q:\n%s", row, tail(out, 2000))
 		}

@@ -18,46 +18,80 @@ type sample struct{ createdUs, committedUs int64 }
 func (s sample) created() time.Time   { return time.UnixMicro(s.createdUs) }
 func (s sample) committed() time.Time { return time.UnixMicro(s.committedUs) }
 
-// latencyFigures are the figures read from a run's samples.
-type latencyFigures struct {
-	p50Ms, p99Ms float64
-	// sustained is the output rate while the source runs (stream only): the
-	// outputs committed between the first creation plus settle and the last
-	// creation, per second of that window. A contender that keeps up with
-	// the source, with latencies below settle, shows the input rate; one
-	// that falls behind shows less. Zero when the window is empty (batch,
-	// where every element is created at once).
-	sustained float64
+// result is what one run measured.
+type result struct {
+	spec
+	WallS float64 `json:"wall_s"`
+	// Throughput is N / wall (for a source, the wall is at least its
+	// duration); RatioToLimit is limitSeconds / wall.
+	Throughput   float64 `json:"throughput"`
+	RatioToLimit float64 `json:"ratio_to_limit"`
+	P50Ms        float64 `json:"p50_ms"`
+	P99Ms        float64 `json:"p99_ms"`
+	// Sustained (unbounded input) is the output rate while the source runs:
+	// outputs committed from the first creation plus settle to the last
+	// creation, per second of that window. A contender that keeps up, with
+	// latencies below settle, shows the source rate.
+	Sustained float64 `json:"sustained,omitempty"`
+	// Backlog (unbounded input) is how many elements were not committed when
+	// the source stopped, and Drain the rate at which they were committed
+	// after (zero without a backlog).
+	Backlog   int     `json:"backlog,omitempty"`
+	Drain     float64 `json:"drain,omitempty"`
+	CPUSPer1k float64 `json:"cpu_s_per_1k"`
+	PeakRSSMB float64 `json:"peak_rss_mb"`
+	// PeakHeld (async) is the most elements the transform's pool held at
+	// once: the memory its options bound.
+	PeakHeld int    `json:"peak_held,omitempty"`
+	Note     string `json:"note,omitempty"`
 }
 
-func figures(samples []sample, settle time.Duration) latencyFigures {
+// settle is how long after the source starts the sustained rate begins to
+// count: the commit delay a contender may have by design.
+func (s spec) settle() time.Duration { return s.C + 500*time.Millisecond }
+
+// measure turns one run's samples into its result.
+func measure(s spec, samples []sample, wall, cpu time.Duration, rssMB float64) result {
+	r := result{spec: s, WallS: wall.Seconds(), CPUSPer1k: cpu.Seconds() / float64(s.elements()) * 1000, PeakRSSMB: rssMB}
+	r.RatioToLimit = s.limitSeconds() / wall.Seconds()
+	wallForRate := wall
+	if !s.Bounded {
+		wallForRate = max(wall, s.For)
+	}
+	r.Throughput = float64(s.elements()) / wallForRate.Seconds()
 	if len(samples) == 0 {
-		return latencyFigures{}
+		return r
 	}
 	lat := make([]float64, len(samples))
-	first, last := samples[0].created(), samples[0].created()
-	for i, s := range samples {
-		lat[i] = float64(s.committedUs-s.createdUs) / 1000
-		if s.created().Before(first) {
-			first = s.created()
-		}
-		if s.created().After(last) {
-			last = s.created()
-		}
+	first, last := samples[0].createdUs, samples[0].createdUs
+	for i, x := range samples {
+		lat[i] = float64(x.committedUs-x.createdUs) / 1000
+		first, last = min(first, x.createdUs), max(last, x.createdUs)
 	}
 	sort.Float64s(lat)
-	f := latencyFigures{p50Ms: pct(lat, 0.50), p99Ms: pct(lat, 0.99)}
-	from := first.Add(settle)
-	if window := last.Sub(from); window > 0 {
-		in := 0
-		for _, s := range samples {
-			if c := s.committed(); !c.Before(from) && !c.After(last) {
-				in++
-			}
-		}
-		f.sustained = float64(in) / window.Seconds()
+	r.P50Ms, r.P99Ms = pct(lat, 0.50), pct(lat, 0.99)
+	if s.Bounded {
+		return r
 	}
-	return f
+	from, to := first+s.settle().Microseconds(), last
+	var lastCommit int64
+	in := 0
+	for _, x := range samples {
+		if x.committedUs >= from && x.committedUs <= to {
+			in++
+		}
+		if x.committedUs > to {
+			r.Backlog++
+		}
+		lastCommit = max(lastCommit, x.committedUs)
+	}
+	if to > from {
+		r.Sustained = float64(in) / (float64(to-from) / 1e6)
+	}
+	if r.Backlog > 0 && lastCommit > to {
+		r.Drain = float64(r.Backlog) / (float64(lastCommit-to) / 1e6)
+	}
+	return r
 }
 
 func pct(sorted []float64, q float64) float64 {

@@ -25,8 +25,8 @@ func pythonBin() (string, error) {
 }
 
 // runPython runs the Beam Python AsyncWrapper contender on its own prism
-// binary, built from the same Go module, and returns its row.
-func runPython(sc string) (result, error) {
+// binary, built from the same Go module, and returns its result.
+func runPython(sp spec) (result, error) {
 	py, err := pythonBin()
 	if err != nil {
 		return result{}, err
@@ -40,14 +40,17 @@ func runPython(sc string) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("building prism for Beam Python: %w", err)
 	}
-	elems := *n
+	scenario := "stream"
+	if sp.Bounded {
+		scenario = "batch"
+	}
 	args := []string{filepath.Join("pipelines", "bench", "python", "asyncwrapper_bench.py"),
-		"--scenario=" + sc, fmt.Sprint("--n=", *n), fmt.Sprint("--keys=", *keys),
-		fmt.Sprint("--latency_ms=", float64(latency.Microseconds())/1000), fmt.Sprint("--p=", *par), fmt.Sprint("--c_s=", freq.Seconds()),
+		"--scenario=" + scenario, fmt.Sprint("--n=", sp.N), fmt.Sprint("--keys=", sp.Keys),
+		fmt.Sprint("--latency_ms=", float64(sp.Latency.Microseconds())/1000), fmt.Sprint("--p=", sp.P), fmt.Sprint("--c_s=", sp.C.Seconds()),
+		fmt.Sprint("--slow_every=", sp.SlowEvery), fmt.Sprint("--slow_x=", sp.SlowX),
 		"--prism=" + prism, "--samples=" + filepath.Join(dir, "samples.txt")}
-	if sc == "stream" {
-		elems = streamElements()
-		args = append(args, fmt.Sprint("--per_tick=", streamPerTick()), fmt.Sprint("--tick_s=", tickEvery.Seconds()), fmt.Sprint("--stream_s=", streamFor.Seconds()))
+	if !sp.Bounded {
+		args = append(args, fmt.Sprint("--per_tick=", sp.perTick()), fmt.Sprint("--tick_s=", tick.Seconds()), fmt.Sprint("--stream_s=", sp.For.Seconds()))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *pythonTimeout)
 	defer cancel()
@@ -69,33 +72,19 @@ func runPython(sc string) (result, error) {
 	if err != nil {
 		return result{}, fmt.Errorf("python contender: %v", err)
 	}
-	if len(samples) != elems {
-		return result{}, fmt.Errorf("python contender: %d outputs for %d elements", len(samples), elems)
+	if len(samples) != sp.elements() {
+		return result{}, fmt.Errorf("python contender: %d outputs for %d elements", len(samples), sp.elements())
 	}
-	fig := figures(samples, settle())
-	wallForRate := r.WallS
-	if sc == "stream" {
-		wallForRate = max(r.WallS, streamFor.Seconds())
-	}
-	limit := (time.Duration(elems) * *latency / time.Duration(*par)).Seconds()
-	return result{Scenario: sc, Contender: "python", Elements: elems, WallS: r.WallS, Throughput: float64(elems) / wallForRate,
-		RatioToLimit: limit / r.WallS, P50Ms: fig.p50Ms, P99Ms: fig.p99Ms, Sustained: fig.sustained, CPUSPer1k: r.CPUS / float64(elems) * 1000, PeakRSSMB: r.PeakRSSMB,
-		Note: "CPU and RSS of the Python driver process only"}, nil
+	res := measure(sp, samples, time.Duration(r.WallS*float64(time.Second)), time.Duration(r.CPUS*float64(time.Second)), r.PeakRSSMB)
+	res.Note = "CPU and RSS of the Python driver process only"
+	return res, nil
 }
 
-func lastJSONLine(b []byte) []byte {
-	lines := bytes.Split(bytes.TrimSpace(b), []byte("\n"))
-	for i := len(lines) - 1; i >= 0; i-- {
-		if bytes.HasPrefix(lines[i], []byte("{")) {
-			return lines[i]
-		}
+// buildPrism builds the prism command from the Go module into dir.
+func buildPrism(dir string) (string, error) {
+	bin := filepath.Join(dir, "prism")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/apache/beam/sdks/v2/go/cmd/prism").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%v: %s", err, out)
 	}
-	return nil
-}
-
-func tailString(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
+	return bin, nil
 }

@@ -7,19 +7,22 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 )
 
-// startService serves GET /call on loopback, answering after latency.
-func startService(latency time.Duration) (url string, stop func(), err error) {
+// startService serves GET /call?us=D on loopback, answering after D
+// microseconds.
+func startService() (url string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /call", func(w http.ResponseWriter, r *http.Request) {
+		us, _ := strconv.ParseInt(r.URL.Query().Get("us"), 10, 64)
 		select {
-		case <-time.After(latency):
+		case <-time.After(time.Duration(us) * time.Microsecond):
 			io.WriteString(w, "ok")
 		case <-r.Context().Done():
 		}
@@ -37,8 +40,8 @@ func startService(latency time.Duration) (url string, stop func(), err error) {
 
 var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1024}, Timeout: 30 * time.Second}
 
-func httpCall(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+func httpCall(ctx context.Context, url string, d time.Duration) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"?us="+strconv.FormatInt(d.Microseconds(), 10), nil)
 	if err != nil {
 		return err
 	}

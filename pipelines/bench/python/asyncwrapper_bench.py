@@ -19,14 +19,20 @@ _lock = threading.Lock()
 
 
 class SlowCall(beam.DoFn):
-    """The same call as the Go contenders: sleep for the latency."""
+    """The same call as the Go contenders: sleep for the latency; every
+    slow_every-th element (by index) sleeps slow_x times as long."""
 
-    def __init__(self, latency_s):
+    def __init__(self, latency_s, slow_every=0, slow_x=1.0):
         self.latency_s = latency_s
+        self.slow_every = slow_every
+        self.slow_x = slow_x
 
     def process(self, element):
         _, value = element
-        time.sleep(self.latency_s)
+        d = self.latency_s
+        if self.slow_every > 0 and int(value.split("/")[1]) % self.slow_every == self.slow_every // 2:
+            d *= self.slow_x
+        time.sleep(d)
         yield value
 
 
@@ -60,6 +66,8 @@ def main():
     p.add_argument("--per_tick", type=int, default=1)
     p.add_argument("--tick_s", type=float, default=0.1)
     p.add_argument("--stream_s", type=float, default=5)
+    p.add_argument("--slow_every", type=int, default=0)
+    p.add_argument("--slow_x", type=float, default=1.0)
     p.add_argument("--prism", required=True)
     p.add_argument("--samples", required=True, help="file the sink appends creation and commit times to")
     a = p.parse_args()
@@ -68,7 +76,7 @@ def main():
     if a.scenario == "stream":
         args.append("--streaming")
     opts = PipelineOptions(args)
-    wrapper = AsyncWrapper(SlowCall(a.latency_ms / 1000), parallelism=a.p, callback_frequency=a.c_s)
+    wrapper = AsyncWrapper(SlowCall(a.latency_ms / 1000, a.slow_every, a.slow_x), parallelism=a.p, callback_frequency=a.c_s)
     cpu0 = time.process_time()
     began = time.time()
     with beam.Pipeline(options=opts) as pipe:
