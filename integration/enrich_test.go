@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -46,6 +47,8 @@ func TestEnrichOnEmbeddedPrism(t *testing.T) {
 	}{
 		{"defaults", nil, `records: in=3000 out=3000 failed=0 wall=`},
 		{"failing service calls are accounted for", []string{"--error_rate=0.2", "--latency=5ms"}, `records: in=3000 out=\d+ failed=\d+ wall=`},
+		{"generated records over many customers, with bad lines", []string{"--generate=2000", "--customers=1500", "--bad_lines=4", "--latency=5ms"},
+			`records: in=2000 out=1996 failed=4 wall=.* failures: bad_input=4`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -65,6 +68,37 @@ func TestEnrichOnEmbeddedPrism(t *testing.T) {
 				t.Errorf("no output file: %v", err)
 			}
 		})
+	}
+}
+
+// TestEnrichBadLines: a line that is not JSON and a record without the key
+// field go to failures.jsonl with their line numbers and raw text, and the
+// job finishes with every line accounted for.
+func TestEnrichBadLines(t *testing.T) {
+	bin := build(t, "./pipelines/enrich")
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	lines := "{\"id\":\"a1\",\"customer_id\":\"c1\"}\n{\"id\":\"a2\",\n\n{\"id\":\"a3\"}\n{\"id\":\"a4\",\"customer_id\":\"c2\"}\n"
+	if err := os.WriteFile(in, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--input", in, "--output", dir, "--latency=1ms").CombinedOutput()
+	if err != nil {
+		t.Fatalf("enrich: %v\n%s", err, out)
+	}
+	if want := regexp.MustCompile(`records: in=4 out=2 failed=2 .* failures: bad_input=2`); !want.Match(out) {
+		t.Errorf("summary does not count the two bad lines:\n%s", out)
+	}
+	failures, err := os.ReadFile(filepath.Join(dir, "failures.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"line":2`, `"raw":"{\"id\":\"a2\","`, `"line":4`, `no field \"customer_id\"`, `"kind":"bad_input"`} {
+		if !strings.Contains(string(failures), want) {
+			t.Errorf("failures.jsonl lacks %s:\n%s", want, failures)
+		}
 	}
 }
 

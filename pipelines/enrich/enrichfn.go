@@ -15,9 +15,11 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
 
-// record is one input line with its priority (see --priority_field).
+// record is one input line, its number and its priority (see
+// --priority_field).
 type record struct {
 	Line     string
+	LineNo   int
 	Priority int
 }
 
@@ -27,50 +29,59 @@ func recordPriority(r record) int { return r.Priority }
 var recordDecoder = beam.NewElementDecoder(reflect.TypeOf(record{}))
 
 // failureJSON writes a failure record of the async transform as one JSON
-// line: the original record, the last error, its kind and the attempts. The
-// record is decoded from the failure's value bytes with the input's coder.
+// line: the original record and its line number, the last error, its kind
+// and the attempts. The record is decoded from the failure's value bytes
+// with the input's coder.
 func failureJSON(f async.Failure) (string, error) {
 	var rec any = f.ValueText
+	line := 0
 	if v, err := recordDecoder.Decode(bytes.NewReader(f.Value)); err == nil {
-		line := v.(record).Line
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			rec = line
+		r := v.(record)
+		line = r.LineNo
+		if err := json.Unmarshal([]byte(r.Line), &rec); err != nil {
+			rec = r.Line
 		}
 	}
 	out, err := json.Marshal(map[string]any{
-		"key": f.KeyText, "record": rec, "error": f.Error, "kind": f.Kind, "attempts": f.Attempts,
+		"key": f.KeyText, "line": line, "record": rec, "error": f.Error, "kind": f.Kind, "attempts": f.Attempts,
 		"first_attempt": time.UnixMilli(f.FirstAttemptUnixMs).UTC().Format(time.RFC3339Nano),
 		"last_attempt":  time.UnixMilli(f.LastAttemptUnixMs).UTC().Format(time.RFC3339Nano),
 	})
 	return string(out), err
 }
 
+// kindBadInput is the failure kind of an input line that cannot be keyed.
+const kindBadInput = "bad_input"
+
+// badInputJSON writes an input line that cannot be keyed as one failure
+// line: its number, its text and what is wrong with it.
+func badInputJSON(b badLine) (string, error) {
+	out, err := json.Marshal(map[string]any{"line": b.N, "raw": b.Text, "error": b.Error, "kind": kindBadInput, "attempts": 0})
+	return string(out), err
+}
+
+// badLine is an input line that cannot be keyed, and why.
+type badLine struct {
+	numberedLine
+	Error string
+}
+
 // keyByField keys each JSON Lines record by one of its fields and, when
-// PriorityField is set, reads its priority from another (an integer; a
-// record without it has priority 0).
+// PriorityField is set, reads its priority from another. A line that is not
+// a JSON object, or lacks the key field, goes to the bad output with its
+// number: the job goes on.
 type keyByField struct {
 	Field         string
 	PriorityField string
 }
 
-func (f *keyByField) ProcessElement(line string) (string, record, error) {
-	var rec map[string]any
-	if err := json.Unmarshal([]byte(line), &rec); err != nil {
-		return "", record{}, fmt.Errorf("input line is not a JSON object (%v): %.200s", err, line)
+func (f *keyByField) ProcessElement(l numberedLine, emit func(string, record), bad func(badLine)) {
+	key, _, prio, err := parseRecord(l.Text, f.Field, f.PriorityField)
+	if err != nil {
+		bad(badLine{numberedLine: l, Error: err.Error()})
+		return
 	}
-	v, ok := rec[f.Field]
-	if !ok {
-		return "", record{}, fmt.Errorf("input record has no field %q to key by (see --key_field): %.200s", f.Field, line)
-	}
-	out := record{Line: line}
-	if p, ok := rec[f.PriorityField]; ok && f.PriorityField != "" {
-		n, isNumber := p.(float64)
-		if !isNumber || n != float64(int(n)) {
-			return "", record{}, fmt.Errorf("input record's priority field %q is %v, not an integer (see --priority_field): %.200s", f.PriorityField, p, line)
-		}
-		out.Priority = int(n)
-	}
-	return fmt.Sprint(v), out, nil
+	emit(key, record{Line: l.Text, LineNo: l.N, Priority: prio})
 }
 
 // enrichFn is an ordinary synchronous DoFn: one blocking HTTP call per

@@ -18,19 +18,14 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	_ "embed"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +42,10 @@ import (
 var sampleRecords []byte
 
 var (
-	input       = flag.String("input", "", "JSON Lines file to enrich (default: the 3,000 sample records shipped with the job)")
+	input       = flag.String("input", "", "JSON Lines file to enrich (default: the 3,000 sample records shipped with the job, or --generate)")
+	generate    = flag.Int("generate", 0, "enrich this many generated order records instead of the sample (see --customers)")
+	customers   = flag.Int("customers", 20000, "with --generate: how many customers the records are spread over (the key)")
+	badLines    = flag.Int("bad_lines", 0, "with --generate: how many of the lines are malformed (they go to failures.jsonl as bad_input)")
 	output      = flag.String("output", "", "directory for enriched.jsonl (default: a new temporary directory, printed)")
 	keyField    = flag.String("key_field", "customer_id", "record field whose value keys the records")
 	serviceURL  = flag.String("service_url", "", "enrichment service endpoint taking POSTed JSON records (default: start one on loopback)")
@@ -58,7 +56,7 @@ var (
 	backoff     = flag.Duration("backoff", 50*time.Millisecond, "delay before the first retry, doubling up to 5s")
 	concurrency = flag.Int("concurrency", 32, "calls in flight at once per worker (the async transform's parallelism)")
 	buffer      = flag.Int("buffer", 0, "elements in flight per worker, waiting for a slot or running (0: the transform's default, max(2*concurrency, 10))")
-	held        = flag.Int("held", 4096, "elements held per worker, in flight or awaiting commit: the memory bound (0: the transform's default, 64*concurrency)")
+	held        = flag.Int("held", 0, "elements held per worker, in flight or awaiting commit: the memory bound (0: the transform's default, 64*concurrency)")
 	ordered     = flag.Bool("ordered", false, "commit each key's records in input order")
 	priority    = flag.String("priority_field", "", "record field holding an integer priority: higher starts first when calls wait for a slot")
 	events      = flag.String("events", "", "write every record's lifecycle events to this JSON Lines file (on the worker)")
@@ -68,7 +66,12 @@ var (
 )
 
 func init() {
-	register.DoFn1x3[string, string, record, error](&keyByField{})
+	register.DoFn3x0[numberedLine, func(string, record), func(badLine)](&keyByField{})
+	register.DoFn3x1[context.Context, string, func(numberedLine), error](&readLines{})
+	register.Emitter2[string, record]()
+	register.Emitter1[badLine]()
+	register.Emitter1[numberedLine]()
+	register.Function1x2(badInputJSON)
 	register.DoFn4x1[context.Context, string, record, func(string), error](&enrichFn{})
 	register.Function1x1(recordPriority)
 	register.Emitter1[string]()
@@ -99,7 +102,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	inIDs, err := recordIDs(inPath)
+	inIDs, err := inputIDs(inPath)
 	if err != nil {
 		return err
 	}
@@ -113,10 +116,56 @@ func run(ctx context.Context) error {
 		url = svc.url
 	}
 	fmt.Printf("enrich: %d records from %s, key %q, service %s, runner %s\n", len(inIDs), inPath, *keyField, url, runner.Name())
+	out := files{enriched: filepath.Join(outDir, "enriched.jsonl"), failures: filepath.Join(outDir, "failures.jsonl")}
+	p, err := pipeline(inPath, url, out)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	stopProgress := showProgress(svc, len(inIDs), start)
+	res, err := runner.Run(ctx, p)
+	stopProgress()
+	wall := time.Since(start)
+	if err != nil {
+		return fmt.Errorf("pipeline failed: %w", err)
+	}
+	if runner.DryRun() {
+		fmt.Println("enrich: dry run: the runner printed the job above; nothing was executed")
+		return nil
+	}
+	if res != nil {
+		fmt.Println(metricsLine(res))
+	}
+	if err := summarize(inIDs, out, wall, svc); err != nil {
+		return err
+	}
+	if *events != "" {
+		return summarizeEvents(*events)
+	}
+	return nil
+}
 
+// files are the job's outputs.
+type files struct{ enriched, failures string }
+
+// pipeline builds the job: read numbered lines, key them (bad lines become
+// failures), enrich through the async transform, write both outputs.
+func pipeline(inPath, url string, out files) (*beam.Pipeline, error) {
 	p, s := beam.NewPipelineWithRoot()
-	lines := textio.Read(s, inPath)
-	keyed := beam.ParDo(s, &keyByField{Field: *keyField, PriorityField: *priority}, lines)
+	lines := beam.ParDo(s, &readLines{}, beam.Create(s, inPath))
+	keyed, bad := beam.ParDo2(s, &keyByField{Field: *keyField, PriorityField: *priority}, lines)
+	enriched, failures, err := async.TryParDoWithFailures(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed,
+		asyncOptions()...)
+	if err != nil {
+		return nil, err
+	}
+	textio.Write(s, out.enriched, enriched)
+	textio.Write(s, out.failures, beam.Flatten(s, beam.ParDo(s, failureJSON, failures), beam.ParDo(s, badInputJSON, bad)))
+	return p, nil
+}
+
+// asyncOptions are the async transform's options, from the flags.
+func asyncOptions() []async.Option {
 	opts := []async.Option{async.WithParallelism(*concurrency), async.WithCallbackFrequency(*frequency),
 		async.WithCallTimeout(*callTimeout), async.WithMaxAttempts(*maxAttempts), async.WithBackoff(async.ExponentialBackoff(*backoff, 5*time.Second))}
 	if *buffer > 0 {
@@ -134,38 +183,7 @@ func run(ctx context.Context) error {
 	if *events != "" {
 		opts = append(opts, async.WithListener(&async.JSONLinesListener{Path: *events}))
 	}
-	enriched, failures, err := async.TryParDoWithFailures(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed,
-		opts...)
-	if err != nil {
-		return err
-	}
-	outPath := filepath.Join(outDir, "enriched.jsonl")
-	failPath := filepath.Join(outDir, "failures.jsonl")
-	textio.Write(s, outPath, enriched)
-	textio.Write(s, failPath, beam.ParDo(s, failureJSON, failures))
-
-	start := time.Now()
-	stopProgress := showProgress(svc, len(inIDs), start)
-	res, err := runner.Run(ctx, p)
-	stopProgress()
-	wall := time.Since(start)
-	if err != nil {
-		return fmt.Errorf("pipeline failed: %w", err)
-	}
-	if runner.DryRun() {
-		fmt.Println("enrich: dry run: the runner printed the job above; nothing was executed")
-		return nil
-	}
-	if res != nil {
-		fmt.Println(metricsLine(res))
-	}
-	if err := summarize(inIDs, outPath, failPath, wall, svc); err != nil {
-		return err
-	}
-	if *events != "" {
-		return summarizeEvents(*events)
-	}
-	return nil
+	return opts
 }
 
 // summarizeEvents counts the events the listener wrote, by type, and with
@@ -236,47 +254,20 @@ func outputDir() (string, error) {
 	return os.MkdirTemp("", "enrich-")
 }
 
-// inputPath returns --input, or writes the embedded sample next to the output.
-func inputPath(outDir string) (string, error) {
-	if *input != "" {
-		return *input, nil
-	}
-	path := filepath.Join(outDir, "sample-records.jsonl")
-	return path, os.WriteFile(path, sampleRecords, 0o644)
-}
-
-// recordIDs reads the "id" of every record of a JSON Lines file.
-func recordIDs(path string) ([]string, error) {
+// inputIDs reads the input file and returns, for each non-empty line, how
+// the final check finds it among the outputs (see accountingID).
+func inputIDs(path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("opening input: %w", err)
 	}
 	defer f.Close()
 	var ids []string
-	err = eachLine(f, func(line string) error {
-		var rec struct {
-			ID any `json:"id"`
-		}
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			return fmt.Errorf("%s: a line is not a JSON object: %w", path, err)
-		}
-		ids = append(ids, fmt.Sprint(rec.ID))
+	err = eachLine(f, func(n int, line string) error {
+		ids = append(ids, accountingID(n, line))
 		return nil
 	})
 	return ids, err
-}
-
-func eachLine(r io.Reader, fn func(string) error) error {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for sc.Scan() {
-		if line := strings.TrimSpace(sc.Text()); line != "" {
-			if err := fn(line); err != nil {
-				return err
-			}
-		}
-	}
-	return sc.Err()
 }
 
 // showProgress prints the loopback service's call count every second: a
@@ -341,78 +332,4 @@ func metricsLine(res beam.PipelineResult) string {
 		}
 	}
 	return line
-}
-
-// summarize checks both outputs against the input and prints the summary.
-func summarize(inIDs []string, outPath, failPath string, wall time.Duration, svc *service) error {
-	seen := map[string]int{}
-	out, err := countRecords(outPath, func(rec map[string]any) { seen[fmt.Sprint(rec["id"])]++ })
-	if err != nil {
-		return err
-	}
-	kinds := map[string]int{}
-	failed, err := countRecords(failPath, func(rec map[string]any) {
-		kinds[fmt.Sprint(rec["kind"])]++
-		if r, ok := rec["record"].(map[string]any); ok {
-			seen[fmt.Sprint(r["id"])]++
-		}
-	})
-	if err != nil {
-		return err
-	}
-	missing, dups := 0, 0
-	for _, id := range inIDs {
-		switch seen[id] {
-		case 0:
-			missing++
-		case 1:
-		default:
-			dups++
-		}
-		seen[id] = -1 // count each input ID once
-	}
-	line := fmt.Sprintf("records: in=%d out=%d failed=%d wall=%s throughput=%.0f/s",
-		len(inIDs), out, failed, wall.Round(time.Millisecond), float64(len(inIDs))/wall.Seconds())
-	if svc != nil {
-		line += fmt.Sprintf(" parallelism=%d", svc.peak.Load())
-	}
-	if len(kinds) > 0 {
-		names := make([]string, 0, len(kinds))
-		for k := range kinds {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		line += " failures:"
-		for _, k := range names {
-			line += fmt.Sprintf(" %s=%d", k, kinds[k])
-		}
-	}
-	fmt.Printf("output: %s\nfailures: %s\n%s\n", outPath, failPath, line)
-	if missing > 0 || dups > 0 {
-		return fmt.Errorf("%d input records missing from both outputs and %d duplicated", missing, dups)
-	}
-	return nil
-}
-
-// countRecords reads a JSON Lines file (a missing file holds none).
-func countRecords(path string, each func(map[string]any)) (int, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("opening %s: %w", path, err)
-	}
-	defer f.Close()
-	n := 0
-	err = eachLine(f, func(line string) error {
-		var rec map[string]any
-		if err := json.Unmarshal([]byte(line), &rec); err != nil {
-			return fmt.Errorf("%s: a line is not JSON: %w", path, err)
-		}
-		each(rec)
-		n++
-		return nil
-	})
-	return n, err
 }
