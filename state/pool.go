@@ -90,11 +90,11 @@ func NewPool(cfg Config) (*Pool, error) {
 	}
 	base, stop := context.WithCancel(context.Background())
 	return &Pool{
-		cfg:   cfg,
-		queue: newRunQueue(cfg.Buffer, cfg.Parallelism),
-		hold:  semaphore.NewWeighted(int64(cfg.Hold)),
-		base:  base,
-		stop:  stop,
+		cfg:    cfg,
+		queue:  newRunQueue(cfg.Buffer, cfg.Parallelism),
+		hold:   semaphore.NewWeighted(int64(cfg.Hold)),
+		base:   base,
+		stop:   stop,
 		tasks:  map[TaskKey]*Task{},
 		owners: map[string]*owner{},
 	}, nil
