@@ -10,15 +10,22 @@
 //     task it holds: waiting, in flight, or finished and waiting for its
 //     key's commit), lets at most Buffer of them be in flight, runs at most
 //     Parallelism at once, and hands places and slots out by priority, then
-//     arrival. It indexes [Task] records by [TaskKey] so that an element is
-//     never run twice at once in a worker and a key's commit finds its work.
+//     arrival. It indexes [Task] records by [TaskKey] (an owner: a key and
+//     window, or a bundle; and an ID) so that an element is never run twice
+//     at once in a worker and a key's commit finds its work; it remembers
+//     when each owner was last called back, so that the work of owners gone
+//     from the worker (keys that moved, bundles of dropped DoFn instances) is
+//     evicted ([Pool.EvictIdle]) and a busy key is told from a quiet one.
 //   - [Registry] ([Default], [Shared], [Reset]): the only process-global state
 //     of the project, a map from the transform's UUID (fixed at pipeline
 //     construction and shipped with the DoFn) to its Pool and to the few
 //     objects shared beside it ([Registry.SharedValue]: the event listener).
 //   - [Envelope]: how one element is written into bag state: its identity, its
 //     event time, its place in its key's order, its retry state and its value
-//     encoded with the input's value coder.
+//     encoded with the input's value coder. A bag entry holds one envelope
+//     or a batch of them ([EncodeBatch], [DecodeEntry]), so that rewriting a
+//     key is one write whatever its size; a [QueueSummary] entry describes
+//     the key's elements queued in a second bag for want of room.
 //
 // Nothing here survives a worker restart, and nothing needs to: an element in
 // bag state that no Pool knows is simply started again.

@@ -14,7 +14,46 @@ import (
 const (
 	envelopeVersion   byte = 3
 	envelopeVersionV2 byte = 2
+	// batchVersion starts a bag entry that holds several encoded
+	// envelopes (see EncodeBatch).
+	batchVersion byte = 4
+	// queueVersion starts a QueueSummary entry.
+	queueVersion byte = 5
 )
+
+// QueueSummary describes the elements of a key that wait in a separate bag
+// for room, so that a callback knows them without reading that bag: how
+// many, their earliest event time (for the timer's watermark hold), their
+// highest sequence number (WithOrdered). It is written into the bag of
+// pending elements; of several, the one with the highest Serial is current.
+type QueueSummary struct {
+	Serial, Count, MinEventTimeMs, MaxSeq int64
+}
+
+// Encode returns the summary's bag entry.
+func (q QueueSummary) Encode() []byte {
+	buf := []byte{queueVersion}
+	for _, v := range []int64{q.Serial, q.Count, q.MinEventTimeMs, q.MaxSeq} {
+		buf = binary.AppendVarint(buf, v)
+	}
+	return buf
+}
+
+// IsQueueSummary reports whether a bag entry is a QueueSummary.
+func IsQueueSummary(b []byte) bool { return len(b) > 0 && b[0] == queueVersion }
+
+// DecodeQueueSummary parses an entry written by QueueSummary.Encode.
+func DecodeQueueSummary(b []byte) (QueueSummary, error) {
+	if !IsQueueSummary(b) {
+		return QueueSummary{}, fmt.Errorf("%w: not a queue summary", ErrBadEnvelope)
+	}
+	r := &reader{b: b[1:]}
+	q := QueueSummary{Serial: r.varint("serial"), Count: r.varint("count"), MinEventTimeMs: r.varint("earliest event time"), MaxSeq: r.varint("highest sequence number")}
+	if r.err == nil && (len(r.b) != 0 || q.Count < 0) {
+		r.err = fmt.Errorf("%w: bad queue summary", ErrBadEnvelope)
+	}
+	return q, r.err
+}
 
 // Envelope is one accepted element as kept in bag state, with its retry
 // state: keeping the attempt count and the time of the next attempt here
@@ -132,6 +171,61 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 	}
 	e.Value = r.b
 	return e, nil
+}
+
+// EncodeBatch returns one bag entry holding several encoded envelopes: the
+// batch version byte, then each envelope's length as a uvarint and its
+// bytes. Rewriting a key's elements as one entry costs one write to the
+// runner, not one per element.
+func EncodeBatch(encoded [][]byte) []byte {
+	n := 1 + binary.MaxVarintLen64
+	for _, e := range encoded {
+		n += binary.MaxVarintLen64 + len(e)
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, batchVersion)
+	buf = binary.AppendUvarint(buf, uint64(len(encoded)))
+	for _, e := range encoded {
+		buf = binary.AppendUvarint(buf, uint64(len(e)))
+		buf = append(buf, e...)
+	}
+	return buf
+}
+
+// DecodeEntry parses one bag entry: a single envelope or a batch. It returns
+// each envelope with its own encoded bytes (aliasing b), never panics, and
+// wraps ErrBadEnvelope on malformed input.
+func DecodeEntry(b []byte) (envs []Envelope, raws [][]byte, err error) {
+	if len(b) == 0 || b[0] != batchVersion {
+		e, err := DecodeEnvelope(b)
+		if err != nil {
+			return nil, nil, err
+		}
+		return []Envelope{e}, [][]byte{b}, nil
+	}
+	rest := b[1:]
+	n, k := binary.Uvarint(rest)
+	if k <= 0 || n > uint64(len(rest)) {
+		return nil, nil, fmt.Errorf("%w: bad batch count", ErrBadEnvelope)
+	}
+	rest = rest[k:]
+	for i := uint64(0); i < n; i++ {
+		l, k := binary.Uvarint(rest)
+		if k <= 0 || l > uint64(len(rest)-k) {
+			return nil, nil, fmt.Errorf("%w: bad length of batch member %d", ErrBadEnvelope, i)
+		}
+		raw := rest[k : k+int(l)]
+		rest = rest[k+int(l):]
+		e, err := DecodeEnvelope(raw)
+		if err != nil {
+			return nil, nil, fmt.Errorf("batch member %d: %w", i, err)
+		}
+		envs, raws = append(envs, e), append(raws, raw)
+	}
+	if len(rest) != 0 {
+		return nil, nil, fmt.Errorf("%w: %d bytes after the batch", ErrBadEnvelope, len(rest))
+	}
+	return envs, raws, nil
 }
 
 // DefaultID is the identity of an element whose transform has no ID

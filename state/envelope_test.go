@@ -123,3 +123,82 @@ func FuzzEnvelopeRoundTrip(f *testing.F) {
 		}
 	})
 }
+
+// TestBatchRoundTrip: a batch entry decodes to its members, each with its
+// own bytes; a single envelope decodes as a batch of one.
+func TestBatchRoundTrip(t *testing.T) {
+	members := []Envelope{{ID: "a", Value: []byte("1")}, {ID: "b", Seq: 2, Attempts: 1, Value: []byte("two")}, {ID: "c"}}
+	var raws [][]byte
+	for _, m := range members {
+		raws = append(raws, m.Encode())
+	}
+	for _, tc := range []struct {
+		name  string
+		entry []byte
+		want  []Envelope
+	}{
+		{"batch", EncodeBatch(raws), members},
+		{"single", raws[1], members[1:2]},
+		{"empty batch", EncodeBatch(nil), nil},
+	} {
+		envs, gotRaws, err := DecodeEntry(tc.entry)
+		if err != nil {
+			t.Fatalf("%s: DecodeEntry: %v", tc.name, err)
+		}
+		if len(envs) != len(tc.want) {
+			t.Fatalf("%s: %d members, want %d", tc.name, len(envs), len(tc.want))
+		}
+		for i := range envs {
+			if !reflect.DeepEqual(normal(envs[i]), normal(tc.want[i])) {
+				t.Errorf("%s: member %d = %+v, want %+v", tc.name, i, envs[i], tc.want[i])
+			}
+			if !bytes.Equal(gotRaws[i], tc.want[i].Encode()) {
+				t.Errorf("%s: member %d bytes differ from its encoding", tc.name, i)
+			}
+		}
+	}
+	bad := EncodeBatch(raws)
+	for _, b := range [][]byte{bad[:len(bad)-1], append(bad, 0), {batchVersion, 0xff}} {
+		if _, _, err := DecodeEntry(b); !errors.Is(err, ErrBadEnvelope) {
+			t.Errorf("DecodeEntry(%x) = %v, want ErrBadEnvelope", b, err)
+		}
+	}
+}
+
+// FuzzDecodeEntry: any bytes decode to an error or to members that round
+// trip through EncodeBatch.
+func FuzzDecodeEntry(f *testing.F) {
+	f.Add(EncodeBatch([][]byte{Envelope{ID: "a", Value: []byte("v")}.Encode()}))
+	f.Add([]byte{batchVersion, 2, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		envs, raws, err := DecodeEntry(b)
+		if err != nil {
+			return
+		}
+		again, _, err := DecodeEntry(EncodeBatch(raws))
+		if err != nil || len(again) != len(envs) {
+			t.Fatalf("re-encoding %x does not round trip: %d members, %v", b, len(again), err)
+		}
+	})
+}
+
+func TestQueueSummaryRoundTrip(t *testing.T) {
+	for _, want := range []QueueSummary{{}, {Serial: 3, Count: 10, MinEventTimeMs: -5, MaxSeq: 1 << 40}} {
+		b := want.Encode()
+		if !IsQueueSummary(b) {
+			t.Fatalf("IsQueueSummary(%x) = false", b)
+		}
+		got, err := DecodeQueueSummary(b)
+		if err != nil || got != want {
+			t.Errorf("round trip of %+v = %+v, %v", want, got, err)
+		}
+		if _, _, err := DecodeEntry(b); err == nil {
+			t.Errorf("DecodeEntry took a queue summary for elements")
+		}
+	}
+	for _, b := range [][]byte{{queueVersion}, append(QueueSummary{Count: 1}.Encode(), 0), QueueSummary{Count: -1}.Encode()} {
+		if _, err := DecodeQueueSummary(b); !errors.Is(err, ErrBadEnvelope) {
+			t.Errorf("DecodeQueueSummary(%x) = %v, want ErrBadEnvelope", b, err)
+		}
+	}
+}

@@ -23,9 +23,11 @@ type Config struct {
 	// and not yet removed (their results wait for a commit). It bounds
 	// memory. Zero means Buffer; otherwise it must be >= Buffer.
 	Hold int
-	// Now is the clock that stamps finished tasks (for EvictFinished); nil
-	// means time.Now.
+	// Now is the clock of Touch and EvictIdle; nil means time.Now.
 	Now func() time.Time
+	// Forget is how long the pool remembers an owner that holds no task
+	// (see Touch); zero means a minute.
+	Forget time.Duration
 }
 
 func (c Config) validate() error {
@@ -73,6 +75,7 @@ type Pool struct {
 	owners   map[string]*owner
 	buffered int // Hold places taken
 	peak     int // the most Hold places ever taken at once
+	swept    time.Time
 
 	latencyNs atomic.Int64 // moving average of Work durations; 0 until one finishes
 }
@@ -87,6 +90,9 @@ func NewPool(cfg Config) (*Pool, error) {
 	}
 	if cfg.Hold == 0 {
 		cfg.Hold = cfg.Buffer
+	}
+	if cfg.Forget <= 0 {
+		cfg.Forget = time.Minute
 	}
 	base, stop := context.WithCancel(context.Background())
 	return &Pool{
@@ -125,22 +131,48 @@ func (p *Pool) ForOwner(o string) []*Task {
 	return out
 }
 
-// owner is the set of tasks one owner holds, and when it last showed it is
-// alive (see Touch and EvictIdle).
+// owner is the set of tasks one owner holds, when it last showed it is
+// alive (see Touch and EvictIdle), and when it last received an element.
 type owner struct {
-	tasks      map[string]*Task
-	lastActive time.Time
+	tasks       map[string]*Task
+	lastActive  time.Time
+	lastElement time.Time
 }
 
 // Touch records that owner o is alive: its key was called back on this
-// worker, or its bundle is still running. Owners that are not touched for a
-// while are evicted by EvictIdle.
-func (p *Pool) Touch(o string) {
+// worker, or its bundle is still running; element says the callback brought
+// an element. It returns when o last received an element, or the zero time
+// if the pool does not remember it. Owners whose tasks are not touched for a
+// while are evicted by EvictIdle; an owner without tasks is remembered for
+// Config.Forget after its last touch.
+func (p *Pool) Touch(o string, element bool) (lastElement time.Time) {
 	now := p.cfg.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if own := p.owners[o]; own != nil {
-		own.lastActive = now
+	p.forgetIdle(now)
+	own := p.owners[o]
+	if own == nil {
+		own = &owner{tasks: map[string]*Task{}}
+		p.owners[o] = own
+	}
+	lastElement, own.lastActive = own.lastElement, now
+	if element {
+		own.lastElement = now
+	}
+	return lastElement
+}
+
+// forgetIdle drops, at most once a second, the owners that hold no task and
+// were not touched for Config.Forget; p.mu is held.
+func (p *Pool) forgetIdle(now time.Time) {
+	if now.Sub(p.swept) < time.Second {
+		return
+	}
+	p.swept = now
+	for o, own := range p.owners {
+		if len(own.tasks) == 0 && now.Sub(own.lastActive) > p.cfg.Forget {
+			delete(p.owners, o)
+		}
 	}
 }
 
@@ -346,10 +378,7 @@ func (p *Pool) Remove(t *Task) {
 	t.removed = true
 	delete(p.tasks, t.Key)
 	if own := p.owners[t.Key.Owner]; own != nil {
-		delete(own.tasks, t.Key.ID)
-		if len(own.tasks) == 0 {
-			delete(p.owners, t.Key.Owner)
-		}
+		delete(own.tasks, t.Key.ID) // the owner itself is forgotten later (forgetIdle)
 	}
 	release := t.buffered
 	if release {

@@ -352,7 +352,7 @@ func TestEvictIdle(t *testing.T) {
 	wait(t, gone)
 	wait(t, alive)
 	advance(time.Minute)
-	p.Touch("live")
+	p.Touch("live", false)
 	evicted := p.EvictIdle(now.Add(-30 * time.Second))
 	if len(evicted) != 1 || evicted[0] != gone {
 		t.Fatalf("EvictIdle = %v, want only the task of the untouched owner", evicted)

@@ -26,10 +26,10 @@ func TestBadInputAtRuntime(t *testing.T) {
 	t.Run("ID function gives one ID for everything: one element per key", func(t *testing.T) {
 		h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(constantID))
 		f := h.stream()
-		for v := 1; v <= 3; v++ {
-			book.open(gateID(t.Name(), "a", v))
+		for v := 1; v <= 3; v++ { // pending at the same time: one element
 			h.process(f, "a", v)
 		}
+		openAll(t.Name(), "a", 4)
 		h.waitFinished("a", 1)
 		if got := mustFire(t, h, f, "a"); !reflect.DeepEqual(got, []string{"a:1#0"}) {
 			t.Errorf("commit = %v, want only the first element (all share one ID)", got)

@@ -144,7 +144,7 @@ func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, b
 // flush emits the results and failures of the run's finished elements, in
 // acceptance order per key with WithOrdered, and frees their places.
 func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	run.pool.Touch(run.id)
+	run.pool.Touch(run.id, false)
 	for _, it := range run.takeFinished() {
 		t := it.task
 		f.metrics.observeFinished(ctx, t, f.clock.Now())

@@ -11,6 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
 )
@@ -55,22 +59,27 @@ func TestCommitBasic(t *testing.T) {
 	}
 }
 
+// TestCommitTimerOnRoundIncrement: a quiet key's timer is set to its next
+// round; a busy key (called back again within max(C/2, 250 ms)) has its
+// bundles commit it, and its timer, a backstop, is set a round that far
+// ahead, so that it does not fall due while the key is in a bundle.
 func TestCommitTimerOnRoundIncrement(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(time.Second))
+	const c = time.Second
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
+	phase := timers.Phase(mustEncode(t, h, "a"), c)
 	h.process(f, "a", 1)
 	first, _ := h.tm("a").take()
+	if want := timers.NextRound(h.clock.Now(), c, phase); !first.Equal(want) {
+		t.Errorf("first element armed the timer at %v, want the key's next round %v", first, want)
+	}
 	h.clock.Advance(100 * time.Millisecond)
 	h.process(f, "a", 2)
 	second, _ := h.tm("a").take()
-	if !first.Equal(second) {
-		t.Errorf("a later element of the key moved its commit from %v to %v", first, second)
+	if want := timers.NextRound(h.clock.Now().Add(c/2), c, phase); !second.Equal(want) {
+		t.Errorf("a busy key's timer is at %v, want the round after half a period, %v", second, want)
 	}
-	if d := first.Sub(h.clock.Now()); d <= -time.Second || d > time.Second {
-		t.Errorf("commit timer %v is not within one period of now", d)
-	}
-	book.open(gateID(t.Name(), "a", 1))
-	book.open(gateID(t.Name(), "a", 2))
+	openAll(t.Name(), "a", 3)
 }
 
 func TestCommitKeysIndependent(t *testing.T) {
@@ -223,10 +232,8 @@ func TestStaleLocalWorkIsCancelled(t *testing.T) {
 			h.process(f, tc.key, 1)
 			h.process(f, tc.key, 2)
 			// Another worker committed element 1: drop it from this key's state.
-			st := h.st(tc.key)
-			st.mu.Lock()
-			st.bags[pendingStateID] = st.bags[pendingStateID][1:]
-			st.mu.Unlock()
+			vb, _ := encode(h.c.valEnc, 1)
+			h.st(tc.key).filter(func(env state.Envelope) bool { return env.ID != state.DefaultID(vb) })
 			p, _ := h.c.pool()
 			before := p.Buffered()
 			if got := mustFire(t, h, f, tc.key); len(got) != 0 {
@@ -247,9 +254,10 @@ func TestStaleLocalWorkIsCancelled(t *testing.T) {
 }
 
 // TestFullBufferQueuesAndRearmsEarly: elements that find no place (here
-// WithMaxItemsHeld(1)) stay in bag state; a commit that leaves some of them queued comes back after the
-// observed call latency, not a whole round later, and one that leaves only
-// running work waits for the next round.
+// WithMaxItemsHeld(1)) stay in bag state; the timer of a quiet key that
+// leaves some of them queued comes back after the observed call latency, not
+// a whole round later, and one that leaves only running work (with the pool
+// busy) at the next quarter round.
 func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	name := t.Name()
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithCallbackFrequency(10*time.Second))
@@ -264,10 +272,12 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	if got := h.st("a").size(); got != 3 {
 		t.Fatalf("bag state holds %d elements, want 3 (queued work is kept)", got)
 	}
-	for v := 1; v <= 3; v++ {
+	for v := 1; v <= 2; v++ { // 3 runs until after the second commit
 		book.open(gateID(name, "a", v))
 	}
+	h.clock.Advance(10 * time.Second) // no element for a while: the key is quiet
 	round := timers.NextRound(h.clock.Now(), 10*time.Second, timers.Phase(mustEncode(t, h, "a"), 10*time.Second))
+	quarter := timers.NextRound(h.clock.Now(), 10*time.Second/timers.PhaseSlots, 0)
 	h.waitFinished("a", 1)
 	h.tm("a").take()
 	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
@@ -284,9 +294,10 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	if got, want := mustFire(t, h, f, "a"), []string{"a:2#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("second commit = %v, want %v", got, want)
 	}
-	if next, _ := h.tm("a").take(); round.Sub(next).Abs() >= time.Millisecond { // timers keep milliseconds
-		t.Errorf("re-armed %v ahead with only running work; want the next round, %v ahead", next.Sub(h.clock.Now()), round.Sub(h.clock.Now()))
+	if next, _ := h.tm("a").take(); quarter.Sub(next).Abs() >= time.Millisecond { // timers keep milliseconds
+		t.Errorf("re-armed %v ahead with only running work; want the next quarter round, %v ahead", next.Sub(h.clock.Now()), quarter.Sub(h.clock.Now()))
 	}
+	book.open(gateID(name, "a", 3))
 	h.waitFinished("a", 3)
 	if got, want := mustFire(t, h, f, "a"), []string{"a:3#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("third commit = %v, want %v", got, want)
@@ -298,29 +309,34 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 
 // TestFinishedResultsHoldPlacesUpToHeld: finished results do not take buffer
 // places, so new elements run while they wait for their commit, until
-// WithMaxItemsHeld is reached; past it, elements wait in bag state.
+// WithMaxItemsHeld is reached; past it, elements wait in bag state. (Each key
+// here gets one element, so that no later ProcessElement of the key commits
+// its result early.)
 func TestFinishedResultsHoldPlacesUpToHeld(t *testing.T) {
 	name := t.Name()
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(3))
 	f := h.stream()
 	p, _ := h.c.pool()
-	for v := 1; v <= 4; v++ {
-		book.open(gateID(name, "a", v))
-		h.process(f, "a", v)
-		if v <= 3 {
-			h.waitFinished("a", v)
+	keys := []string{"a", "b", "c", "d"}
+	for i, k := range keys {
+		book.open(gateID(name, k, 1))
+		h.process(f, k, 1)
+		if i < 3 {
+			h.waitFinished(k, 1)
 		}
 	}
 	if got := p.Len(); got != 3 {
 		t.Errorf("tasks = %d, want 3: three finished results fill WithMaxItemsHeld(3), the fourth waits in bag state", got)
 	}
-	h.waitKey("a")
-	if got := mustFire(t, h, f, "a"); len(got) != 3 {
-		t.Errorf("commit = %v, want the three finished results", got)
+	if got := mustFire(t, h, f, "a"); !reflect.DeepEqual(got, []string{"a:1#0"}) {
+		t.Errorf("commit of a = %v, want its finished result", got)
 	}
-	h.waitFinished("a", 4) // started by the commit, now that there is room
-	if got, want := mustFire(t, h, f, "a"), []string{"a:4#0"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("second commit = %v, want %v", got, want)
+	if got := mustFire(t, h, f, "d"); len(got) != 0 { // starts d, now that there is room
+		t.Errorf("first commit of d = %v, want nothing yet", got)
+	}
+	h.waitFinished("d", 1)
+	if got, want := mustFire(t, h, f, "d"), []string{"d:1#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("second commit of d = %v, want %v", got, want)
 	}
 }
 
@@ -370,10 +386,10 @@ func TestDrainCommitsEverything(t *testing.T) {
 	var want []string
 	for v := 0; v < 9; v++ {
 		h.process(f, "a", v)
-		book.open(gateID(t.Name(), "a", v))
 		want = append(want, fmt.Sprintf("a:%d#0", v))
 	}
-	h.process(f, "a", 3) // a duplicate
+	h.process(f, "a", 3) // a copy of a pending element
+	openAll(t.Name(), "a", 9)
 	got, err := h.drain(f, "a")
 	if err != nil {
 		t.Fatalf("drain: %v", err)
@@ -412,20 +428,22 @@ func TestConcurrentKeysLoad(t *testing.T) {
 			defer wg.Done()
 			key := fmt.Sprint("k", k)
 			f := h.stream()
+			ctx, w, st, tm := context.Background(), window.GlobalWindow{}, h.states[key], h.timers[key]
+			emit := func(_ beam.EventTime, z beam.Z) { results[k] = append(results[k], z.(string)) }
+			fail := func(beam.EventTime, Failure) {}
 			for v := 0; v < perKey; v++ {
-				f.StartBundle(context.Background(), nil, nil)
-				if _, err := f.accept(context.Background(), 0, f.keyState(h.states[key]), key, v); err != nil {
+				f.StartBundle(ctx, nil, nil)
+				if err := f.ProcessElement(ctx, w, 0, st, tm, key, v, emit, fail); err != nil {
 					errs[k] = err
 					return
 				}
 			}
-			for round := 0; round < 1000 && h.states[key].size() > 0; round++ {
-				out, err := h.fire(f, key)
-				if err != nil {
+			for round := 0; round < 1000 && st.size() > 0; round++ {
+				f.StartBundle(ctx, nil, nil)
+				if err := f.OnTimer(ctx, w, st, tm, key, beamtimers.Context{Family: commitFamily}, emit, fail); err != nil {
 					errs[k] = err
 					return
 				}
-				results[k] = append(results[k], out...)
 				time.Sleep(time.Millisecond)
 			}
 		}()

@@ -10,20 +10,11 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 
 	"github.com/google/uuid"
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
-)
-
-// Names of the transform's bag state and timer families, as they appear in
-// the runner's job graph.
-const (
-	pendingStateID = "asyncPending"
-	commitFamily   = "asyncCommit"
-	drainFamily    = "asyncDrain"
 )
 
 // core is what the two stateful DoFns behind ParDo share (see streamFn and
@@ -73,11 +64,8 @@ type core struct {
 	// the scan is over the whole pool, so it runs at most once a second.
 	lastEvict time.Time
 	// retryLocally makes failed attempts retry inside the pool, counted in
-	// memory, instead of going back to bag state (see batchFn).
+	// memory, instead of going back to bag state (bundleFn, drainFn).
 	retryLocally bool
-	// lastSeq is, per encoded key, the last sequence number given in this
-	// bundle (WithOrdered); see nextSeq.
-	lastSeq map[string]int64
 }
 
 func (f *core) freq() time.Duration { return time.Duration(f.CallbackFrequencyNs) }
@@ -170,62 +158,10 @@ func (f *core) reg() *state.Registry {
 // every use rather than kept, so that a registry Reset (a simulated worker
 // restart) is seen at once.
 func (f *core) pool() (*state.Pool, error) {
-	return f.reg().Shared(f.ID, state.Config{Parallelism: f.Parallelism, Buffer: f.Buffer, Hold: f.Held, Now: f.clock.Now})
-}
-
-// StartBundle resets the per-bundle wait flag and sequence numbers.
-func (f *core) StartBundle(_ context.Context, _ func(beam.Z), _ func(Failure)) {
-	f.noWait = false
-	clear(f.lastSeq)
-}
-
-// keyState is the state of one key that accept and the callbacks use: a
-// single bag, and nothing else per key (even the order of WithOrdered lives
-// in the bag's entries), so an emptied key leaves no state behind.
-type keyState struct {
-	bag *beamstate.Bag[[]byte]
-	sp  beamstate.Provider
-}
-
-// accept takes one element: it is added to bag state and started if there is
-// room (WithMaxItemsHeld). It returns the encoded key, for the caller to set
-// its timer.
-func (f *core) accept(ctx context.Context, ts beam.EventTime, ks keyState, key, value any) ([]byte, error) {
-	el, err := f.prepare(key, value, ts)
-	if err != nil {
-		return nil, err
-	}
-	env := state.Envelope{ID: el.id, EventTimeMs: int64(ts), Value: el.vb}
-	if f.Ordered {
-		if env.Seq, err = f.nextSeq(el.kb, ks); err != nil {
-			return nil, err
-		}
-	}
-	if err := ks.bag.Add(ks.sp, env.Encode()); err != nil {
-		return nil, fmt.Errorf("async: adding to bag state: %w", err)
-	}
-	f.event(EventAccepted, key, el.id, 0, nil)
-	pool, err := f.pool()
-	if err != nil {
-		return nil, err
-	}
-	wait := f.maxWait()
-	if f.noWait {
-		wait = 0
-	}
-	el.k = state.TaskKey{Owner: string(el.kb), ID: el.id}
-	_, adm, err := f.submit(ctx, pool, el, wait)
-	if err != nil {
-		return nil, err
-	}
-	// A copy of a pending element (adm == Existing) is counted as
-	// deduplicated when a callback drops its bag entry, not here.
-	f.metrics.accepted.Inc(ctx, 1)
-	f.publish(ctx)
-	if adm == state.NoRoom && wait > 0 {
-		f.noWait = true
-	}
-	return el.kb, nil
+	// The pool remembers a key without tasks for twice the window in which
+	// its elements count as busy (see streamFn.arm).
+	return f.reg().Shared(f.ID, state.Config{Parallelism: f.Parallelism, Buffer: f.Buffer, Hold: f.Held, Now: f.clock.Now,
+		Forget: max(4*f.freq(), 4*time.Second)})
 }
 
 // prepare encodes one input element and computes its identity and priority.
@@ -279,15 +215,8 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait ti
 	}
 	job, k := f.job(el), el.k
 	t, adm, err := pool.Submit(ctx, k, wait, job)
-	if now := f.clock.Now(); adm == state.NoRoom && err == nil && now.Sub(f.lastEvict) >= time.Second {
-		f.lastEvict = now
-		if evicted := pool.EvictIdle(now.Add(-f.staleAfter())); len(evicted) > 0 {
-			f.metrics.cancelled.Inc(ctx, int64(len(evicted)))
-			for _, e := range evicted {
-				f.event(EventCancelled, f.decodeKey(e.Key.Owner), e.Key.ID, 0, nil)
-			}
-			t, adm, err = pool.Submit(ctx, k, 0, job)
-		}
+	if adm == state.NoRoom && err == nil && f.evictIdle(ctx, pool) {
+		t, adm, err = pool.Submit(ctx, k, 0, job)
 	}
 	if adm != state.Started {
 		f.user.release()
@@ -296,6 +225,23 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait ti
 		t.AfterFinish(f.user.release)
 	}
 	return t, adm, err
+}
+
+// evictIdle removes, at most once a second, the work of owners gone from
+// this worker (see state.Pool.EvictIdle), and reports whether it freed any
+// place.
+func (f *core) evictIdle(ctx context.Context, pool *state.Pool) bool {
+	now := f.clock.Now()
+	if now.Sub(f.lastEvict) < time.Second {
+		return false
+	}
+	f.lastEvict = now
+	evicted := pool.EvictIdle(now.Add(-f.staleAfter()))
+	f.metrics.cancelled.Inc(ctx, int64(len(evicted)))
+	for _, t := range evicted {
+		f.event(EventCancelled, f.decodeKey(keyOfOwner(t.Key.Owner)), t.Key.ID, t.Attempts(), nil)
+	}
+	return len(evicted) > 0
 }
 
 // startUnbuffered starts the wrapped fn for one element without taking a

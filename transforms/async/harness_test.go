@@ -46,10 +46,62 @@ func (m *memState) ClearBagState(t beamstate.Transaction) error {
 	delete(m.bags, t.Key)
 	return nil
 }
+
+// size counts the elements the key's bags hold, pending and queued
+// (entries may hold several).
 func (m *memState) size() int {
+	return len(m.envelopes()) + len(m.queued())
+}
+
+// filter keeps in the bag only the elements for which keep is true, as
+// another worker's commit would leave it.
+func (m *memState) filter(keep func(state.Envelope) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.bags[pendingStateID])
+	var out []any
+	for _, raw := range m.bags[pendingStateID] {
+		if state.IsQueueSummary(raw.([]byte)) {
+			out = append(out, raw)
+			continue
+		}
+		_, members, err := state.DecodeEntry(raw.([]byte))
+		if err != nil {
+			panic(err)
+		}
+		var kept [][]byte
+		for _, b := range members {
+			if env, _ := state.DecodeEnvelope(b); keep(env) {
+				kept = append(kept, b)
+			}
+		}
+		if len(kept) > 0 {
+			out = append(out, state.EncodeBatch(kept))
+		}
+	}
+	m.bags[pendingStateID] = out
+}
+
+// envelopes decodes every pending element, in bag order.
+func (m *memState) envelopes() []state.Envelope { return m.decode(pendingStateID) }
+
+// queued decodes every queued element, in bag order.
+func (m *memState) queued() []state.Envelope { return m.decode(queuedStateID) }
+
+func (m *memState) decode(bag string) []state.Envelope {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []state.Envelope
+	for _, raw := range m.bags[bag] {
+		if state.IsQueueSummary(raw.([]byte)) {
+			continue
+		}
+		envs, _, err := state.DecodeEntry(raw.([]byte))
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, envs...)
+	}
+	return out
 }
 
 var errUnused = fmt.Errorf("memState: not used by the async transform")
@@ -249,6 +301,11 @@ type harness struct {
 	// collects what the callbacks wrote to it.
 	failures bool
 	failed   []Failure
+	// early holds, per key, what ProcessElement committed since the key's
+	// last fire or drain: they are returned with it.
+	early map[any][]string
+	// stamps records the timestamp of every output, by output.
+	stamps map[string]beam.EventTime
 }
 
 func newHarness(t testing.TB, fn any, keyT reflect.Type, opts ...Option) *harness {
@@ -267,7 +324,8 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 	if err != nil {
 		t.Fatalf("inspectFn: %v", err)
 	}
-	h := &harness{t: t, clock: timers.NewManual(time.Unix(1_800_000_000, 0)), states: map[any]*memState{}, timers: map[any]*memTimers{}, failures: failures}
+	h := &harness{t: t, clock: timers.NewManual(time.Unix(1_800_000_000, 0)), states: map[any]*memState{}, timers: map[any]*memTimers{}, failures: failures,
+		early: map[any][]string{}, stamps: map[string]beam.EventTime{}}
 	if h.c, err = newCore("test", spec, keyT, reflect.TypeOf(0), set, failures); err != nil {
 		t.Fatalf("newCore: %v", err)
 	}
@@ -286,7 +344,7 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 
 func (h *harness) stream() *streamFn { return newStreamFn(h.c) }
 
-func (h *harness) batch() *batchFn { return newBatchFn(h.c) }
+func (h *harness) batch() *drainFn { return newDrainFn(h.c) }
 
 func (h *harness) st(key any) *memState {
 	if h.states[key] == nil {
@@ -302,48 +360,68 @@ func (h *harness) tm(key any) *memTimers {
 	return h.timers[key]
 }
 
-// process feeds one element to fn (a *streamFn or *batchFn).
+// process feeds one element to fn (a *streamFn or *drainFn), in a bundle of
+// its own, at the clock's time. What its commit emits is kept for the key's
+// next fire or drain.
 func (h *harness) process(fn any, key any, v int) {
 	h.t.Helper()
 	var err error
 	ts := mtime.FromTime(h.clock.Now())
 	w := window.GlobalWindow{}
+	emit := h.emitter(key)
 	switch f := fn.(type) {
 	case *streamFn:
 		f.StartBundle(context.Background(), nil, nil)
-		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, nil, nil)
-	case *batchFn:
+		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, emit, h.fail)
+	case *drainFn:
 		f.StartBundle(context.Background(), nil, nil)
-		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, nil, nil)
+		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, emit, h.fail)
 	}
 	if err != nil {
 		h.t.Fatalf("ProcessElement(%v, %d): %v", key, v, err)
 	}
 }
 
-// fire runs the key's commit callback and returns what it emitted.
+// emitter collects a key's outputs into early, with their timestamps.
+func (h *harness) emitter(key any) func(beam.EventTime, beam.Z) {
+	return func(ts beam.EventTime, z beam.Z) {
+		h.early[key] = append(h.early[key], z.(string))
+		h.stamps[z.(string)] = ts
+	}
+}
+
+// fire runs the key's commit callback, in a bundle of its own, and returns
+// what it emitted, after what ProcessElement committed since the last fire.
 func (h *harness) fire(f *streamFn, key any) ([]string, error) {
-	var out []string
-	emit := func(z beam.Z) { out = append(out, z.(string)) }
-	err := f.OnTimer(context.Background(), mtime.FromTime(h.clock.Now()), h.st(key), h.tm(key), key, beamtimers.Context{Family: commitFamily}, emit, h.fail)
+	f.StartBundle(context.Background(), nil, nil)
+	err := f.OnTimer(context.Background(), window.GlobalWindow{}, h.st(key), h.tm(key), key, beamtimers.Context{Family: commitFamily}, h.emitter(key), h.fail)
+	out := h.early[key]
+	delete(h.early, key)
 	return out, err
 }
 
-func (h *harness) drain(f *batchFn, key any) ([]string, error) {
-	var out []string
-	emit := func(z beam.Z) { out = append(out, z.(string)) }
-	err := f.OnTimer(context.Background(), h.st(key), h.tm(key), key, beamtimers.Context{Family: drainFamily}, emit, h.fail)
+// drain runs the key's drain, as fire does its commit.
+func (h *harness) drain(f *drainFn, key any) ([]string, error) {
+	f.StartBundle(context.Background(), nil, nil)
+	err := f.OnTimer(context.Background(), window.GlobalWindow{}, h.st(key), h.tm(key), key, beamtimers.Context{Family: drainFamily}, h.emitter(key), h.fail)
+	out := h.early[key]
+	delete(h.early, key)
 	return out, err
 }
 
-func (h *harness) fail(fr Failure) { h.failed = append(h.failed, fr) }
+func (h *harness) fail(_ beam.EventTime, fr Failure) { h.failed = append(h.failed, fr) }
+
+// owner is the pool owner of a key in the global window.
+func (h *harness) owner(key any) string {
+	kb, _ := encode(h.c.keyEnc, key)
+	return ownerOf(kb, window.GlobalWindow{})
+}
 
 // waitKey waits until every local task of key has finished.
 func (h *harness) waitKey(key any) {
 	h.t.Helper()
 	p, _ := h.c.pool()
-	kb, _ := encode(h.c.keyEnc, key)
-	for _, t := range p.ForOwner(string(kb)) {
+	for _, t := range p.ForOwner(h.owner(key)) {
 		select {
 		case <-t.Done():
 		case <-time.After(10 * time.Second):
@@ -356,10 +434,9 @@ func (h *harness) waitKey(key any) {
 func (h *harness) waitFinished(key any, v int) {
 	h.t.Helper()
 	p, _ := h.c.pool()
-	kb, _ := encode(h.c.keyEnc, key)
 	vb, _ := encode(h.c.valEnc, v)
 	id, _ := h.c.identify(v, vb)
-	t := p.Lookup(state.TaskKey{Owner: string(kb), ID: id})
+	t := p.Lookup(state.TaskKey{Owner: h.owner(key), ID: id})
 	if t == nil {
 		h.t.Fatalf("element (%v, %d) is not known to the pool", key, v)
 	}

@@ -138,10 +138,10 @@ func TestOrderedHeadStartsWithoutRoom(t *testing.T) {
 	book.mu.Lock()
 	book.plan[gateID(name, "k", 0)] = []error{errors.New("transient")}
 	book.mu.Unlock()
-	book.open(gateID(name, "k", 0))
 	book.open(gateID(name, "k", 1))
 	h.process(f, "k", 0)
 	h.process(f, "k", 1) // no room: queued in bag state
+	book.open(gateID(name, "k", 0))
 	h.waitFinished("k", 0)
 	if out, err := h.fire(f, "k"); err != nil || len(out) != 0 {
 		t.Fatalf("first commit = %v, %v; want nothing yet (0 retries, 1 starts)", out, err)
@@ -165,12 +165,11 @@ func TestOrderedHeadStartsWithoutRoom(t *testing.T) {
 // from the highest number in bag state in a new bundle (another worker, or
 // after a restart), and start again at 1 once the key's bag has emptied.
 func TestOrderedSequenceFromBag(t *testing.T) {
-	h := newHarness(t, &jittery{}, reflect.TypeOf(""), WithOrdered())
+	h := newHarness(t, &gated{Name: t.Name()}, reflect.TypeOf(""), WithOrdered())
 	f := h.stream()
 	seqs := func() []int64 {
 		var out []int64
-		for _, raw := range h.st("k").bags[pendingStateID] {
-			env, _ := state.DecodeEnvelope(raw.([]byte))
+		for _, env := range h.st("k").envelopes() {
 			out = append(out, env.Seq)
 		}
 		return out
@@ -182,11 +181,13 @@ func TestOrderedSequenceFromBag(t *testing.T) {
 	if got, want := seqs(), []int64{1, 2, 3}; !reflect.DeepEqual(got, want) {
 		t.Errorf("sequence numbers = %v, want %v", got, want)
 	}
+	openAll(t.Name(), "k", 3)
 	h.waitKey("k")
 	if _, err := h.fire(f, "k"); err != nil {
 		t.Fatal(err)
 	}
 	h.process(f, "k", 3)
+	book.open(gateID(t.Name(), "k", 3))
 	if got, want := seqs(), []int64{1}; !reflect.DeepEqual(got, want) {
 		t.Errorf("sequence after the key emptied = %v, want %v", got, want)
 	}

@@ -107,7 +107,7 @@ func chooseDoFn(c core, col beam.PCollection) any {
 	case isUnbounded(col):
 		return newStreamFn(c)
 	case col.WindowingStrategy().Fn.Kind != window.GlobalWindows:
-		return newBatchFn(c)
+		return newDrainFn(c)
 	case c.Ordered:
 		return newKeyedBundleFn(c)
 	}

@@ -60,10 +60,3 @@ func (f *core) priority(value any) (p int, err error) {
 func byPriority[T any](items []T, priority func(T) int) {
 	sort.SliceStable(items, func(i, j int) bool { return priority(items[i]) > priority(items[j]) })
 }
-
-// startItem is an element from bag state that a callback is about to start.
-type startItem struct {
-	e        pending
-	value    any
-	priority int
-}

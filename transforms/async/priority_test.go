@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 )
 
@@ -124,7 +125,9 @@ func waitStarts(t *testing.T, name string, n int) {
 // a bad-input error for the bundle, with the cause, not a crash.
 func TestPriorityFunctionPanicFailsTheElement(t *testing.T) {
 	h := newHarness(t, &startLog{Name: t.Name()}, reflect.TypeOf(""), WithPriority(explodingPriority))
-	_, err := h.stream().accept(context.Background(), 0, h.stream().keyState(h.st("k")), "k", 1)
+	f := h.stream()
+	f.StartBundle(context.Background(), nil, nil)
+	err := f.ProcessElement(context.Background(), window.GlobalWindow{}, 0, h.st("k"), h.tm("k"), "k", 1, h.emitter("k"), h.fail)
 	if err == nil || !strings.Contains(err.Error(), "priority function") {
 		t.Errorf("accept with a panicking priority function = %v, want an error naming it", err)
 	}

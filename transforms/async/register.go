@@ -13,14 +13,12 @@ import (
 // The package registers its own DoFn, so a worker that is a separate process
 // can rebuild it. Users register only their wrapped fn (see TryParDo).
 func init() {
-	register.DoFn9x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.Z), func(Failure), error](&streamFn{})
-	register.DoFn9x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.Z), func(Failure), error](&batchFn{})
+	register.DoFn9x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&streamFn{})
+	register.DoFn9x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&drainFn{})
 	register.DoFn6x1[context.Context, beam.EventTime, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&bundleFn{})
 	register.DoFn7x1[context.Context, beam.EventTime, beamstate.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&keyedBundleFn{})
 	register.Emitter2[beam.EventTime, beam.Z]()
 	register.Emitter2[beam.EventTime, Failure]()
-	register.Emitter1[beam.Z]()
-	register.Emitter1[Failure]()
 	beam.RegisterType(reflect.TypeOf(Failure{}))
 	beam.RegisterType(reflect.TypeOf(LogListener{}))
 	beam.RegisterType(reflect.TypeOf(JSONLinesListener{}))

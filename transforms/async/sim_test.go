@@ -10,8 +10,10 @@ package async
 // fires processing-time timers, and slow and failing calls with retries.
 //
 // After each schedule it checks: every element is committed exactly once
-// (to the output or the failure output), bag state is empty, no pool held
-// more than it may, and no goroutine outlives Teardown.
+// (to the output or the failure output), with its own timestamp, bag state
+// is empty, no pool held more than it may, and no goroutine outlives
+// Teardown. Elements of a key may come in bundles of several, and a key's
+// timer may fire in the same bundle as its elements.
 
 import (
 	"context"
@@ -123,15 +125,20 @@ func newSchedule(seed uint64) simSchedule {
 
 // simKey is the committed state of one key on the runner.
 type simKey struct {
-	bag   []any
-	timer *time.Time // set timer (processing time for stream, drain for batch)
+	bags  map[string][]any // committed bag state, by bag
+	timer *time.Time       // set timer (processing time for stream, drain for batch)
 	owner int
+}
+
+// elements counts the elements the key's committed bags hold.
+func (k *simKey) elements() int {
+	return (&memState{bags: k.bags}).size()
 }
 
 type simWorker struct {
 	registry *state.Registry
 	stream   *streamFn
-	batch    *batchFn
+	batch    *drainFn
 }
 
 type simWorld struct {
@@ -178,7 +185,7 @@ func newWorld(t *testing.T, s simSchedule) *simWorld {
 		w.workers = append(w.workers, &simWorker{
 			registry: c.registry,
 			stream:   newStreamFn(c),
-			batch:    newBatchFn(c),
+			batch:    newDrainFn(c),
 		})
 	}
 	for i := 0; i < s.elements; i++ {
@@ -194,14 +201,25 @@ func newWorld(t *testing.T, s simSchedule) *simWorld {
 // bundle runs fn on the key's owner against a copy of the key's committed
 // state, then commits its state, timer and outputs, unless a fault fails it:
 // then everything it did is discarded and it runs again.
-func (w *simWorld) bundle(key string, fn func(wk *simWorker, st *memState, tm *memTimers, emit func(beam.Z), fail func(Failure)) error) {
+func (w *simWorld) bundle(key string, fn func(wk *simWorker, st *memState, tm *memTimers, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error) {
 	k := w.keys[key]
 	for try := 0; ; try++ {
-		st := &memState{bags: map[string][]any{pendingStateID: append([]any(nil), k.bag...)}}
+		st := &memState{bags: map[string][]any{}}
+		for name, bag := range k.bags {
+			st.bags[name] = append([]any(nil), bag...)
+		}
 		tm := &memTimers{}
 		var outs []string
 		var fails []Failure
-		err := fn(w.workers[k.owner], st, tm, func(z beam.Z) { outs = append(outs, z.(string)) }, func(f Failure) { fails = append(fails, f) })
+		var late []string
+		emit := func(ts beam.EventTime, z beam.Z) {
+			outs = append(outs, z.(string))
+			if want := mtime.FromMilliseconds(int64(1000 + indexOfOutput(z.(string)))); ts != want {
+				late = append(late, fmt.Sprintf("output %s has timestamp %v, want its element's %v", z, ts, want))
+			}
+		}
+		err := fn(w.workers[k.owner], st, tm, emit, func(_ beam.EventTime, f Failure) { fails = append(fails, f) })
+		w.problems = append(w.problems, late...)
 		if w.failNext && try == 0 {
 			w.failNext = false
 			continue // the runner lost this bundle: retry it
@@ -213,7 +231,7 @@ func (w *simWorld) bundle(key string, fn func(wk *simWorker, st *memState, tm *m
 			w.violation("bundle for key %s keeps failing: %v", key, err)
 			return
 		}
-		k.bag = st.bags[pendingStateID]
+		k.bags = st.bags
 		if fire, ok := tm.take(); ok {
 			k.timer = &fire
 		}
@@ -223,16 +241,47 @@ func (w *simWorld) bundle(key string, fn func(wk *simWorker, st *memState, tm *m
 	}
 }
 
-func (w *simWorld) deliver(elems []simElem) {
+// deliver hands elems to their keys' owners: the elements of one key in one
+// bundle, in order (a later element of the key sees what the bundle's first
+// one read and wrote); with withTimer, the key's timer fires in the same
+// bundle after them, as prism may deliver it.
+func (w *simWorld) deliver(elems []simElem, withTimer bool) {
+	var keys []string
+	byKey := map[string][]simElem{}
 	for _, e := range elems {
-		w.bundle(e.key, func(wk *simWorker, st *memState, tm *memTimers, _ func(beam.Z), _ func(Failure)) error {
-			ts := mtime.FromTime(w.clock.Now())
+		if byKey[e.key] == nil {
+			keys = append(keys, e.key)
+		}
+		byKey[e.key] = append(byKey[e.key], e)
+	}
+	for _, key := range keys {
+		fire := withTimer && !w.s.batch && w.keys[key].timer != nil
+		if fire {
+			w.keys[key].timer = nil
+		}
+		w.bundle(key, func(wk *simWorker, st *memState, tm *memTimers, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+			ctx := context.Background()
 			if w.s.batch {
-				wk.batch.StartBundle(context.Background(), nil, nil)
-				return wk.batch.ProcessElement(context.Background(), window.GlobalWindow{}, ts, st, tm, e.key, e.v, nil, nil)
+				wk.batch.StartBundle(ctx, nil, nil)
+			} else {
+				wk.stream.StartBundle(ctx, nil, nil)
 			}
-			wk.stream.StartBundle(context.Background(), nil, nil)
-			return wk.stream.ProcessElement(context.Background(), window.GlobalWindow{}, ts, st, tm, e.key, e.v, nil, nil)
+			for _, e := range byKey[key] {
+				ts := mtime.FromMilliseconds(int64(1000 + e.v))
+				var err error
+				if w.s.batch {
+					err = wk.batch.ProcessElement(ctx, window.GlobalWindow{}, ts, st, tm, e.key, e.v, emit, fail)
+				} else {
+					err = wk.stream.ProcessElement(ctx, window.GlobalWindow{}, ts, st, tm, e.key, e.v, emit, fail)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			if fire {
+				return wk.stream.OnTimer(ctx, window.GlobalWindow{}, st, tm, key, beamtimers.Context{Family: commitFamily}, emit, fail)
+			}
+			return nil
 		})
 	}
 }
@@ -241,11 +290,13 @@ func (w *simWorld) deliver(elems []simElem) {
 func (w *simWorld) fire(key string) {
 	k := w.keys[key]
 	k.timer = nil // a fired timer is consumed unless the callback sets it again
-	w.bundle(key, func(wk *simWorker, st *memState, tm *memTimers, emit func(beam.Z), fail func(Failure)) error {
+	w.bundle(key, func(wk *simWorker, st *memState, tm *memTimers, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 		if w.s.batch {
-			return wk.batch.OnTimer(context.Background(), st, tm, key, beamtimers.Context{Family: drainFamily}, emit, fail)
+			wk.batch.StartBundle(context.Background(), nil, nil)
+			return wk.batch.OnTimer(context.Background(), window.GlobalWindow{}, st, tm, key, beamtimers.Context{Family: drainFamily}, emit, fail)
 		}
-		return wk.stream.OnTimer(context.Background(), mtime.FromTime(w.clock.Now()), st, tm, key, beamtimers.Context{Family: commitFamily}, emit, fail)
+		wk.stream.StartBundle(context.Background(), nil, nil)
+		return wk.stream.OnTimer(context.Background(), window.GlobalWindow{}, st, tm, key, beamtimers.Context{Family: commitFamily}, emit, fail)
 	})
 }
 
@@ -266,7 +317,7 @@ func (w *simWorld) waitAll() {
 
 func mustKey(key string) string {
 	kb, _ := encode(beam.NewElementEncoder(reflect.TypeOf("")), key)
-	return string(kb)
+	return ownerOf(kb, window.GlobalWindow{})
 }
 
 func (w *simWorld) sortedKeys() []string {
@@ -304,7 +355,7 @@ func (w *simWorld) apply(a simAction) {
 	case "deliver":
 		n := 1 + a.B%5
 		end := min(w.next+n, len(w.input))
-		w.deliver(w.input[w.next:end])
+		w.deliver(w.input[w.next:end], a.A%4 == 0)
 		w.next = end
 	case "dup":
 		// A copy of an element that is still pending: the same element
@@ -318,7 +369,7 @@ func (w *simWorld) apply(a simAction) {
 			}
 		}
 		if len(pending) > 0 {
-			w.deliver([]simElem{pending[a.B%len(pending)]})
+			w.deliver([]simElem{pending[a.B%len(pending)]}, false)
 		}
 	case "fire":
 		if w.s.batch {
@@ -356,19 +407,19 @@ func (w *simWorld) apply(a simAction) {
 // finish delivers the rest of the input, then fires timers until every key
 // is empty, as the runner would.
 func (w *simWorld) finish() {
-	w.deliver(w.input[w.next:])
+	w.deliver(w.input[w.next:], false)
 	w.next = len(w.input)
 	for round := 0; round < 200; round++ {
 		pending := false
 		w.waitAll()
 		for _, key := range w.sortedKeys() {
 			k := w.keys[key]
-			if len(k.bag) == 0 {
+			if k.elements() == 0 {
 				continue
 			}
 			pending = true
 			if k.timer == nil {
-				w.violation("key %s holds %d elements but no timer: they would never commit", key, len(k.bag))
+				w.violation("key %s holds %d elements but no timer: they would never commit", key, k.elements())
 				return
 			}
 			if k.timer.After(w.clock.Now()) && !w.s.batch {
@@ -409,8 +460,8 @@ func (w *simWorld) check() {
 		w.violation("%d outputs + %d failures for %d elements", len(w.outputs), len(w.failures), len(w.input))
 	}
 	for key, k := range w.keys {
-		if len(k.bag) != 0 {
-			w.violation("key %s: bag state holds %d entries at the end", key, len(k.bag))
+		if n := len(k.bags[pendingStateID]) + len(k.bags[queuedStateID]); n != 0 {
+			w.violation("key %s: bag state holds %d entries at the end", key, n)
 		}
 	}
 	if w.s.ordered {
@@ -507,9 +558,12 @@ func TestSimulator(t *testing.T) {
 
 // TestSimulatorRegressions replays seeds whose schedules once found faults:
 // a key that moved between workers left finished results holding buffer
-// places on its old worker for ever, so the key never drained.
+// places on its old worker for ever, so the key never drained (87109,
+// 2431133, 3729849); a key's queued elements were never started because a
+// full worker only looked for places held by keys gone elsewhere when a new
+// element arrived (8433735).
 func TestSimulatorRegressions(t *testing.T) {
-	for _, seed := range []uint64{87109, 2431133, 3729849} {
+	for _, seed := range []uint64{87109, 2431133, 3729849, 8433735} {
 		if problems := runSchedule(t, newSchedule(seed)); len(problems) > 0 {
 			t.Errorf("seed %d: %s", seed, strings.Join(problems, "; "))
 		}

@@ -1,0 +1,268 @@
+package async
+
+// The exactly-once step of the stateful DoFns: a callback that holds a key
+// and window's state emits the outputs of its finished elements and removes
+// them from the bag in the same bundle, which the runner commits whole.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// commitResult is what a commit leaves for the key's next callback.
+type commitResult struct {
+	queued         int       // elements waiting in bag state for room
+	waitingRetries int       // elements waiting out their backoff
+	dueNext        time.Time // when the first of those is due (zero: none)
+}
+
+// commit settles every finished element of the view's key and window:
+// outputs of successes are emitted with their elements' timestamps (and, with
+// WithOrdered, only once every earlier element is resolved), final failures
+// go to the failure output, failed attempts to retry are written back with
+// their attempt count and due time, holding no pool slot. Then it starts,
+// room permitting, the elements that this worker does not run: written by
+// another worker or before a restart, left for want of room, or retries now
+// due, and then queued elements. With WithOrdered and headFirst, the key's
+// earliest element starts even without a place (see startFromState). The
+// caller writes the view back (keyView.write) in the same callback.
+func (f *core) commit(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, headFirst bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (commitResult, error) {
+	f.cancelStale(ctx, pool, v)
+	entries := v.entries
+	if f.Ordered {
+		entries = inOrder(v.entries)
+	}
+	now := f.clock.Now()
+	var res commitResult
+	var keep, toStart []*pending
+	changed := false
+	blocked := false // an earlier element of the key is unresolved (WithOrdered)
+	for _, p := range entries {
+		t := pool.Lookup(state.TaskKey{Owner: v.owner, ID: p.env.ID})
+		switch {
+		case t == nil:
+			if due := time.UnixMilli(p.env.NextAttemptMs); p.env.NextAttemptMs != 0 && due.After(now) {
+				res.dueNext = earliest(res.dueNext, due)
+				res.waitingRetries++
+			} else {
+				toStart = append(toStart, p)
+			}
+			keep = append(keep, p)
+			blocked = true
+		case t.Status() != state.Finished:
+			f.metrics.observeRunning(ctx, t)
+			keep = append(keep, p)
+			blocked = true
+		default:
+			outputs, callErr := t.Result()
+			if callErr == nil && f.Ordered && blocked {
+				keep = append(keep, p) // its turn comes after the earlier ones
+				continue
+			}
+			// Forget the task either way: a retry starts a new one, and if
+			// this callback fails the retried callback runs it again.
+			pool.Remove(t)
+			f.metrics.observeFinished(ctx, t, now)
+			changed = true
+			if callErr == nil {
+				emitAt(p.env.EventTimeMs, outputs, emit)
+				f.metrics.committed.Inc(ctx, 1)
+				f.event(EventCommitted, v.key, p.env.ID, p.env.Attempts+t.Attempts(), nil)
+				continue
+			}
+			out, err := f.settle(ctx, v.key, v.kb, p.env, t, callErr)
+			if err != nil {
+				return res, err
+			}
+			if out.failure != nil {
+				fail(beam.EventTime(p.env.EventTimeMs), *out.failure)
+				f.metrics.failed.Inc(ctx, 1)
+				continue
+			}
+			f.metrics.retried.Inc(ctx, 1)
+			retry := &pending{raw: out.retry.Encode(), env: *out.retry}
+			keep = append(keep, retry)
+			res.waitingRetries++
+			res.dueNext = earliest(res.dueNext, time.UnixMilli(retry.env.NextAttemptMs))
+			blocked = true
+		}
+	}
+	if changed {
+		v.keep(keep)
+	}
+	queued, err := f.startFromState(ctx, pool, v, keep, toStart, headFirst)
+	if err != nil {
+		return res, err
+	}
+	if queued == 0 && v.queue.Count > 0 {
+		if err := f.startQueued(ctx, pool, ks, v, headFirst && f.Ordered && len(keep) == 0); err != nil {
+			return res, err
+		}
+	}
+	res.queued = queued + int(v.queue.Count)
+	f.metrics.inFlight.Set(ctx, int64(pool.Len()))
+	f.metrics.queued.Set(ctx, int64(queued+res.waitingRetries))
+	f.publish(ctx)
+	return res, nil
+}
+
+// startFromState starts what this worker does not run, now that committed
+// elements have freed their places: by priority, or in acceptance order when
+// ordered. Without room an element stays queued in bag state for a later
+// callback (queued counts those); but with WithOrdered and headFirst the
+// key's earliest pending element (keep[0]) starts even without a place,
+// since the key's held results wait for it (a drain, which starts everything,
+// needs no such help).
+func (f *core) startFromState(ctx context.Context, pool *state.Pool, v *keyView, keep, toStart []*pending, headFirst bool) (queued int, err error) {
+	items := make([]startItem, 0, len(toStart))
+	for _, p := range toStart {
+		value, err := f.decodeValue(v.key, p.env.Value)
+		if err != nil {
+			return 0, err
+		}
+		prio, err := f.priority(value)
+		if err != nil {
+			return 0, err
+		}
+		items = append(items, startItem{p: p, value: value, priority: prio})
+	}
+	head := ""
+	switch {
+	case f.Ordered && headFirst && len(keep) > 0:
+		head = keep[0].env.ID
+	case !f.Ordered:
+		byPriority(items, func(it startItem) int { return it.priority })
+	}
+	for _, it := range items {
+		el := f.fromState(v, it.p, it.value, it.priority)
+		_, adm, err := f.submit(ctx, pool, el, 0)
+		if err != nil {
+			return 0, err
+		}
+		if adm == state.NoRoom && it.p.env.ID == head {
+			if _, err := f.startUnbuffered(ctx, pool, el); err != nil {
+				return 0, err
+			}
+			adm = state.Started
+		}
+		if adm != state.Started {
+			queued++
+			continue
+		}
+		f.metrics.rescheduled.Inc(ctx, 1)
+	}
+	return queued, nil
+}
+
+// startQueued starts queued elements while there is room, in their order
+// (by priority, else as queued; with WithOrdered in acceptance order) and
+// moves them to the pending elements. With head, the first starts even
+// without a place: it is the key's earliest element (WithOrdered), which the
+// key's held results wait for. The queue bag is read only if an element can
+// start.
+func (f *core) startQueued(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, head bool) error {
+	if !head && pool.Buffered() >= f.Held && (!f.evictIdle(ctx, pool) || pool.Buffered() >= f.Held) {
+		return nil
+	}
+	if err := f.readQueue(ctx, ks, v); err != nil {
+		return err
+	}
+	items := make([]startItem, len(v.queued))
+	for i, p := range v.queued {
+		items[i].p = p
+	}
+	switch {
+	case f.Ordered:
+		sort.SliceStable(items, func(i, j int) bool { return items[i].p.env.Seq < items[j].p.env.Seq })
+	case f.PriorityFn != nil:
+		for i := range items {
+			if err := f.decodeItem(v, &items[i]); err != nil {
+				return err
+			}
+		}
+		byPriority(items, func(it startItem) int { return it.priority })
+	}
+	started := 0
+	for ; started < len(items); started++ {
+		it := &items[started]
+		if err := f.decodeItem(v, it); err != nil {
+			return err
+		}
+		el := f.fromState(v, it.p, it.value, it.priority)
+		_, adm, err := f.submit(ctx, pool, el, 0)
+		if err != nil {
+			return err
+		}
+		if adm == state.NoRoom && head && started == 0 {
+			if _, err := f.startUnbuffered(ctx, pool, el); err != nil {
+				return err
+			}
+			adm = state.Started
+		}
+		if adm == state.NoRoom {
+			break
+		}
+		v.add(it.p)
+		v.added = append(v.added, it.p.raw)
+		f.metrics.rescheduled.Inc(ctx, 1)
+	}
+	if started > 0 || v.queueChanged {
+		rest := make([]*pending, 0, len(items)-started)
+		for _, it := range items[started:] {
+			rest = append(rest, it.p)
+		}
+		v.dequeue(rest)
+	}
+	return nil
+}
+
+// decodeItem decodes an element's value and priority, once.
+func (f *core) decodeItem(v *keyView, it *startItem) (err error) {
+	if it.decoded {
+		return nil
+	}
+	it.decoded = true
+	if it.value, err = f.decodeValue(v.key, it.p.env.Value); err != nil {
+		return err
+	}
+	it.priority, err = f.priority(it.value)
+	return err
+}
+
+// fromState is the element of a bag entry of the view's key, to be started
+// by a callback.
+func (f *core) fromState(v *keyView, p *pending, value any, priority int) element {
+	return element{k: state.TaskKey{Owner: v.owner, ID: p.env.ID}, key: v.key, value: value, kb: v.kb, vb: p.env.Value,
+		id: p.env.ID, ts: beam.EventTime(p.env.EventTimeMs), done: p.env.Attempts, priority: priority, fromState: true}
+}
+
+// decodeValue decodes an element's value from its bag entry.
+func (f *core) decodeValue(key any, vb []byte) (any, error) {
+	value, err := decode(f.valDec, vb)
+	if err != nil {
+		return nil, fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
+	}
+	return value, nil
+}
+
+// startItem is an element from bag state that a callback is about to start.
+type startItem struct {
+	p        *pending
+	value    any
+	priority int
+	decoded  bool // value and priority are set
+}
+
+// earliest returns the earlier of a and b, where the zero time means unset.
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}

@@ -1,0 +1,422 @@
+package async
+
+// What one bundle of a stateful DoFn (streamFn, drainFn) knows of a key and
+// window's state: its pending elements, read once at the bundle's first
+// touch of the key and window and then kept exact by applying the bundle's
+// own changes, which write writes back.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// Names of the two bags, as they appear in the job graph.
+const (
+	// pendingStateID holds the elements the worker holds (started,
+	// finished, or waiting out a retry's backoff), and the summary of the
+	// queued ones.
+	pendingStateID = "asyncPending"
+	// queuedStateID holds the elements that found no room (see
+	// WithMaxItemsHeld), until a callback of their key has room to start
+	// them. Keeping them apart means a callback reads and rewrites only what
+	// the worker holds, never the backlog of an overloaded key.
+	queuedStateID = "asyncQueued"
+)
+
+// keyState is the state of one key and window that a callback may write:
+// the two bags, and nothing else per key (even the order of WithOrdered lives
+// in the elements), so an emptied key leaves no state behind. The provider is
+// the current invocation's.
+type keyState struct {
+	bag, queue *beamstate.Bag[[]byte]
+	sp         beamstate.Provider
+}
+
+// pending is one element in a key's bag: its envelope and encoded bytes.
+type pending struct {
+	raw []byte
+	env state.Envelope
+}
+
+// keyView is a bundle's view of one key and window.
+type keyView struct {
+	owner string // the pool owner of the key and window's tasks
+	key   any
+	kb    []byte
+	win   typex.Window
+	// entries are the pending elements, one per ID, in the order they were
+	// read or added; byID indexes them.
+	entries []*pending
+	byID    map[string]*pending
+	maxSeq  int64
+	// queue summarizes the queued elements; queued holds them once read
+	// in this bundle (queueRead).
+	queue     state.QueueSummary
+	queued    []*pending
+	queueRead bool
+	// What write has to do: rewrite the pending bag (changed: it holds
+	// elements that entries no longer do, or older forms of them), else
+	// append added to it; write the queue summary; rewrite the queue bag
+	// (queueChanged), else append toQueue to it.
+	changed, summaryChanged, queueChanged bool
+	added                                 [][]byte
+	toQueue                               []*pending
+	// committed: a callback of this bundle has committed the key; res is
+	// what that commit left for the key's timer.
+	committed bool
+	res       commitResult
+	// seen is when the key last received an element on this worker before
+	// this bundle (zero: not while it had work here).
+	seen time.Time
+}
+
+// views are a bundle's keyViews, by owner; StartBundle resets them.
+type views map[string]*keyView
+
+// openKey is the first step of every stateful callback (element: a
+// ProcessElement): the state it may write, the transform's pool, and the
+// bundle's view of the key and window.
+func (f *core) openKey(ctx context.Context, bag, queue *beamstate.Bag[[]byte], vs *views, sp beamstate.Provider, key any, w typex.Window, element bool) (keyState, *state.Pool, *keyView, error) {
+	ks := keyState{bag: bag, queue: queue, sp: sp}
+	if *vs == nil { // a runner calls StartBundle first; a test may not
+		*vs = views{}
+	}
+	pool, err := f.pool()
+	if err != nil {
+		return ks, nil, nil, err
+	}
+	v, err := f.view(ctx, pool, *vs, ks, key, w, element)
+	return ks, pool, v, err
+}
+
+// view returns the bundle's view of key in window w, reading the pending
+// bag on the bundle's first touch (which also shows the pool the key is alive
+// here).
+func (f *core) view(ctx context.Context, pool *state.Pool, vs views, ks keyState, key any, w typex.Window, element bool) (*keyView, error) {
+	kb, err := encode(f.keyEnc, key)
+	if err != nil {
+		return nil, fmt.Errorf("async: encoding key %v: %w", key, err)
+	}
+	owner := ownerOf(kb, w)
+	if v := vs[owner]; v != nil {
+		return v, nil
+	}
+	v := &keyView{owner: owner, key: key, kb: kb, win: w, byID: map[string]*pending{}, seen: pool.Touch(owner, element)}
+	if err := f.readBag(ctx, ks.bag, ks.sp, v, v.add); err != nil {
+		return nil, err
+	}
+	vs[owner] = v
+	return v, nil
+}
+
+// readBag reads one of the key's bags, handing each element to keep. Of
+// several entries of one ID the first is kept (a later one with more attempts
+// replaces it: a retry written back); the others are copies, counted as
+// deduplicated. The current queue summary goes to v.
+func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beamstate.Provider, v *keyView, keep func(*pending)) error {
+	raws, _, err := bag.Read(sp)
+	if err != nil {
+		return fmt.Errorf("async: reading bag state: %w", err)
+	}
+	seen := map[string]*pending{}
+	for _, raw := range raws {
+		if state.IsQueueSummary(raw) {
+			q, err := state.DecodeQueueSummary(raw)
+			if err != nil {
+				return fmt.Errorf("async: bag state %q holds an entry this version cannot read: %w", pendingStateID, err)
+			}
+			if q.Serial >= v.queue.Serial {
+				v.queue = q
+			}
+			continue
+		}
+		envs, members, err := state.DecodeEntry(raw)
+		if err != nil {
+			return fmt.Errorf("async: bag state holds an entry this version cannot read: %w", err)
+		}
+		for i, env := range envs {
+			p := &pending{raw: members[i], env: env}
+			if old := seen[env.ID]; old != nil || v.byID[env.ID] != nil {
+				if old != nil && env.Attempts > old.env.Attempts {
+					*old = *p
+				} else {
+					f.metrics.deduplicated.Inc(ctx, 1)
+					f.event(EventDeduplicated, v.key, env.ID, 0, nil)
+				}
+				v.changed = true
+				continue
+			}
+			seen[env.ID] = p
+			keep(p)
+		}
+	}
+	return nil
+}
+
+// readQueue reads the queued elements, once per bundle, with those this
+// bundle queued and has not written yet. Copies of elements already pending
+// or queued are dropped (the queue bag is then rewritten).
+func (f *core) readQueue(ctx context.Context, ks keyState, v *keyView) error {
+	if v.queueRead {
+		return nil
+	}
+	v.queueRead = true
+	copies := v.changed
+	v.changed = false
+	ids := map[string]bool{}
+	keep := func(p *pending) {
+		if ids[p.env.ID] || v.byID[p.env.ID] != nil {
+			f.metrics.deduplicated.Inc(ctx, 1)
+			f.event(EventDeduplicated, v.key, p.env.ID, 0, nil)
+			v.changed = true
+			return
+		}
+		ids[p.env.ID] = true
+		v.queued = append(v.queued, p)
+	}
+	err := f.readBag(ctx, ks.queue, ks.sp, v, keep)
+	for _, p := range v.toQueue {
+		keep(p)
+	}
+	if v.changed || len(v.toQueue) > 0 {
+		v.queueChanged = true // the bag lacks what was queued, or holds copies
+	}
+	v.toQueue = nil
+	v.changed = copies
+	return err
+}
+
+func (v *keyView) add(p *pending) {
+	v.entries = append(v.entries, p)
+	v.byID[p.env.ID] = p
+	v.maxSeq = max(v.maxSeq, p.env.Seq)
+}
+
+// keep replaces the entries with those given (the others were committed,
+// or failed for good, in this bundle), marking the bag for a rewrite.
+func (v *keyView) keep(entries []*pending) {
+	v.entries = entries
+	v.byID = make(map[string]*pending, len(entries))
+	for _, p := range entries {
+		v.byID[p.env.ID] = p
+	}
+	v.changed = true
+}
+
+// enqueue adds an element that found no room to the queue.
+func (v *keyView) enqueue(p *pending) {
+	if v.queue.Count == 0 {
+		v.queue.MinEventTimeMs = p.env.EventTimeMs
+	}
+	v.queue.Count++
+	v.queue.MinEventTimeMs = min(v.queue.MinEventTimeMs, p.env.EventTimeMs)
+	v.queue.MaxSeq = max(v.queue.MaxSeq, p.env.Seq)
+	v.summaryChanged = true
+	if v.queueRead {
+		v.queued = append(v.queued, p)
+		v.queueChanged = true
+		return
+	}
+	v.toQueue = append(v.toQueue, p)
+}
+
+// dequeue keeps only rest in the queue (the others started, and moved to
+// the pending elements).
+func (v *keyView) dequeue(rest []*pending) {
+	v.queued = rest
+	v.queueChanged, v.summaryChanged = true, true
+	v.queue.Count = int64(len(rest))
+	v.queue.MinEventTimeMs = int64(mtime.MaxTimestamp)
+	for _, p := range rest {
+		v.queue.MinEventTimeMs = min(v.queue.MinEventTimeMs, p.env.EventTimeMs)
+	}
+}
+
+// nextSeq is the sequence number of the key's next element (WithOrdered):
+// after every pending or queued one. A key whose bags have emptied starts
+// again at 1, which keeps the order, since nothing of it is pending.
+func (v *keyView) nextSeq() int64 {
+	if v.queue.Count > 0 {
+		return max(v.maxSeq, v.queue.MaxSeq) + 1
+	}
+	return v.maxSeq + 1
+}
+
+// empty reports whether the key has nothing pending or queued.
+func (v *keyView) empty() bool { return len(v.entries) == 0 && v.queue.Count == 0 }
+
+// inOrder returns the entries in acceptance order (WithOrdered); entries
+// from a version that kept no order come first, in bag order.
+func inOrder(entries []*pending) []*pending {
+	out := append([]*pending(nil), entries...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].env.Seq < out[j].env.Seq })
+	return out
+}
+
+// hold is the watermark hold of the key's timer: the earliest event time of
+// its pending and queued elements, so that none of their outputs is late.
+func (v *keyView) hold() time.Time {
+	first := int64(mtime.MaxTimestamp)
+	for _, p := range v.entries {
+		first = min(first, p.env.EventTimeMs)
+	}
+	if v.queue.Count > 0 {
+		first = min(first, v.queue.MinEventTimeMs)
+	}
+	return mtime.Time(first).ToTime()
+}
+
+// write applies the bundle's changes to the key's bags: a changed bag is
+// rewritten as one entry (two writes, whatever the number of elements),
+// otherwise new elements are appended; a changed queue summary is appended
+// to the pending bag (or comes with its rewrite).
+func (v *keyView) write(ks keyState) error {
+	if err := v.writePending(ks); err != nil {
+		return err
+	}
+	return v.writeQueue(ks)
+}
+
+func (v *keyView) writePending(ks keyState) error {
+	if !v.changed {
+		for _, raw := range v.added {
+			if err := ks.bag.Add(ks.sp, raw); err != nil {
+				return fmt.Errorf("async: adding to bag state: %w", err)
+			}
+		}
+		v.added = nil
+		if v.summaryChanged { // a summary of zero says the queue emptied
+			return v.writeSummary(ks)
+		}
+		return nil
+	}
+	v.changed, v.added = false, nil
+	if err := ks.bag.Clear(ks.sp); err != nil {
+		return fmt.Errorf("async: clearing bag state: %w", err)
+	}
+	if len(v.entries) > 0 {
+		if err := ks.bag.Add(ks.sp, state.EncodeBatch(raws(v.entries))); err != nil {
+			return fmt.Errorf("async: rewriting bag state: %w", err)
+		}
+	}
+	if v.queue.Count > 0 {
+		return v.writeSummary(ks)
+	}
+	v.summaryChanged = false
+	return nil
+}
+
+// writeSummary appends the queue summary, with the next serial number.
+func (v *keyView) writeSummary(ks keyState) error {
+	v.summaryChanged = false
+	v.queue.Serial++
+	if err := ks.bag.Add(ks.sp, v.queue.Encode()); err != nil {
+		return fmt.Errorf("async: adding to bag state: %w", err)
+	}
+	return nil
+}
+
+func (v *keyView) writeQueue(ks keyState) error {
+	if !v.queueChanged {
+		for _, p := range v.toQueue {
+			if err := ks.queue.Add(ks.sp, p.raw); err != nil {
+				return fmt.Errorf("async: adding to bag state: %w", err)
+			}
+		}
+		v.toQueue = nil
+		return nil
+	}
+	v.queueChanged, v.toQueue = false, nil
+	if err := ks.queue.Clear(ks.sp); err != nil {
+		return fmt.Errorf("async: clearing bag state: %w", err)
+	}
+	if len(v.queued) == 0 {
+		return nil
+	}
+	if err := ks.queue.Add(ks.sp, state.EncodeBatch(raws(v.queued))); err != nil {
+		return fmt.Errorf("async: rewriting bag state: %w", err)
+	}
+	return nil
+}
+
+func raws(ps []*pending) [][]byte {
+	out := make([][]byte, len(ps))
+	for i, p := range ps {
+		out[i] = p.raw
+	}
+	return out
+}
+
+// cancelStale removes the key's local tasks whose element is no longer
+// pending: they were committed elsewhere (a key that moved between workers,
+// or a retried bundle), and running them on would only waste a slot.
+func (f *core) cancelStale(ctx context.Context, pool *state.Pool, v *keyView) {
+	for _, t := range pool.ForOwner(v.owner) {
+		if v.byID[t.Key.ID] == nil {
+			pool.Remove(t)
+			f.metrics.cancelled.Inc(ctx, 1)
+			f.event(EventCancelled, v.key, t.Key.ID, t.Attempts(), nil)
+		}
+	}
+}
+
+// emitAt emits outputs with the event time of their element, in Unix ms.
+func emitAt(ms int64, outputs []any, emit func(beam.EventTime, beam.Z)) {
+	ts := mtime.Time(ms)
+	for _, o := range outputs {
+		emit(ts, o)
+	}
+}
+
+// accept takes one element into the view's key and window, unless a copy of
+// it was pending when the bundle began (isCopy: then it is one element with
+// it). It starts if there is room (see WithMaxItemsHeld, WithMaxWait) and
+// nothing of its key is queued before it; otherwise it is queued. Nothing is
+// written until write.
+func (f *core) accept(ctx context.Context, pool *state.Pool, v *keyView, el element, isCopy bool) error {
+	f.metrics.accepted.Inc(ctx, 1)
+	f.event(EventAccepted, el.key, el.id, 0, nil)
+	if isCopy || v.byID[el.id] != nil { // or started from the queue by this bundle's commit
+		f.metrics.deduplicated.Inc(ctx, 1)
+		f.event(EventDeduplicated, el.key, el.id, 0, nil)
+		return nil
+	}
+	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb}
+	if f.Ordered {
+		env.Seq = v.nextSeq()
+	}
+	p := &pending{raw: env.Encode(), env: env}
+	if v.queue.Count > 0 { // behind its key's queue
+		v.enqueue(p)
+		return nil
+	}
+	wait := f.maxWait()
+	if f.noWait {
+		wait = 0
+	}
+	el.k = state.TaskKey{Owner: v.owner, ID: el.id}
+	_, adm, err := f.submit(ctx, pool, el, wait)
+	if err != nil {
+		return err
+	}
+	if adm == state.NoRoom {
+		if wait > 0 {
+			f.noWait = true
+		}
+		v.enqueue(p)
+		return nil
+	}
+	v.add(p) // started, or Existing: a task for it runs already, and serves it
+	v.added = append(v.added, p.raw)
+	f.publish(ctx)
+	return nil
+}
