@@ -78,10 +78,12 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 	if !typex.IsKV(col.Type()) {
 		return nil, fmt.Errorf("the input must be a PCollection<KV<K, V>>, got PCollection<%v>; key it first, for example with beam.ParDo(s, func(v V) (K, V) {...}, col)", col.Type())
 	}
-	keyFT, valFT := col.Type().Components()[0], col.Type().Components()[1]
-	keyT, valT := keyFT.Type(), valFT.Type()
-	if !beam.NewCoder(keyFT).IsDeterministic() {
-		return nil, fmt.Errorf("the key coder for %v is not deterministic, and bag state and timers are kept per encoded key: use a key of type string, []byte, bool, an integer, or register a deterministic coder", keyT)
+	keyT, valT := col.Type().Components()[0].Type(), col.Type().Components()[1].Type()
+	if err := checkKeyType(keyT); err != nil {
+		return nil, err
+	}
+	if err := checkWindowing(col); err != nil {
+		return nil, err
 	}
 	set, err := resolve(opts)
 	if err != nil {

@@ -24,7 +24,6 @@ import (
 	"reflect"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +32,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/google/uuid"
 
@@ -96,7 +96,10 @@ type simSchedule struct {
 	// bundles (with batch): bounded input in the global window, run by
 	// bundleFn, whose bundles commit their own outputs; else batch input is
 	// drained per key (batchFn, the windowed path).
-	bundles                bool
+	bundles bool
+	// windowed (not with bundles): elements fall in fixed windows of 4 ms
+	// of event time, so a key has several windows, each with its own state.
+	windowed               bool
 	elements, keys, worker int
 	parallelism, buffer    int
 	held                   int
@@ -117,6 +120,7 @@ func newSchedule(seed uint64) simSchedule {
 	s.ordered = (seed/7919)%2 == 0
 	s.held = s.buffer + int(seed/7919/2%4)
 	s.bundles = s.batch && (seed/7919/8)%2 == 0
+	s.windowed = !s.bundles && (seed/7919/16)%2 == 0
 	for i := 0; i < 20+r.IntN(60); i++ {
 		s.actions = append(s.actions, simAction{Kind: simKinds[r.IntN(len(simKinds))], A: r.IntN(1000), B: r.IntN(1000)})
 	}
@@ -125,6 +129,8 @@ func newSchedule(seed uint64) simSchedule {
 
 // simKey is the committed state of one key on the runner.
 type simKey struct {
+	key   string
+	win   typex.Window
 	bags  map[string][]any // committed bag state, by bag
 	timer *time.Time       // set timer (processing time for stream, drain for batch)
 	owner int
@@ -160,6 +166,29 @@ type simElem struct {
 	v   int
 }
 
+// ts is the element's event time: its value, in ms after the second 1.
+func (e simElem) ts() beam.EventTime { return mtime.FromMilliseconds(int64(1000 + e.v)) }
+
+// window is the element's window: the global one, or with windowed its
+// window of 4 ms.
+func (e simElem) window(windowed bool) typex.Window {
+	if !windowed {
+		return window.GlobalWindow{}
+	}
+	start := mtime.FromMilliseconds(int64(1000 + e.v/4*4))
+	return window.IntervalWindow{Start: start, End: start + 4}
+}
+
+// kw names the element's key and window: the unit of state and timers.
+func (e simElem) kw(windowed bool) string {
+	return fmt.Sprintf("%s|%v", e.key, e.window(windowed))
+}
+
+// elemOf returns the input element of an output "key:v".
+func (w *simWorld) elemOf(output string) simElem {
+	return w.input[indexOfOutput(output)]
+}
+
 func (w *simWorld) violation(format string, args ...any) {
 	w.problems = append(w.problems, fmt.Sprintf(format, args...))
 }
@@ -189,10 +218,10 @@ func newWorld(t *testing.T, s simSchedule) *simWorld {
 		})
 	}
 	for i := 0; i < s.elements; i++ {
-		key := fmt.Sprintf("k%d", i%s.keys)
-		w.input = append(w.input, simElem{key, i})
-		if w.keys[key] == nil {
-			w.keys[key] = &simKey{owner: i % s.worker}
+		e := simElem{fmt.Sprintf("k%d", i%s.keys), i}
+		w.input = append(w.input, e)
+		if kw := e.kw(s.windowed); w.keys[kw] == nil {
+			w.keys[kw] = &simKey{key: e.key, win: e.window(s.windowed), owner: i % s.worker}
 		}
 	}
 	return w
@@ -214,8 +243,12 @@ func (w *simWorld) bundle(key string, fn func(wk *simWorker, st *memState, tm *m
 		var late []string
 		emit := func(ts beam.EventTime, z beam.Z) {
 			outs = append(outs, z.(string))
-			if want := mtime.FromMilliseconds(int64(1000 + indexOfOutput(z.(string)))); ts != want {
-				late = append(late, fmt.Sprintf("output %s has timestamp %v, want its element's %v", z, ts, want))
+			e := w.elemOf(z.(string))
+			if ts != e.ts() {
+				late = append(late, fmt.Sprintf("output %s has timestamp %v, want its element's %v", z, ts, e.ts()))
+			}
+			if e.kw(w.s.windowed) != key {
+				late = append(late, fmt.Sprintf("output %s emitted by the callback of %s, not of its own key and window %s", z, key, e.kw(w.s.windowed)))
 			}
 		}
 		err := fn(w.workers[k.owner], st, tm, emit, func(_ beam.EventTime, f Failure) { fails = append(fails, f) })
@@ -249,37 +282,38 @@ func (w *simWorld) deliver(elems []simElem, withTimer bool) {
 	var keys []string
 	byKey := map[string][]simElem{}
 	for _, e := range elems {
-		if byKey[e.key] == nil {
-			keys = append(keys, e.key)
+		kw := e.kw(w.s.windowed)
+		if byKey[kw] == nil {
+			keys = append(keys, kw)
 		}
-		byKey[e.key] = append(byKey[e.key], e)
+		byKey[kw] = append(byKey[kw], e)
 	}
-	for _, key := range keys {
-		fire := withTimer && !w.s.batch && w.keys[key].timer != nil
+	for _, kw := range keys {
+		k := w.keys[kw]
+		fire := withTimer && !w.s.batch && k.timer != nil
 		if fire {
-			w.keys[key].timer = nil
+			k.timer = nil
 		}
-		w.bundle(key, func(wk *simWorker, st *memState, tm *memTimers, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+		w.bundle(kw, func(wk *simWorker, st *memState, tm *memTimers, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 			ctx := context.Background()
 			if w.s.batch {
 				wk.batch.StartBundle(ctx, nil, nil)
 			} else {
 				wk.stream.StartBundle(ctx, nil, nil)
 			}
-			for _, e := range byKey[key] {
-				ts := mtime.FromMilliseconds(int64(1000 + e.v))
+			for _, e := range byKey[kw] {
 				var err error
 				if w.s.batch {
-					err = wk.batch.ProcessElement(ctx, window.GlobalWindow{}, ts, st, tm, e.key, e.v, emit, fail)
+					err = wk.batch.ProcessElement(ctx, k.win, e.ts(), st, tm, e.key, e.v, emit, fail)
 				} else {
-					err = wk.stream.ProcessElement(ctx, window.GlobalWindow{}, ts, st, tm, e.key, e.v, emit, fail)
+					err = wk.stream.ProcessElement(ctx, k.win, e.ts(), st, tm, e.key, e.v, emit, fail)
 				}
 				if err != nil {
 					return err
 				}
 			}
 			if fire {
-				return wk.stream.OnTimer(ctx, window.GlobalWindow{}, st, tm, key, beamtimers.Context{Family: commitFamily}, emit, fail)
+				return wk.stream.OnTimer(ctx, k.win, st, tm, k.key, beamtimers.Context{Family: commitFamily}, emit, fail)
 			}
 			return nil
 		})
@@ -293,31 +327,32 @@ func (w *simWorld) fire(key string) {
 	w.bundle(key, func(wk *simWorker, st *memState, tm *memTimers, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 		if w.s.batch {
 			wk.batch.StartBundle(context.Background(), nil, nil)
-			return wk.batch.OnTimer(context.Background(), window.GlobalWindow{}, st, tm, key, beamtimers.Context{Family: drainFamily}, emit, fail)
+			return wk.batch.OnTimer(context.Background(), k.win, st, tm, k.key, beamtimers.Context{Family: drainFamily}, emit, fail)
 		}
 		wk.stream.StartBundle(context.Background(), nil, nil)
-		return wk.stream.OnTimer(context.Background(), window.GlobalWindow{}, st, tm, key, beamtimers.Context{Family: commitFamily}, emit, fail)
+		return wk.stream.OnTimer(context.Background(), k.win, st, tm, k.key, beamtimers.Context{Family: commitFamily}, emit, fail)
 	})
 }
 
 func (w *simWorld) waitAll() {
 	for _, wk := range w.workers {
 		p, _ := wk.stream.pool()
-		for key := range w.keys {
-			for _, t := range p.ForOwner(mustKey(key)) {
+		for kw, k := range w.keys {
+			for _, t := range p.ForOwner(ownerOfSim(k)) {
 				select {
 				case <-t.Done():
 				case <-time.After(10 * time.Second):
-					w.violation("a task of key %s did not finish", key)
+					w.violation("a task of key %s did not finish", kw)
 				}
 			}
 		}
 	}
 }
 
-func mustKey(key string) string {
-	kb, _ := encode(beam.NewElementEncoder(reflect.TypeOf("")), key)
-	return ownerOf(kb, window.GlobalWindow{})
+// ownerOfSim is the pool owner of a simulated key and window.
+func ownerOfSim(k *simKey) string {
+	kb, _ := encode(beam.NewElementEncoder(reflect.TypeOf("")), k.key)
+	return ownerOf(kb, k.win)
 }
 
 func (w *simWorld) sortedKeys() []string {
@@ -469,17 +504,18 @@ func (w *simWorld) check() {
 	}
 }
 
-// checkOrder checks that each key's outputs came in the order its elements
-// were delivered: values of a key are delivered in increasing order.
+// checkOrder checks that each key and window's outputs came in the order
+// its elements were delivered: values of a key are delivered in increasing
+// order.
 func (w *simWorld) checkOrder() {
 	last := map[string]int{}
 	for _, o := range w.outputs {
-		key, v, _ := strings.Cut(o, ":")
-		n, _ := strconv.Atoi(v)
-		if prev, ok := last[key]; ok && n < prev {
-			w.violation("ordered: key %s committed %d after %d", key, n, prev)
+		kw := w.elemOf(o).kw(w.s.windowed)
+		n := indexOfOutput(o)
+		if prev, ok := last[kw]; ok && n < prev {
+			w.violation("ordered: key %s committed %d after %d", kw, n, prev)
 		}
-		last[key] = n
+		last[kw] = n
 	}
 }
 
@@ -547,8 +583,8 @@ func TestSimulator(t *testing.T) {
 		}
 		violations++
 		small := shrink(t, s)
-		t.Errorf("seed %d (batch=%v, bundles=%v, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -sim.seed=%d",
-			seed, s.batch, s.bundles, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, strings.Join(problems, "; "), small.actions, seed)
+		t.Errorf("seed %d (batch=%v, bundles=%v, windowed=%v, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -sim.seed=%d",
+			seed, s.batch, s.bundles, s.windowed, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, strings.Join(problems, "; "), small.actions, seed)
 		if violations >= 3 {
 			break
 		}

@@ -1,0 +1,82 @@
+package async
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+)
+
+type orderKey struct {
+	Customer string
+	Line     int32
+}
+
+type nestedKey struct {
+	Order orderKey
+	Parts [2]uint16
+}
+
+type hiddenKey struct {
+	ID     int
+	secret string
+}
+
+type floatKey struct{ Price float64 }
+
+// TestCheckKeyType: every key type whose encoding is in fact deterministic
+// is accepted; the others are refused with the reason and what to use.
+func TestCheckKeyType(t *testing.T) {
+	tests := []struct {
+		key  any
+		want string // "": accepted; else a part of the error
+	}{
+		{"s", ""}, {[]byte("b"), ""}, {true, ""},
+		{int(1), ""}, {int8(1), ""}, {int16(1), ""}, {int32(1), ""}, {int64(1), ""},
+		{uint(1), ""}, {uint8(1), ""}, {uint16(1), ""}, {uint32(1), ""}, {uint64(1), ""},
+		{[3]int{}, ""}, {[]string{}, ""},
+		{orderKey{}, ""}, {nestedKey{}, ""},
+		{1.5, "floating-point"}, {float32(1), "floating-point"}, {complex(1, 1), "floating-point"},
+		{floatKey{}, "field Price"},
+		{map[string]int{}, "map"},
+		{(*any)(nil), "pointer"},
+		{&orderKey{}, "pointer"},
+		{hiddenKey{}, "not exported"},
+		{[]map[int]int{}, "its elements"},
+	}
+	for _, tc := range tests {
+		kt := reflect.TypeOf(tc.key)
+		err := checkKeyType(kt)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("checkKeyType(%v) = %v, want it accepted", kt, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "Key by an integer")):
+			t.Errorf("checkKeyType(%v) = %v, want an error naming %q and what to use", kt, err, tc.want)
+		}
+	}
+	if err := checkKeyType(reflect.TypeOf((*any)(nil)).Elem()); err == nil || !strings.Contains(err.Error(), "interface") {
+		t.Errorf("checkKeyType(any) = %v, want an error naming the interface", err)
+	}
+}
+
+// TestSessionWindowsAreRefused: Beam defines no state for merging windows.
+func TestSessionWindowsAreRefused(t *testing.T) {
+	_, s := beam.NewPipelineWithRoot()
+	kv := beam.ParDo(s, func(i int) (string, int) { return "k", i }, beam.Create(s, 1, 2))
+	for _, tc := range []struct {
+		fn   *window.Fn
+		want string
+	}{
+		{window.NewSessions(time.Minute), "session windows"},
+		{window.NewFixedWindows(time.Minute), ""},
+		{window.NewSlidingWindows(time.Minute, 2*time.Minute), ""},
+	} {
+		err := checkWindowing(beam.WindowInto(s, tc.fn, kv))
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("checkWindowing(%v) = %v, want %q", tc.fn, err, tc.want)
+		}
+	}
+}
