@@ -278,8 +278,10 @@ func (p *Pool) StartUnbuffered(k TaskKey, job Job) (t *Task, existing bool, err 
 	return p.start(k, false, job)
 }
 
-// start registers the task and queues its claim on a slot before its
-// goroutine runs, so that the slot order is the order of the calls.
+// start registers the task and queues its claim for a slot, so that the
+// slot order is the order of the calls. The task has no goroutine until the
+// queue grants it a slot (see runQueue); it counts in the pool's WaitGroup
+// until it finishes.
 func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -302,52 +304,49 @@ func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 		p.buffered++
 		p.peak = max(p.peak, p.buffered)
 	}
-	c := p.queue.enqueue(job.Priority, buffered)
-	t.AfterFinish(func() { p.queue.done(c) })
 	p.wg.Add(1)
-	go p.run(t, job, c)
+	c := newClaim(job.Priority, buffered, nil)
+	c.launch = func() { p.attempt(t, job, c) }
+	t.AfterFinish(func() {
+		p.queue.done(c)
+		p.wg.Done()
+	})
+	// A task cancelled while no attempt of it runs (queued, or waiting to
+	// retry) is finished here; a running attempt sees its context.
+	context.AfterFunc(t.ctx, func() {
+		if p.queue.withdraw(c) {
+			t.finish(nil, fmt.Errorf("cancelled before its attempt %d ran: %w", t.Attempts()+1, t.ctx.Err()))
+		}
+	})
+	p.queue.enqueue(c)
 	return t, false, nil
 }
 
-// run makes one attempt of t once claim is granted a slot. After a failed
-// attempt that the job's Retry wants repeated, it gives back the task's
-// Buffer place, schedules the next attempt on a timer (owned by the pool's
-// WaitGroup) and returns, holding neither a goroutine, a slot nor a place in
-// flight; the next attempt queues for a place and a slot again. The task
-// keeps its Hold place: it is still held in memory.
-func (p *Pool) run(t *Task, job Job, c *claim) {
-	defer p.wg.Done()
-	if err := p.queue.wait(t.ctx, c); err != nil {
-		t.finish(nil, fmt.Errorf("cancelled before it started: %w", err))
-		return
-	}
+// attempt makes one attempt of t, in the slot its claim was granted. After a
+// failed attempt that the job's Retry wants repeated, it gives back the
+// task's Buffer place and schedules the next attempt on a timer, holding
+// neither a goroutine, a slot nor a place in flight; the next attempt queues
+// for a place and a slot again. The task keeps its Hold place: it is still
+// held in memory.
+func (p *Pool) attempt(t *Task, job Job, c *claim) {
 	start := time.Now()
-	attempt := t.setRunning(start)
-	outputs, err := call(t.ctx, job.Work, attempt)
+	n := t.setRunning(start)
+	outputs, err := call(t.ctx, job.Work, n)
 	p.queue.releaseSlot()
 	p.observe(time.Since(start))
 	if err == nil || job.Retry == nil || t.ctx.Err() != nil {
 		t.finishAt(outputs, err, p.cfg.Now())
 		return
 	}
-	delay, again := job.Retry(attempt, err)
+	delay, again := job.Retry(n, err)
 	if !again {
 		t.finishAt(outputs, err, p.cfg.Now())
 		return
 	}
 	t.setWaiting()
-	p.queue.pause(c)
-	p.wg.Add(1)
-	timer := time.AfterFunc(delay, func() {
-		p.queue.again(c)
-		p.run(t, job, c)
-	})
-	context.AfterFunc(t.ctx, func() {
-		if timer.Stop() { // the attempt will not run: account for it here
-			t.finish(nil, fmt.Errorf("cancelled while waiting to retry: %w", t.ctx.Err()))
-			p.wg.Done()
-		}
-	})
+	if !p.queue.pause(c, t.ctx, delay) {
+		t.finish(nil, fmt.Errorf("cancelled while waiting to retry: %w", t.ctx.Err()))
+	}
 }
 
 // observe folds one duration into the moving average (weight 1/8).

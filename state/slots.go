@@ -4,6 +4,7 @@ import (
 	"container/heap"
 	"context"
 	"sync"
+	"time"
 )
 
 // runQueue decides when admitted tasks run. A buffered task needs a buffer
@@ -11,51 +12,67 @@ import (
 // and then a parallelism slot; an unbuffered task (a drain's) needs only the
 // slot. At both stages, waiting tasks are served highest priority first,
 // equal priorities in the order they were queued. A task queues when it is
-// started (see Pool.start), not when its goroutine happens to run, so that
-// order is the order of the Submit calls.
+// started (see Pool.start), so that order is the order of the Submit calls.
+//
+// A task has no goroutine while it waits: the queue starts one, running its
+// claim's launch, when it grants the claim a slot, so a pool holding
+// thousands of tasks runs at most Parallelism goroutines for them.
 type runQueue struct {
 	mu          sync.Mutex
 	freePlaces  int
 	freeSlots   int
 	seq         uint64
-	needPlace   waiters // buffered tasks without a buffer place
-	needSlot    waiters // tasks that may run once a slot frees
-	placesTaken int     // for tests and gauges
+	needPlace   waiters // buffered claims without a buffer place
+	needSlot    waiters // claims that may run once a slot frees
+	placesTaken int     // for gauges
 }
 
 func newRunQueue(buffer, parallelism int) *runQueue {
 	return &runQueue{freePlaces: buffer, freeSlots: parallelism}
 }
 
-// claim is one task's place in the queue. ready is closed (by a new channel
-// for each attempt) when the task may run its attempt.
+// claimState is where a claim is.
+type claimState int
+
+const (
+	queued  claimState = iota // waiting for a place or a slot
+	running                   // granted a slot: its attempt runs
+	paused                    // waiting out a retry's backoff, with no place
+	gone                      // withdrawn, or its task finished
+)
+
+// claim is one task's place in the queue.
 type claim struct {
-	priority  int
-	seq       uint64
-	buffered  bool
-	hasPlace  bool
-	ready     chan struct{}
-	granted   bool // holds a slot for the current attempt
-	abandoned bool // gave up waiting; skipped when popped
+	priority int
+	seq      uint64
+	buffered bool
+	hasPlace bool
+	state    claimState
+	launch   func()      // runs one attempt; started on its own goroutine when granted a slot
+	timer    *time.Timer // the backoff of a paused claim
 }
 
-// enqueue queues a new task for its first attempt.
-func (q *runQueue) enqueue(priority int, buffered bool) *claim {
+func newClaim(priority int, buffered bool, launch func()) *claim {
+	return &claim{priority: priority, buffered: buffered, launch: launch}
+}
+
+// enqueue queues a new claim for its first attempt.
+func (q *runQueue) enqueue(c *claim) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.seq++
-	c := &claim{priority: priority, seq: q.seq, buffered: buffered, ready: make(chan struct{})}
-	if !buffered {
-		q.askSlot(c)
-		return c
-	}
-	q.askPlace(c)
-	return c
+	c.seq = q.seq
+	q.ask(c)
 }
 
-// askPlace grants c a buffer place (and then asks for a slot) or queues it
-// for one; q.mu is held.
-func (q *runQueue) askPlace(c *claim) {
+// ask queues c for what it lacks: a place (if buffered), then a slot; q.mu
+// is held.
+func (q *runQueue) ask(c *claim) {
+	c.state = queued
+	if !c.buffered || c.hasPlace {
+		q.askSlot(c)
+		return
+	}
 	if q.freePlaces > 0 && q.needPlace.Len() == 0 {
 		q.freePlaces--
 		q.placesTaken++
@@ -66,105 +83,108 @@ func (q *runQueue) askPlace(c *claim) {
 	heap.Push(&q.needPlace, c)
 }
 
-// pause gives back c's buffer place while its task waits to retry, so that
-// a retrying task never keeps another from being in flight.
-func (q *runQueue) pause(c *claim) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.givePlace(c)
-}
-
-// again queues c for another attempt: a buffered task asks for a place again,
-// then for a slot, behind tasks of higher priority at both stages.
-func (q *runQueue) again(c *claim) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.seq++
-	c.seq, c.ready, c.granted, c.abandoned = q.seq, make(chan struct{}), false, false
-	if !c.buffered {
-		q.askSlot(c)
-		return
-	}
-	q.askPlace(c)
-}
-
-// askSlot grants c a slot or queues it for one; q.mu is held.
+// askSlot grants c a slot, starting its attempt, or queues it for one; q.mu
+// is held.
 func (q *runQueue) askSlot(c *claim) {
 	if q.freeSlots > 0 && q.needSlot.Len() == 0 {
 		q.freeSlots--
-		c.granted = true
-		close(c.ready)
+		q.grant(c)
 		return
 	}
 	heap.Push(&q.needSlot, c)
 }
 
-// wait blocks until c may run (nil) or ctx ends (ctx.Err()); in the latter
-// case the claim is withdrawn, and a slot granted meanwhile passes on.
-func (q *runQueue) wait(ctx context.Context, c *claim) error {
-	ready := q.readyOf(c)
-	select {
-	case <-ready:
-		return nil
-	case <-ctx.Done():
-	}
-	q.mu.Lock()
-	granted := c.granted
-	if !granted {
-		c.abandoned = true
-	}
-	q.mu.Unlock()
-	if granted {
-		q.releaseSlot()
-	}
-	return ctx.Err()
+// grant starts c's attempt in the slot it was given; q.mu is held.
+func (q *runQueue) grant(c *claim) {
+	c.state = running
+	go c.launch()
 }
 
-func (q *runQueue) readyOf(c *claim) chan struct{} {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return c.ready
-}
-
-// releaseSlot returns a slot after an attempt: to the best task waiting for
+// releaseSlot returns a slot after an attempt: to the best claim waiting for
 // one, or to the free count.
 func (q *runQueue) releaseSlot() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	for q.needSlot.Len() > 0 {
 		c := heap.Pop(&q.needSlot).(*claim)
-		if c.abandoned {
-			continue
+		if c.state != queued {
+			continue // withdrawn
 		}
-		c.granted = true
-		close(c.ready)
+		q.grant(c)
 		return
 	}
 	q.freeSlots++
 }
 
-// done ends c's task: its buffer place, if it has one, goes to the best task
-// waiting for a place, which then asks for a slot. A task that never got a
-// place leaves the queue.
+// pause gives back c's buffer place while its task waits delay to retry, so
+// that a retrying task never keeps another from being in flight; then again
+// queues it. It reports false, doing nothing, if the task was cancelled
+// meanwhile (ctx): the caller finishes it.
+func (q *runQueue) pause(c *claim, ctx context.Context, delay time.Duration) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if ctx.Err() != nil {
+		return false
+	}
+	q.givePlace(c)
+	c.state = paused
+	c.timer = time.AfterFunc(delay, func() { q.again(c) })
+	return true
+}
+
+// again queues a paused claim for its next attempt: a place, then a slot,
+// behind claims of higher priority at both stages.
+func (q *runQueue) again(c *claim) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if c.state != paused {
+		return // withdrawn while its timer fired
+	}
+	q.seq++
+	c.seq = q.seq
+	q.ask(c)
+}
+
+// withdraw takes back a claim whose task was cancelled, if no attempt of it
+// runs, and reports whether it did (the caller then finishes the task); a
+// running attempt sees the cancellation itself.
+func (q *runQueue) withdraw(c *claim) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	switch c.state {
+	case queued:
+		q.givePlace(c)
+	case paused:
+		c.timer.Stop()
+	default:
+		return false
+	}
+	c.state = gone
+	return true
+}
+
+// done ends c's task: its buffer place, if it has one, goes to the best
+// claim waiting for a place.
 func (q *runQueue) done(c *claim) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if !c.hasPlace {
-		c.abandoned = true
-		return
-	}
 	q.givePlace(c)
+	c.state = gone
 }
 
-// givePlace hands c's buffer place to the best task waiting for one, or back
-// to the free count; q.mu is held and c has a place.
+// givePlace hands c's buffer place, if it has one, to the best claim waiting
+// for one, which then asks for a slot, or back to the free count; q.mu is
+// held.
 func (q *runQueue) givePlace(c *claim) {
+	if !c.hasPlace {
+		return
+	}
 	c.hasPlace = false
 	q.placesTaken--
 	for q.needPlace.Len() > 0 {
 		next := heap.Pop(&q.needPlace).(*claim)
-		if next.abandoned {
-			continue
+		if next.state != queued {
+			continue // withdrawn
 		}
 		next.hasPlace = true
 		q.placesTaken++

@@ -78,7 +78,7 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 	if err := f.flush(ctx, run, emit, fail); err != nil {
 		return err
 	}
-	el, err := f.prepare(key, value, ts)
+	el, err := f.prepare(key, value, nil, ts)
 	if err != nil {
 		return err
 	}

@@ -164,11 +164,14 @@ func (f *core) pool() (*state.Pool, error) {
 		Forget: max(4*f.freq(), 4*time.Second)})
 }
 
-// prepare encodes one input element and computes its identity and priority.
-func (f *core) prepare(key, value any, ts beam.EventTime) (element, error) {
-	kb, err := encode(f.keyEnc, key)
-	if err != nil {
-		return element{}, fmt.Errorf("async: encoding key %v: %w", key, err)
+// prepare encodes one input element (kb: its key, if already encoded) and
+// computes its identity and priority.
+func (f *core) prepare(key, value any, kb []byte, ts beam.EventTime) (element, error) {
+	if kb == nil {
+		var err error
+		if kb, err = encode(f.keyEnc, key); err != nil {
+			return element{}, fmt.Errorf("async: encoding key %v: %w", key, err)
+		}
 	}
 	vb, err := encode(f.valEnc, value)
 	if err != nil {

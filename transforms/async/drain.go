@@ -56,7 +56,7 @@ func (f *drainFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Eve
 	if err != nil {
 		return err
 	}
-	el, err := f.prepare(key, value, ts)
+	el, err := f.prepare(key, value, v.kb, ts)
 	if err != nil {
 		return err
 	}

@@ -58,7 +58,7 @@ func (f *streamFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Ev
 	if err != nil {
 		return err
 	}
-	el, err := f.prepare(key, value, ts)
+	el, err := f.prepare(key, value, v.kb, ts)
 	if err != nil {
 		return err
 	}
