@@ -149,28 +149,47 @@ func summaryLine(t *testing.T, out []byte, prefix string) string {
 }
 
 // TestEnrichDataflowDryRun translates the main job for Dataflow without
-// submitting it (no network): the printed job carries the stateful step with
-// its bag state and, the input being bounded, the end-of-window drain timer.
+// submitting it (no network). The input is bounded and in the global window,
+// so the transform is the stateless bundle DoFn: no state, hence no shuffle
+// before it. With --ordered it is the keyed variant, whose bag makes Dataflow
+// group each key's records.
 func TestEnrichDataflowDryRun(t *testing.T) {
 	enrich := build(t, "./pipelines/enrich")
-	out := runEnrich(t, enrich, "--runner=dataflow", "--dry_run", "--project=demo-project", "--region=us-central1",
-		"--staging_location=gs://demo-bucket/staging", "--temp_location=gs://demo-bucket/temp", "--worker_binary="+enrich)
-	for _, want := range []string{"Dry-run: not submitting job", "asyncPending", "beam:user_state:bag:v1", "asyncDrain", "dry run: the runner printed the job"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("dry-run output lacks %q", want)
-		}
+	flags := []string{"--runner=dataflow", "--dry_run", "--project=demo-project", "--region=us-central1",
+		"--staging_location=gs://demo-bucket/staging", "--temp_location=gs://demo-bucket/temp", "--worker_binary=" + enrich}
+	for _, tc := range []struct {
+		name      string
+		extra     []string
+		want      []string
+		wantNever []string
+	}{
+		{"unordered", nil, []string{"async.bundleFn"}, []string{"beam:user_state:", "async.keyedBundleFn"}},
+		{"ordered", []string{"--ordered"}, []string{"async.keyedBundleFn", "asyncGroup", "beam:user_state:bag:v1"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := string(runEnrich(t, enrich, append(append([]string{}, flags...), tc.extra...)...))
+			for _, want := range append([]string{"Dry-run: not submitting job", "dry run: the runner printed the job"}, tc.want...) {
+				if !strings.Contains(out, want) {
+					t.Errorf("dry-run output lacks %q", want)
+				}
+			}
+			for _, never := range tc.wantNever {
+				if strings.Contains(out, never) {
+					t.Errorf("dry-run output has %q; want the stateless bundle DoFn", never)
+				}
+			}
+		})
 	}
 }
 
-// TestRunnerFlagsAreChecked: a user never reaches the direct runner's nil
-// pointer panic, and Dataflow names the missing flag before any work.
+// TestRunnerFlagsAreChecked: Dataflow and job servers name the missing flag
+// before any work.
 func TestRunnerFlagsAreChecked(t *testing.T) {
 	enrich := build(t, "./pipelines/enrich")
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--runner=direct"}, "use --runner=prism"},
 		{[]string{"--runner=dataflow", "--project=p"}, "needs --region"},
 		{[]string{"--runner=universal"}, "needs --endpoint"},
 	} {
@@ -179,6 +198,28 @@ func TestRunnerFlagsAreChecked(t *testing.T) {
 		if err == nil || !strings.Contains(string(out), tc.want) || strings.Contains(string(out), "panic") {
 			t.Errorf("enrich %v: err %v, output %q; want a failure saying %q", tc.args, err, tail(out, 500), tc.want)
 		}
+	}
+}
+
+// TestEnrichWithDirectRunner: --runner=direct, the habit of Beam users for a
+// local run, runs the main job on embedded prism (the legacy Go direct
+// runner has no state and timers), says so in one line, and accounts for
+// every record.
+func TestEnrichWithDirectRunner(t *testing.T) {
+	enrich := build(t, "./pipelines/enrich")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, enrich, "--runner=direct", "--output", t.TempDir(), "--latency=2ms").CombinedOutput()
+	if err != nil {
+		t.Fatalf("enrich --runner=direct: %v\n%s", err, tail(out, 2000))
+	}
+	for _, want := range []string{"running on prism", "records: in=3000 out=3000 failed=0"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("enrich --runner=direct output lacks %q:\n%s", want, tail(out, 2000))
+		}
+	}
+	if n := strings.Count(string(out), "legacy Go direct runner"); n != 1 {
+		t.Errorf("the reason is given %d times, want once", n)
 	}
 }
 
