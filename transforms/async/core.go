@@ -240,7 +240,7 @@ func (f *core) evictIdle(ctx context.Context, pool *state.Pool) bool {
 	}
 	f.lastEvict = now
 	evicted := pool.EvictIdle(now.Add(-f.staleAfter()))
-	f.metrics.cancelled.Inc(ctx, int64(len(evicted)))
+	f.metrics.evicted.Inc(ctx, int64(len(evicted)))
 	for _, t := range evicted {
 		f.event(EventCancelled, f.decodeKey(keyOfOwner(t.Key.Owner)), t.Key.ID, t.Attempts(), nil)
 	}

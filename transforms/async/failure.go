@@ -34,6 +34,13 @@ type Failure struct {
 	CompensationError string
 }
 
+// FailureError is the error the wrapped DoFn's Revert method receives: the
+// element's committed failure record. errors.As gives its Kind, Attempts and
+// the rest.
+type FailureError struct{ Failure }
+
+func (e *FailureError) Error() string { return e.Failure.Error }
+
 // kindOf classifies a failed attempt's error.
 func kindOf(err error) string {
 	var perm *permanentError
@@ -58,9 +65,10 @@ type outcome struct {
 }
 
 // settle decides the outcome of element env of key whose task t finished
-// with err (after one attempt, or several if it retried locally). For a final
-// failure it calls the wrapped fn's Revert first. Without a failure output a
-// final failure is returned as an error, to fail the key's commit.
+// with err (after one attempt, or several if it retried locally). Without a
+// failure output a final failure is returned as an error, to fail the key's
+// commit (the wrapped fn's Revert runs only for a failure record that is
+// committed: see revertFn).
 func (f *core) settle(ctx context.Context, key any, kb []byte, env state.Envelope, t *state.Task, err error) (outcome, error) {
 	kind := kindOf(err)
 	next := env
@@ -92,9 +100,6 @@ func (f *core) settle(ctx context.Context, key any, kb []byte, env state.Envelop
 		Key: kb, Value: env.Value, KeyText: fmt.Sprint(key), ValueText: fmt.Sprint(value),
 		ElementID: hex.EncodeToString([]byte(env.ID)), Error: next.LastError, Kind: kind,
 		Attempts: next.Attempts, FirstAttemptUnixMs: next.FirstAttemptMs, LastAttemptUnixMs: next.LastAttemptMs,
-	}
-	if cerr := f.user.revert(ctx, key, value, err); cerr != nil {
-		failure.CompensationError = cerr.Error()
 	}
 	f.event(EventFailed, key, env.ID, next.Attempts, func(e *Event) { e.Kind, e.Error = kind, next.LastError })
 	if !f.HasFailures {

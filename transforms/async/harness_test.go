@@ -2,6 +2,7 @@ package async
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -253,6 +254,10 @@ type reverting struct {
 }
 
 func (f *reverting) Revert(ctx context.Context, key string, v int, err error) error {
+	var fe *FailureError
+	if !errors.As(err, &fe) || fe.KeyText != key {
+		return fmt.Errorf("Revert got error %v, want the element's *FailureError", err)
+	}
 	book.mu.Lock()
 	book.calls["revert/"+gateID(f.Name, key, v)]++
 	book.mu.Unlock()
@@ -410,6 +415,25 @@ func (h *harness) drain(f *drainFn, key any) ([]string, error) {
 }
 
 func (h *harness) fail(_ beam.EventTime, fr Failure) { h.failed = append(h.failed, fr) }
+
+// revert runs the step after the transform that compensates committed
+// failures (revertFn) on one failure record, and returns what it passes on.
+func (h *harness) revert(fr Failure) Failure {
+	h.t.Helper()
+	f := &revertFn{User: h.c.User, KeyType: h.c.KeyType, ValueType: h.c.ValueType}
+	if err := f.Setup(context.Background()); err != nil {
+		h.t.Fatalf("revertFn.Setup: %v", err)
+	}
+	defer f.Teardown(context.Background())
+	var out []Failure
+	if err := f.ProcessElement(context.Background(), fr, func(o Failure) { out = append(out, o) }); err != nil {
+		h.t.Fatalf("revertFn: %v", err)
+	}
+	if len(out) != 1 {
+		h.t.Fatalf("revertFn passed on %d records, want 1", len(out))
+	}
+	return out[0]
+}
 
 // owner is the pool owner of a key in the global window.
 func (h *harness) owner(key any) string {

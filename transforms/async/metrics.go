@@ -17,7 +17,8 @@ const (
 	MetricFinished     = "finished"        // elements whose calls ended, with outputs or a final failure
 	MetricCommitted    = "committed"       // elements whose outputs were committed
 	MetricRescheduled  = "rescheduled"     // elements in bag state unknown to the worker, started by a callback
-	MetricCancelled    = "cancelled"       // local work dropped because its element left bag state, or evicted
+	MetricCancelled    = "cancelled"       // local work dropped because its element left bag state
+	MetricEvicted      = "evicted"         // local work of keys gone from this worker, dropped; each is a call made again elsewhere
 	MetricDeduplicated = "deduplicated"    // copies of a pending element, run and emitted once
 	MetricRetried      = "retried"         // failed attempts that were retried
 	MetricFailed       = "failed"          // elements that failed for good
@@ -35,10 +36,10 @@ const (
 // metrics are the transform's Beam metrics. Beam ignores updates made with a
 // context that is not a bundle's, so unit tests may pass any context.
 type metrics struct {
-	accepted, started, finished, committed, rescheduled, cancelled, deduplicated, retried, failed beam.Counter
-	progressReports, listenerPanics                                                               beam.Counter
-	inFlight, queued                                                                              beam.Gauge
-	latency, commitDelay, progress                                                                beam.Distribution
+	accepted, started, finished, committed, rescheduled, cancelled, evicted, deduplicated, retried, failed beam.Counter
+	progressReports, listenerPanics                                                                        beam.Counter
+	inFlight, queued                                                                                       beam.Gauge
+	latency, commitDelay, progress                                                                         beam.Distribution
 }
 
 func newMetrics(ns string) *metrics {
@@ -48,7 +49,7 @@ func newMetrics(ns string) *metrics {
 	c := func(name string) beam.Counter { return beam.NewCounter(ns, name) }
 	return &metrics{
 		accepted: c(MetricAccepted), started: c(MetricStarted), finished: c(MetricFinished),
-		committed: c(MetricCommitted), rescheduled: c(MetricRescheduled), cancelled: c(MetricCancelled),
+		committed: c(MetricCommitted), rescheduled: c(MetricRescheduled), cancelled: c(MetricCancelled), evicted: c(MetricEvicted),
 		deduplicated: c(MetricDeduplicated), retried: c(MetricRetried), failed: c(MetricFailed),
 		inFlight: beam.NewGauge(ns, MetricInFlight), queued: beam.NewGauge(ns, MetricQueued),
 		latency: beam.NewDistribution(ns, MetricLatency), commitDelay: beam.NewDistribution(ns, MetricCommitDelay),

@@ -97,7 +97,15 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 	if err != nil {
 		return nil, err
 	}
-	return beam.TryParDo(s, chooseDoFn(c, col), col, beam.TypeDefinition{Var: beam.ZType, T: outT})
+	outs, err := beam.TryParDo(s, chooseDoFn(c, col), col, beam.TypeDefinition{Var: beam.ZType, T: outT})
+	if err != nil || !hasFailures || !spec.hasRevert() {
+		return outs, err
+	}
+	reverted, err := beam.TryParDo(s.Scope("Revert"), &revertFn{User: spec, KeyType: c.KeyType, ValueType: c.ValueType}, outs[1])
+	if err != nil {
+		return nil, err
+	}
+	return []beam.PCollection{outs[0], reverted[0]}, nil
 }
 
 // chooseDoFn picks the DoFn for the input (see the package doc, "How it

@@ -17,6 +17,8 @@ func init() {
 	register.DoFn9x1[context.Context, beam.Window, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&drainFn{})
 	register.DoFn6x1[context.Context, beam.EventTime, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&bundleFn{})
 	register.DoFn7x1[context.Context, beam.EventTime, beamstate.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&keyedBundleFn{})
+	register.DoFn3x1[context.Context, Failure, func(Failure), error](&revertFn{})
+	register.Emitter1[Failure]()
 	register.Emitter2[beam.EventTime, beam.Z]()
 	register.Emitter2[beam.EventTime, Failure]()
 	beam.RegisterType(reflect.TypeOf(Failure{}))

@@ -88,10 +88,12 @@ func (b Backoff) validate() error {
 }
 
 // Delay returns the wait before retry number retry (1 for the first retry)
-// of the element identified by seed.
+// of the element identified by seed: never negative, never more than Max.
 func (b Backoff) Delay(retry int, seed []byte) time.Duration {
 	d := float64(b.Initial) * math.Pow(b.Multiplier, float64(max(retry, 1)-1))
-	if d > float64(b.Max) || math.IsInf(d, 0) {
+	// Past the float range the power is +Inf, and 0 x +Inf is NaN: both mean
+	// the cap.
+	if math.IsNaN(d) || d > float64(b.Max) {
 		d = float64(b.Max)
 	}
 	if b.Jitter > 0 {

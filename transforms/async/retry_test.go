@@ -50,6 +50,25 @@ func TestBackoffDelay(t *testing.T) {
 	}
 }
 
+// TestBackoffDelayStaysInRange: past the float range the exponential is
+// +Inf and 0 x +Inf is NaN, which once became the most negative duration
+// (found by FuzzOptions; testdata/fuzz/FuzzOptions/nan-delay-at-retry-162).
+func TestBackoffDelayStaysInRange(t *testing.T) {
+	for _, tc := range []struct {
+		b     Backoff
+		retry int
+	}{
+		{Backoff{Initial: 0, Max: 0, Multiplier: 171.25}, 162},
+		{Backoff{Initial: 0, Max: time.Second, Multiplier: 1e300}, 3},
+		{Backoff{Initial: time.Millisecond, Max: time.Minute, Multiplier: 10}, 10_000},
+		{Backoff{Initial: time.Millisecond, Max: time.Minute, Multiplier: 2, Jitter: 1}, 1 << 30},
+	} {
+		if d := tc.b.Delay(tc.retry, []byte("seed")); d < 0 || d > tc.b.Max {
+			t.Errorf("%+v.Delay(%d) = %v, want within [0, %v]", tc.b, tc.retry, d, tc.b.Max)
+		}
+	}
+}
+
 func TestBackoffValidation(t *testing.T) {
 	for _, b := range []Backoff{
 		{Initial: -1, Max: 0, Multiplier: 1},
@@ -226,8 +245,11 @@ func TestFinalFailures(t *testing.T) {
 			if fr.KeyText != "a" || fr.ValueText != "1" || fr.FirstAttemptUnixMs == 0 || fr.LastAttemptUnixMs < fr.FirstAttemptUnixMs {
 				t.Errorf("failure record = %+v; want key a, value 1 and attempt times", fr)
 			}
-			if n := book.count("revert/" + id); n != 1 {
-				t.Errorf("Revert called %d times, want once", n)
+			if n := book.count("revert/" + id); n != 0 {
+				t.Errorf("the transform's callbacks called Revert %d times; it runs only on committed failure records", n)
+			}
+			if after := h.revert(fr); after.CompensationError != "" || book.count("revert/"+id) != 1 {
+				t.Errorf("the revert step: CompensationError %q, Revert called %d times; want none, once", after.CompensationError, book.count("revert/"+id))
 			}
 			if got, _ := h.fire(f, "a"); len(got) != 0 || len(h.failed) != 1 {
 				t.Errorf("a later commit emitted %v and %d failures; want nothing more", got, len(h.failed))
@@ -256,8 +278,11 @@ func TestCompensationPanicIsRecorded(t *testing.T) {
 	book.open(id)
 	h.process(f, "a", 1)
 	retryUntilDone(t, h, f, "a")
-	if len(h.failed) != 1 || !strings.Contains(h.failed[0].CompensationError, "revert exploded") {
-		t.Fatalf("failures = %+v, want one whose CompensationError holds the Revert panic", h.failed)
+	if len(h.failed) != 1 {
+		t.Fatalf("failures = %+v, want one", h.failed)
+	}
+	if after := h.revert(h.failed[0]); !strings.Contains(after.CompensationError, "revert exploded") {
+		t.Errorf("after the revert step: %+v, want CompensationError holding the Revert panic", after)
 	}
 }
 
@@ -338,5 +363,37 @@ func TestFinalFailureWithoutFailureOutputFailsCommit(t *testing.T) {
 	_, err := h.fire(f, "a")
 	if err == nil || !strings.Contains(err.Error(), "no such customer") || !strings.Contains(err.Error(), "ParDoWithFailures") {
 		t.Errorf("commit error = %v, want the cause and a pointer to ParDoWithFailures", err)
+	}
+}
+
+// TestCopyWaitsOutTheBackoff: a copy of an element that waits out its
+// backoff in bag state is one element with it: it does not start the element
+// early.
+func TestCopyWaitsOutTheBackoff(t *testing.T) {
+	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(3), WithBackoff(FixedBackoff(5*time.Second)))
+	f := h.stream()
+	id := gateID(t.Name(), "a", 1)
+	book.mu.Lock()
+	book.plan[id] = []error{errFlaky}
+	book.mu.Unlock()
+	book.open(id)
+	h.process(f, "a", 1)
+	h.waitFinished("a", 1)
+	h.clock.Advance(time.Second) // quiet: its timer commits it
+	if got, _ := h.fire(f, "a"); len(got) != 0 {
+		t.Fatalf("commit after a failed attempt emitted %v", got)
+	}
+	h.clock.Advance(time.Second)
+	h.process(f, "a", 1) // a copy, two seconds into the five-second backoff
+	p, _ := h.c.pool()
+	if n := book.count(id); p.Len() != 0 || n != 1 {
+		t.Errorf("after a copy arrived: %d tasks, %d calls; want 0, 1 (the retry is due in 3 s)", p.Len(), n)
+	}
+	if got := h.st("a").size(); got != 1 {
+		t.Errorf("bag state holds %d elements, want 1", got)
+	}
+	h.clock.Advance(3 * time.Second)
+	if got := retryUntilDone(t, h, f, "a"); !reflect.DeepEqual(got, []string{"a:1#0"}) {
+		t.Errorf("outputs = %v, want [a:1#0]", got)
 	}
 }

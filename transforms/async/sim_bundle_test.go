@@ -323,6 +323,7 @@ func (w *bundleWorld) checkBundles() {
 	if w.s.ordered {
 		w.checkOrderOnce()
 	}
+	w.checkCalls()
 }
 
 // checkOrderOnce is checkOrder, leaving out the output of a copy that was a

@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,7 +60,24 @@ func (f *simFn) roll(key string, v, attempt int, what string) uint64 {
 	return h.Sum64() % 100
 }
 
+// simCalls counts, per seed and element ("key:v"), the calls of the
+// simulator's fn and of its Revert method.
+var simCalls = struct {
+	sync.Mutex
+	calls, reverts map[uint64]map[string]int
+}{calls: map[uint64]map[string]int{}, reverts: map[uint64]map[string]int{}}
+
+func countCall(m map[uint64]map[string]int, seed uint64, key string, v int) {
+	simCalls.Lock()
+	defer simCalls.Unlock()
+	if m[seed] == nil {
+		m[seed] = map[string]int{}
+	}
+	m[seed][fmt.Sprintf("%s:%d", key, v)]++
+}
+
 func (f *simFn) ProcessElement(ctx context.Context, key string, v int, emit func(string)) error {
+	countCall(simCalls.calls, f.Seed, key, v)
 	attempt := Attempt(ctx)
 	if f.roll(key, v, attempt, "slow") < f.SlowPct {
 		select {
@@ -72,6 +90,12 @@ func (f *simFn) ProcessElement(ctx context.Context, key string, v int, emit func
 		return fmt.Errorf("simulated failure of %s:%d attempt %d", key, v, attempt)
 	}
 	emit(fmt.Sprintf("%s:%d", key, v))
+	return nil
+}
+
+// Revert counts its calls: it must run only on committed failure records.
+func (f *simFn) Revert(_ context.Context, key string, v int, _ error) error {
+	countCall(simCalls.reverts, f.Seed, key, v)
 	return nil
 }
 
@@ -463,6 +487,7 @@ func (w *simWorld) finish() {
 			w.fire(key)
 		}
 		if !pending {
+			w.checkNothingLeft()
 			return
 		}
 		// A round of the runner takes a while: time passes, so results a
@@ -470,6 +495,22 @@ func (w *simWorld) finish() {
 		w.clock.Advance(time.Second)
 	}
 	w.violation("keys still hold elements after 200 rounds")
+}
+
+// checkNothingLeft: once every key is empty and no key had a callback for
+// the stale period, each worker's idle sweep leaves its pool empty. Tasks
+// that a moved key, a failed callback or a restart left behind are bounded by
+// that period, not kept for the life of the worker.
+func (w *simWorld) checkNothingLeft() {
+	w.waitAll()
+	for i, wk := range w.workers {
+		w.clock.Advance(wk.stream.staleAfter() + 2*time.Second)
+		p, _ := wk.stream.pool()
+		wk.stream.evictIdle(context.Background(), p)
+		if n := p.Len(); n != 0 {
+			w.violation("worker %d still holds %d tasks after its keys went idle for the stale period", i, n)
+		}
+	}
 }
 
 // committed counts the commits of each element, as "key:value".
@@ -501,6 +542,61 @@ func (w *simWorld) check() {
 	}
 	if w.s.ordered {
 		w.checkOrder()
+	}
+	w.checkCalls()
+}
+
+// checkCalls checks what the schedule cost in calls: Revert never ran inside
+// the transform; the revert step that follows it, run on the committed
+// failure records, reverts each element that failed for good, and no other;
+// and no element was called more than MaxAttempts times for each fault the
+// schedule injected, plus one.
+func (w *simWorld) checkCalls() {
+	simCalls.Lock()
+	calls, inside := simCalls.calls[w.s.seed], len(simCalls.reverts[w.s.seed])
+	delete(simCalls.reverts, w.s.seed)
+	simCalls.Unlock()
+	if inside > 0 {
+		w.violation("Revert ran for %d elements inside the transform, before their failure was committed", inside)
+	}
+	c := w.workers[0].stream.core
+	rf := &revertFn{User: c.User, KeyType: c.KeyType, ValueType: c.ValueType}
+	if err := rf.Setup(context.Background()); err != nil {
+		w.violation("revertFn.Setup: %v", err)
+		return
+	}
+	// An element has as many failure records as it was committed as a
+	// failure: twice for a copy that a bundle met after the first copy's
+	// record was emitted (a new element, see bundleWorld.twice).
+	failed := map[string]int{}
+	for _, fr := range w.failures {
+		failed[fr.KeyText+":"+fr.ValueText]++
+		rf.ProcessElement(context.Background(), fr, func(Failure) {})
+	}
+	simCalls.Lock()
+	reverted := simCalls.reverts[w.s.seed]
+	simCalls.Unlock()
+	for name, records := range failed {
+		if reverted[name] != records {
+			w.violation("element %s has %d committed failure record(s) and was reverted %d times, want one revert per record", name, records, reverted[name])
+		}
+	}
+	for name, n := range reverted {
+		if failed[name] == 0 {
+			w.violation("element %s was reverted %d times but did not fail", name, n)
+		}
+	}
+	faults := 0
+	for _, a := range w.s.actions {
+		switch a.Kind {
+		case "restart", "move", "failnext", "dup", "twice":
+			faults++
+		}
+	}
+	for name, n := range calls {
+		if limit := 3 * (1 + faults); n > limit { // MaxAttempts is 3
+			w.violation("element %s was called %d times, more than %d (MaxAttempts x (1 + %d faults))", name, n, limit, faults)
+		}
 	}
 }
 
@@ -538,6 +634,10 @@ func (w *simWorld) close(baseline int) {
 
 // runSchedule runs one schedule and returns its violations.
 func runSchedule(t *testing.T, s simSchedule) []string {
+	simCalls.Lock()
+	delete(simCalls.calls, s.seed)
+	delete(simCalls.reverts, s.seed)
+	simCalls.Unlock()
 	if s.bundles {
 		return runBundleSchedule(t, s)
 	}

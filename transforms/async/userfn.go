@@ -33,6 +33,16 @@ type userSpec struct {
 	Func *beam.EncodedFunc `json:",omitempty"`
 }
 
+// hasRevert reports whether the wrapped fn is a DoFn struct with a Revert
+// method.
+func (s userSpec) hasRevert() bool {
+	if s.Type == nil {
+		return false
+	}
+	_, ok := reflect.PointerTo(s.Type.T).MethodByName("Revert")
+	return ok
+}
+
 // signature is what analysis of the wrapped fn found.
 type signature struct {
 	output reflect.Type // O of emit func(O)
