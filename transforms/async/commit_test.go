@@ -465,3 +465,29 @@ func TestConcurrentKeysLoad(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueSummariesStayBounded: a callback that starts queued elements
+// without committing any (room freed by other keys) appends a new queue
+// summary to the pending bag; superseded ones are compacted away once they
+// outnumber the elements, so a key with a long backlog does not read a
+// growing bag at each callback.
+func TestQueueSummariesStayBounded(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	f := h.stream()
+	most := 0
+	for i := 1; i <= 30; i++ { // one bundle each
+		vs := views{}
+		ks, _, v, err := h.c.openKey(context.Background(), &f.Pending, &f.Queued, &vs, h.st("a"), "a", window.GlobalWindow{}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v.queue.Count, v.summaryChanged = int64(30-i), true
+		if err := v.write(ks); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, h.st("a").summaries())
+	}
+	if most > 9 {
+		t.Errorf("the pending bag held up to %d queue summaries over 30 callbacks; want at most 9 (compacted at max(8, elements))", most)
+	}
+}

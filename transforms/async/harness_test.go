@@ -54,6 +54,19 @@ func (m *memState) size() int {
 	return len(m.envelopes()) + len(m.queued())
 }
 
+// summaries counts the queue summary entries of the pending bag.
+func (m *memState) summaries() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	n := 0
+	for _, raw := range m.bags[pendingStateID] {
+		if state.IsQueueSummary(raw.([]byte)) {
+			n++
+		}
+	}
+	return n
+}
+
 // filter keeps in the bag only the elements for which keep is true, as
 // another worker's commit would leave it.
 func (m *memState) filter(keep func(state.Envelope) bool) {

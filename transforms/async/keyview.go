@@ -68,8 +68,10 @@ type keyView struct {
 	// append added to it; write the queue summary; rewrite the queue bag
 	// (queueChanged), else append toQueue to it.
 	changed, summaryChanged, queueChanged bool
-	added                                 [][]byte
-	toQueue                               []*pending
+	// summaries counts the summary entries the pending bag holds.
+	summaries int
+	added     [][]byte
+	toQueue   []*pending
 	// committed: a callback of this bundle has committed the key; res is
 	// what that commit left for the key's timer.
 	committed bool
@@ -137,6 +139,7 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 			if q.Serial >= v.queue.Serial {
 				v.queue = q
 			}
+			v.summaries++
 			continue
 		}
 		envs, members, err := state.DecodeEntry(raw)
@@ -287,6 +290,9 @@ func (v *keyView) write(ks keyState) error {
 }
 
 func (v *keyView) writePending(ks keyState) error {
+	if v.summaryChanged && v.summaries >= max(8, len(v.entries)) {
+		v.changed = true // superseded summaries outnumber the elements: compact
+	}
 	if !v.changed {
 		for _, raw := range v.added {
 			if err := ks.bag.Add(ks.sp, raw); err != nil {
@@ -308,6 +314,7 @@ func (v *keyView) writePending(ks keyState) error {
 			return fmt.Errorf("async: rewriting bag state: %w", err)
 		}
 	}
+	v.summaries = 0
 	if v.queue.Count > 0 {
 		return v.writeSummary(ks)
 	}
@@ -318,6 +325,7 @@ func (v *keyView) writePending(ks keyState) error {
 // writeSummary appends the queue summary, with the next serial number.
 func (v *keyView) writeSummary(ks keyState) error {
 	v.summaryChanged = false
+	v.summaries++
 	v.queue.Serial++
 	if err := ks.bag.Add(ks.sp, v.queue.Encode()); err != nil {
 		return fmt.Errorf("async: adding to bag state: %w", err)
