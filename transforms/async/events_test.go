@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -304,5 +305,29 @@ func TestTimingListenerDropsStaleElements(t *testing.T) {
 		if _, ok := l.inFlight[timingKey{"t", "k", tc.id}]; ok != tc.kept {
 			t.Errorf("element %s kept = %v, want %v", tc.id, ok, tc.kept)
 		}
+	}
+}
+
+// BenchmarkTimingListenerFull: one element's events when the listener holds
+// MaxInFlight entries, none stale. Each costs the same whatever MaxInFlight
+// is (it once scanned every entry).
+func BenchmarkTimingListenerFull(b *testing.B) {
+	for _, held := range []int{1_000, 100_000} {
+		b.Run(fmt.Sprintf("held=%d", held), func(b *testing.B) {
+			l := &TimingListener{MaxInFlight: held}
+			if err := l.Setup(); err != nil {
+				b.Fatal(err)
+			}
+			now := time.Unix(1_800_000_000, 0)
+			for i := 0; i < held; i++ {
+				l.OnEvent(Event{Type: EventAccepted, Transform: "t", KeyText: "k", ElementID: strconv.Itoa(i), Time: now})
+			}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				id := "n" + strconv.Itoa(i)
+				l.OnEvent(Event{Type: EventAccepted, Transform: "t", KeyText: "k", ElementID: id, Time: now})
+				l.OnEvent(Event{Type: EventCommitted, Transform: "t", KeyText: "k", ElementID: id, Time: now})
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package async
 
 import (
 	"bufio"
+	"container/list"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -95,19 +96,22 @@ type Timing struct {
 // committed, failed or cancelled on this worker. An element whose key moved
 // to another worker is committed there, so its entry here would stay: when
 // more than MaxInFlight (default 100,000) are kept, those without an event
-// for ten minutes are dropped.
+// for ten minutes are dropped. Entries are kept in the order of their last
+// event, so that finding the stale ones costs nothing when there are none.
 type TimingListener struct {
 	Path        string
 	MaxInFlight int
 
 	out      lineFile
 	mu       sync.Mutex
-	inFlight map[timingKey]*flight
+	inFlight map[timingKey]*list.Element // of *flight, in recent
+	recent   list.List                   // flights, least recent event first
 }
 
 // flight is an element's timing so far and when it last had an event.
 type flight struct {
 	Timing
+	key  timingKey
 	last time.Time
 }
 
@@ -119,7 +123,7 @@ type timingKey struct{ transform, key, id string }
 
 // Setup opens the file, if any.
 func (l *TimingListener) Setup() error {
-	l.inFlight = map[timingKey]*flight{}
+	l.inFlight = map[timingKey]*list.Element{}
 	if l.Path == "" {
 		return nil
 	}
@@ -147,17 +151,19 @@ func (l *TimingListener) fold(e Event) *Timing {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.inFlight == nil {
-		l.inFlight = map[timingKey]*flight{}
+		l.inFlight = map[timingKey]*list.Element{}
 	}
-	f := l.inFlight[k]
-	if f == nil {
+	el := l.inFlight[k]
+	if el == nil {
 		if e.Type == EventCancelled || e.Type == EventDeduplicated {
 			return nil
 		}
 		l.makeRoom(e.Time)
-		f = &flight{Timing: Timing{Transform: e.Transform, Key: e.KeyText, ElementID: e.ElementID}}
-		l.inFlight[k] = f
+		el = l.recent.PushBack(&flight{Timing: Timing{Transform: e.Transform, Key: e.KeyText, ElementID: e.ElementID}, key: k})
+		l.inFlight[k] = el
 	}
+	l.recent.MoveToBack(el)
+	f := el.Value.(*flight)
 	f.last = e.Time
 	t := &f.Timing
 	switch e.Type {
@@ -172,9 +178,9 @@ func (l *TimingListener) fold(e Event) *Timing {
 	case EventSucceeded:
 		t.Finished = e.Time
 	case EventCancelled:
-		delete(l.inFlight, k)
+		l.forget(el)
 	case EventCommitted, EventFailed:
-		delete(l.inFlight, k)
+		l.forget(el)
 		t.Outcome, t.Attempts, t.Done = string(e.Type), e.Attempt, e.Time
 		if e.Type == EventFailed && t.Finished.IsZero() {
 			t.Finished = e.Time
@@ -188,7 +194,9 @@ func (l *TimingListener) fold(e Event) *Timing {
 	return nil
 }
 
-// makeRoom drops stale entries once more than MaxInFlight are kept.
+// makeRoom drops every stale entry once MaxInFlight are kept. They are the
+// least recent, so it stops at the first entry that is not stale: each entry
+// is visited once more than it is dropped.
 func (l *TimingListener) makeRoom(now time.Time) {
 	limit := l.MaxInFlight
 	if limit <= 0 {
@@ -197,11 +205,14 @@ func (l *TimingListener) makeRoom(now time.Time) {
 	if len(l.inFlight) < limit {
 		return
 	}
-	for k, f := range l.inFlight {
-		if now.Sub(f.last) > staleTiming {
-			delete(l.inFlight, k)
-		}
+	for front := l.recent.Front(); front != nil && now.Sub(front.Value.(*flight).last) > staleTiming; front = l.recent.Front() {
+		l.forget(front)
 	}
+}
+
+func (l *TimingListener) forget(el *list.Element) {
+	delete(l.inFlight, el.Value.(*flight).key)
+	l.recent.Remove(el)
 }
 
 // span is b-a, or zero when either is unknown.
