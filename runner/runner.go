@@ -1,10 +1,13 @@
 // Package runner launches the project's pipelines on a Beam runner chosen by
 // the standard --runner flag, with embedded prism as the default.
 //
-// It exists so that every pipeline in pipelines/ fails early and clearly on a
-// runner that cannot execute the async transform: the legacy Go direct runner
-// panics with a nil pointer on DoFns with state and timers, so Run refuses it
-// with an error that says to use prism instead. On prism it turns off bundle
+// It exists so that every pipeline in pipelines/ runs, or fails early and
+// clearly, whatever runner a user asks for. The legacy Go direct runner
+// cannot execute DoFns with state and timers, so --runner=direct runs the
+// pipeline on embedded prism, a local runner that can, and says so in one
+// log line (as Beam Python's direct runner hands pipelines to a local runner
+// that supports them). A runner that needs flags (Dataflow, a job server)
+// is checked for them before any work. On prism it turns off bundle
 // splitting (see PrismExperiment).
 package runner
 
@@ -12,6 +15,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -49,21 +53,35 @@ func UsePrismExperiment() {
 	}
 }
 
-// Name returns the runner Run will use: the --runner flag, or "prism".
+// Name returns the runner Run will use: the --runner flag, or "prism" when
+// it is empty or names the legacy Go direct runner.
 func Name() string {
-	if r := strings.TrimSpace(*runners.Runner); r != "" {
-		return strings.ToLower(r)
+	if r := flagRunner(); r != "" && !isDirect(r) {
+		return r
 	}
 	return "prism"
 }
 
-// Check returns an error naming the fix when the selected runner cannot run
-// pipelines with state and timers, or lacks a flag it needs; it runs before
-// any work.
+func flagRunner() string { return strings.ToLower(strings.TrimSpace(*runners.Runner)) }
+
+// isDirect reports whether name is the legacy Go direct runner.
+func isDirect(name string) bool { return name == "direct" || name == "directrunner" }
+
+// useLocalRunner replaces --runner=direct with prism, logging why once.
+func useLocalRunner() {
+	if !isDirect(flagRunner()) {
+		return
+	}
+	slog.Warn("runner: --runner=" + *runners.Runner + " asks for the legacy Go direct runner, which has no state and timers; " +
+		"running on prism, embedded, instead (the default local runner; pass --runner=prism to say so)")
+	*runners.Runner = "prism"
+}
+
+// Check returns an error naming the fix when the selected runner lacks a
+// flag it needs; it runs before any work. --runner=direct passes: Run uses
+// prism for it.
 func Check() error {
 	switch Name() {
-	case "direct", "directrunner":
-		return fmt.Errorf("runner: --runner=%s is the legacy Go direct runner, which does not support state and timers; use --runner=prism (the default) for local runs", *runners.Runner)
 	case "dataflow", "dataflowrunner":
 		return requireFlags("--runner=dataflow", "project", "region", "staging_location", "temp_location")
 	case "universal", "portable", "flink", "spark":
@@ -90,11 +108,13 @@ func DryRun() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-// Run checks the runner and runs p, returning its result (with metrics).
+// Run checks the runner and runs p, returning its result (with metrics);
+// --runner=direct runs on embedded prism (see the package doc).
 func Run(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
+	useLocalRunner()
 	UsePrismExperiment()
 	return beamx.RunWithMetrics(ctx, p)
 }

@@ -19,8 +19,8 @@ func TestCheck(t *testing.T) {
 	}{
 		{"", "prism", false},
 		{"prism", "prism", false},
-		{"direct", "direct", true},
-		{"DirectRunner", "directrunner", true},
+		{"direct", "prism", false},
+		{"DirectRunner", "prism", false},
 		{"portable", "portable", true}, // no --endpoint
 	}
 	for _, tc := range tests {
@@ -32,8 +32,22 @@ func TestCheck(t *testing.T) {
 		if (err != nil) != tc.wantErr {
 			t.Errorf("Check() with --runner=%q = %v, want error %v", tc.flag, err, tc.wantErr)
 		}
-		if err != nil && strings.HasPrefix(tc.wantName, "direct") && !strings.Contains(err.Error(), "--runner=prism") {
-			t.Errorf("Check() error %q does not say to use prism", err)
+	}
+}
+
+// TestDirectRunsOnPrism: --runner=direct is replaced by prism, with the
+// experiment prism needs.
+func TestDirectRunsOnPrism(t *testing.T) {
+	defer func(r, e string) { *runners.Runner, *jobopts.Experiments = r, e }(*runners.Runner, *jobopts.Experiments)
+	for _, name := range []string{"direct", "DirectRunner"} {
+		*runners.Runner, *jobopts.Experiments = name, ""
+		useLocalRunner()
+		UsePrismExperiment()
+		if got := Name(); got != "prism" {
+			t.Errorf("--runner=%s runs on %q, want prism", name, got)
+		}
+		if got := *jobopts.Experiments; got != PrismExperiment {
+			t.Errorf("--runner=%s: experiments %q, want %q", name, got, PrismExperiment)
 		}
 	}
 }
