@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
@@ -74,7 +75,12 @@ func input(s beam.Scope, sp spec) beam.PCollection {
 		for i := range ints {
 			ints[i] = i
 		}
-		return beam.ParDo(s, &keyBy{Keys: sp.Keys}, beam.CreateList(s, ints))
+		keyed := beam.ParDo(s, &keyBy{Keys: sp.Keys}, beam.CreateList(s, ints))
+		if sp.Windows == 0 {
+			return keyed
+		}
+		stamped := beam.ParDo(s, &minuteOf{Windows: sp.Windows}, keyed)
+		return beam.WindowInto(s, window.NewFixedWindows(time.Minute), stamped)
 	}
 	start := time.Now().Add(500 * time.Millisecond).Truncate(tick)
 	imp := periodic.Impulse(s, start, start.Add(sp.For), tick, false)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -184,6 +185,13 @@ func (f *keyBy) ProcessElement(i int) (string, string) {
 	return "k" + strconv.Itoa(i%f.Keys), value(time.Now(), i)
 }
 
+// minuteOf gives element i the event time of minute i % Windows.
+type minuteOf struct{ Windows int }
+
+func (f *minuteOf) ProcessElement(k, v string, emit func(beam.EventTime, string, string)) {
+	emit(mtime.FromTime(time.Unix(0, 0).Add(time.Duration(indexOf(v)%f.Windows)*time.Minute)), k, v)
+}
+
 // ticks turns each impulse of the stream scenario into PerTick elements
 // created at the impulse's time.
 type ticks struct {
@@ -209,6 +217,8 @@ func init() {
 	register.DoFn5x1[beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&floorStream{})
 	register.DoFn1x2[int, string, string](&keyBy{})
 	register.DoFn3x0[beam.EventTime, []byte, func(string, string)](&ticks{})
+	register.DoFn3x0[string, string, func(beam.EventTime, string, string)](&minuteOf{})
+	register.Emitter3[beam.EventTime, string, string]()
 	register.Emitter1[string]()
 	register.Emitter2[string, string]()
 }

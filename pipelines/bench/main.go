@@ -55,6 +55,8 @@ var (
 	syncMax          = flag.Duration("sync_max", time.Minute, "skip sync where N x mean L would exceed this")
 	pythonTimeout    = flag.Duration("python_timeout", 5*time.Minute, "give up on the python contender after this long")
 	jsonPath         = flag.String("json", "", "also write the results as JSON to this file")
+	chartsDir        = flag.String("charts", "", "also draw the charts (stream.png, batch.png, csweep.png) into this directory")
+	report           = flag.String("report", "", "run nothing: print the tables and targets of a file written by --json (and draw --charts from it)")
 	asyncBuffer      = flag.Int("async_buffer", 0, "async WithMaxItemsToBuffer (0: the transform's default)")
 	asyncHeld        = flag.Int("async_held", 0, "async WithMaxItemsHeld (0: the transform's default)")
 	child            = flag.String("child", "", "internal: run this spec (JSON) and print its result as JSON")
@@ -79,7 +81,11 @@ func main() {
 		json.NewEncoder(os.Stdout).Encode(res)
 		return
 	}
-	if err := runAll(); err != nil {
+	run := runAll
+	if *report != "" {
+		run = reportFile
+	}
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -98,13 +104,44 @@ func runAll() error {
 		fmt.Printf("   %-9s %-7s %-40s %s\n", s.Suite, s.Contender, s.shape(), r.summary())
 		rows = append(rows, r)
 	}
+	return finish(rows)
+}
+
+// finish prints the tables and targets of rows, and writes the JSON and the
+// charts asked for.
+func finish(rows []row) error {
 	printTables(os.Stdout, rows)
 	targets := checkTargets(rows)
 	printTargets(os.Stdout, targets)
+	if *chartsDir != "" {
+		files, err := writeCharts(*chartsDir, rows)
+		if err != nil {
+			return err
+		}
+		fmt.Println("charts:", strings.Join(files, " "))
+	}
 	if *jsonPath != "" {
 		return writeJSON(*jsonPath, rows, targets)
 	}
 	return nil
+}
+
+// reportFile prints what a run written by --json measured.
+func reportFile() error {
+	b, err := os.ReadFile(*report)
+	if err != nil {
+		return err
+	}
+	var doc struct {
+		Commit string `json:"commit"`
+		Rows   []row  `json:"rows"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return fmt.Errorf("%s: %w", *report, err)
+	}
+	fmt.Printf("bench: the run of %s, at commit %s\n", *report, doc.Commit)
+	reportCommit = doc.Commit
+	return finish(doc.Rows)
 }
 
 // runSpec runs one spec (repeatedly on an unbounded source), or says why it
@@ -176,9 +213,15 @@ func spawn(s spec) (result, error) {
 	return r, nil
 }
 
+// reportCommit is the commit of the run a --report file holds.
+var reportCommit string
+
 // commit names the code that ran: the git commit, marked dirty when the work
-// tree has changes.
+// tree has changes (or the commit of the run --report reads).
 func commit() string {
+	if reportCommit != "" {
+		return reportCommit
+	}
 	out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
 		return "unknown (not a git checkout)"

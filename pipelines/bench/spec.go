@@ -27,6 +27,9 @@ type spec struct {
 	SlowEvery int     `json:"slow_every,omitempty"`
 	SlowX     float64 `json:"slow_x,omitempty"`
 	Call      string  `json:"call"` // sleep, or http (a loopback service)
+	// Windows spreads bounded input's event times over that many minutes,
+	// in fixed windows of one minute (0: the global window).
+	Windows int `json:"windows,omitempty"`
 	// AsyncBuffer and AsyncHeld override the transform's defaults (0: keep).
 	AsyncBuffer int `json:"async_buffer,omitempty"`
 	AsyncHeld   int `json:"async_held,omitempty"`
@@ -85,6 +88,9 @@ func (s spec) shape() string {
 	} else {
 		fmt.Fprintf(&b, "%.1f×P/L keys=%d for=%v", s.Rate, s.Keys, s.For)
 	}
+	if s.Windows > 0 {
+		fmt.Fprintf(&b, " in %d windows", s.Windows)
+	}
 	if s.C != time.Second {
 		fmt.Fprintf(&b, " C=%v", s.C)
 	}
@@ -122,7 +128,7 @@ func suites(names []string) ([]spec, error) {
 	return out, nil
 }
 
-var suiteNames = []string{"batch", "stream", "csweep", "overload", "heavytail", "hotkey", "steady"}
+var suiteNames = []string{"batch", "windowed", "stream", "csweep", "overload", "heavytail", "hotkey", "steady"}
 
 // suiteSpecs builds each suite's runs from the flags.
 var suiteSpecs = map[string]func() []spec{
@@ -136,6 +142,19 @@ var suiteSpecs = map[string]func() []spec{
 					s.Bounded, s.N, s.Keys, s.Contender = true, n, keys, c
 					out = append(out, s)
 				}
+			}
+		}
+		return out
+	},
+	// Bounded input in fixed windows: the drain path.
+	"windowed": func() []spec {
+		var out []spec
+		n := intList(*batchNs)[0]
+		for _, keys := range keyShapes("100,n", n) {
+			for _, c := range []string{"bundle", "async"} {
+				s := base()
+				s.Bounded, s.N, s.Keys, s.Windows, s.Contender = true, n, keys, 10, c
+				out = append(out, s)
 			}
 		}
 		return out
