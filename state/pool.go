@@ -1,5 +1,9 @@
 package state
 
+// The Pool: the bounded set of tasks of one transform in one worker process,
+// with admission (Submit), lookup by key and owner, and eviction of the
+// tasks of owners gone from the worker.
+
 import (
 	"context"
 	"errors"

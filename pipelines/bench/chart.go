@@ -28,7 +28,10 @@ func writeCharts(dir string, rows []row) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	caption := fmt.Sprintf("commit %s, %d cores, %s, L=%v, P=%d", commit(), runtime.NumCPU(), runtime.Version(), *latency, *par)
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	caption := fmt.Sprintf("commit %s, %d cores, %s, L=%v, P=%d", commit(), runtime.NumCPU(), runtime.Version(), rows[0].Latency, rows[0].P)
 	var written []string
 	for _, c := range []struct {
 		file string
@@ -172,7 +175,14 @@ func streamChart(rows []row, caption string) (*vgimg.Canvas, bool) {
 	if err1 != nil || err2 != nil {
 		return nil, false
 	}
-	limit := plotter.NewFunction(func(x float64) float64 { return math.Min(x, float64(*par)/latency.Seconds()) })
+	capacity := 0.0 // P/L of the rows drawn (one P and L per report)
+	for _, r := range rows {
+		if keep(r) {
+			capacity = r.limitRate()
+			break
+		}
+	}
+	limit := plotter.NewFunction(func(x float64) float64 { return math.Min(x, capacity) })
 	limit.Dashes = []vg.Length{vg.Points(4), vg.Points(4)}
 	limit.Color = color.Gray{Y: 120}
 	a.Add(limit)

@@ -44,10 +44,15 @@ type keyedBundleFn struct {
 	Group beamstate.Bag[[]byte]
 }
 
-func newBundleFn(c core) *bundleFn { return &bundleFn{core: c} }
+// newBundleFn makes the DoFn; a bundle has no later callback to write a
+// retry back to, so retries wait in the worker.
+func newBundleFn(c core) *bundleFn {
+	c.RetryInWorker = true
+	return &bundleFn{core: c}
+}
 
 func newKeyedBundleFn(c core) *keyedBundleFn {
-	return &keyedBundleFn{bundleFn: bundleFn{core: c}, Group: beamstate.MakeBagState[[]byte]("asyncGroup")}
+	return &keyedBundleFn{bundleFn: *newBundleFn(c), Group: beamstate.MakeBagState[[]byte]("asyncGroup")}
 }
 
 // ProcessElement of keyedBundleFn is bundleFn's; the state provider is unused.
@@ -67,7 +72,6 @@ func (f *bundleFn) StartBundle(ctx context.Context, _ func(beam.EventTime, beam.
 		return err
 	}
 	f.run = &bundleRun{id: uuid.NewString(), pool: pool, signal: make(chan struct{}, 1), items: map[string]*bundleItem{}}
-	f.retryLocally = true // a bundle has no later point to write a retry back to
 	return nil
 }
 
@@ -190,7 +194,7 @@ func (f *core) finalFailure(ctx context.Context, el element, t *state.Task, call
 		return Failure{}, fmt.Errorf("async: element %x of key %v was interrupted before its bundle could finish it: %w", el.id, el.key, callErr)
 	}
 	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb, Attempts: el.done}
-	out, err := f.settle(ctx, el.key, el.kb, env, t, callErr)
+	out, err := f.settle(el.key, el.kb, env, t, callErr)
 	if err != nil {
 		return Failure{}, err
 	}

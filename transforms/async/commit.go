@@ -6,11 +6,11 @@ package async
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
 	"github.com/asyncbeam/asyncbeam/state"
 )
@@ -34,74 +34,20 @@ type commitResult struct {
 // caller writes the view back (keyView.write) in the same callback.
 func (f *core) commit(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, headFirst bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (commitResult, error) {
 	f.cancelStale(ctx, pool, v)
-	entries := v.entries
-	if f.Ordered {
-		entries = inOrder(v.entries)
+	scan, err := f.settleFinished(ctx, pool, v, emit, fail)
+	if err != nil {
+		return scan.res, err
 	}
-	now := f.clock.Now()
-	var res commitResult
-	var keep, toStart []*pending
-	changed := false
-	blocked := false // an earlier element of the key is unresolved (WithOrdered)
-	for _, p := range entries {
-		t := pool.Lookup(state.TaskKey{Owner: v.owner, ID: p.env.ID})
-		switch {
-		case t == nil:
-			if due := time.UnixMilli(p.env.NextAttemptMs); p.env.NextAttemptMs != 0 && due.After(now) {
-				res.dueNext = earliest(res.dueNext, due)
-				res.waitingRetries++
-			} else {
-				toStart = append(toStart, p)
-			}
-			keep = append(keep, p)
-			blocked = true
-		case t.Status() != state.Finished:
-			f.metrics.observeRunning(ctx, t)
-			keep = append(keep, p)
-			blocked = true
-		default:
-			outputs, callErr := t.Result()
-			if callErr == nil && f.Ordered && blocked {
-				keep = append(keep, p) // its turn comes after the earlier ones
-				continue
-			}
-			// Forget the task either way: a retry starts a new one, and if
-			// this callback fails the retried callback runs it again.
-			pool.Remove(t)
-			f.metrics.observeFinished(ctx, t, now)
-			changed = true
-			if callErr == nil {
-				emitAt(p.env.EventTimeMs, outputs, emit)
-				f.metrics.committed.Inc(ctx, 1)
-				f.event(EventCommitted, v.key, p.env.ID, p.env.Attempts+t.Attempts(), nil)
-				continue
-			}
-			out, err := f.settle(ctx, v.key, v.kb, p.env, t, callErr)
-			if err != nil {
-				return res, err
-			}
-			if out.failure != nil {
-				fail(beam.EventTime(p.env.EventTimeMs), *out.failure)
-				f.metrics.failed.Inc(ctx, 1)
-				continue
-			}
-			f.metrics.retried.Inc(ctx, 1)
-			retry := &pending{raw: out.retry.Encode(), env: *out.retry}
-			keep = append(keep, retry)
-			res.waitingRetries++
-			res.dueNext = earliest(res.dueNext, time.UnixMilli(retry.env.NextAttemptMs))
-			blocked = true
-		}
+	res := scan.res
+	if scan.changed {
+		v.keep(scan.keep)
 	}
-	if changed {
-		v.keep(keep)
-	}
-	queued, err := f.startFromState(ctx, pool, v, keep, toStart, headFirst)
+	queued, err := f.startFromState(ctx, pool, v, scan.keep, scan.toStart, headFirst)
 	if err != nil {
 		return res, err
 	}
 	if queued == 0 && v.queue.Count > 0 {
-		if err := f.startQueued(ctx, pool, ks, v, headFirst && f.Ordered && len(keep) == 0); err != nil {
+		if err := f.startQueued(ctx, pool, ks, v, headFirst && f.Ordered && len(scan.keep) == 0); err != nil {
 			return res, err
 		}
 	}
@@ -110,6 +56,92 @@ func (f *core) commit(ctx context.Context, pool *state.Pool, ks keyState, v *key
 	f.metrics.queued.Set(ctx, int64(queued+res.waitingRetries))
 	f.publish(ctx)
 	return res, nil
+}
+
+// commitScan is what settleFinished found in a key's pending elements.
+type commitScan struct {
+	res     commitResult
+	keep    []*pending // still pending after this commit, in order
+	toStart []*pending // pending elements this worker does not run, due now
+	changed bool       // some element left the bag, or was rewritten
+}
+
+// settleFinished resolves each finished element of the key, in acceptance
+// order with WithOrdered: a success is emitted (with WithOrdered only when
+// no earlier element is unresolved), a failure is settled. It sorts the
+// others into those that run here and those this worker must start.
+func (f *core) settleFinished(ctx context.Context, pool *state.Pool, v *keyView, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (commitScan, error) {
+	entries := v.entries
+	if f.Ordered {
+		entries = inOrder(v.entries)
+	}
+	now := f.clock.Now()
+	var scan commitScan
+	blocked := false // an earlier element of the key is unresolved (WithOrdered)
+	for _, p := range entries {
+		t := pool.Lookup(state.TaskKey{Owner: v.owner, ID: p.env.ID})
+		switch {
+		case t == nil:
+			if due := time.UnixMilli(p.env.NextAttemptMs); p.env.NextAttemptMs != 0 && due.After(now) {
+				scan.res.dueNext = earliest(scan.res.dueNext, due)
+				scan.res.waitingRetries++
+			} else {
+				scan.toStart = append(scan.toStart, p)
+			}
+			scan.keep = append(scan.keep, p)
+			blocked = true
+		case t.Status() != state.Finished:
+			f.metrics.observeRunning(ctx, t)
+			scan.keep = append(scan.keep, p)
+			blocked = true
+		default:
+			if _, callErr := t.Result(); callErr == nil && f.Ordered && blocked {
+				scan.keep = append(scan.keep, p) // its turn comes after the earlier ones
+				continue
+			}
+			scan.changed = true
+			retry, err := f.resolve(ctx, pool, v, p, t, now, emit, fail)
+			if err != nil {
+				return scan, err
+			}
+			if retry == nil { // committed: emitted, or failed for good
+				continue
+			}
+			scan.keep = append(scan.keep, retry)
+			scan.res.waitingRetries++
+			scan.res.dueNext = earliest(scan.res.dueNext, time.UnixMilli(retry.env.NextAttemptMs))
+			blocked = true
+		}
+	}
+	return scan, nil
+}
+
+// resolve commits the finished task t of pending element p: its outputs, or
+// its final failure; or, for a failed attempt to be retried, returns the
+// element to write back with its attempt count and due time.
+func (f *core) resolve(ctx context.Context, pool *state.Pool, v *keyView, p *pending, t *state.Task, now time.Time, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (*pending, error) {
+	outputs, callErr := t.Result()
+	// Forget the task either way: a retry starts a new one, and if this
+	// callback fails the retried callback runs it again.
+	pool.Remove(t)
+	f.metrics.observeFinished(ctx, t, now)
+	if callErr == nil {
+		emitAt(p.env.EventTimeMs, outputs, emit)
+		f.metrics.committed.Inc(ctx, 1)
+		f.event(EventCommitted, v.key, p.env.ID, p.env.Attempts+t.Attempts(), nil)
+		return nil, nil
+	}
+	out, err := f.settle(v.key, v.kb, p.env, t, callErr)
+	if err != nil {
+		return nil, err
+	}
+	if out.failure != nil {
+		fail(beam.EventTime(p.env.EventTimeMs), *out.failure)
+		f.metrics.failed.Inc(ctx, 1)
+		return nil, nil
+	}
+	f.metrics.retried.Inc(ctx, 1)
+	return &pending{raw: out.retry.Encode(), env: *out.retry}, nil
 }
 
 // startFromState starts what this worker does not run, now that committed
@@ -242,15 +274,6 @@ func (f *core) fromState(v *keyView, p *pending, value any, priority int) elemen
 		id: p.env.ID, ts: beam.EventTime(p.env.EventTimeMs), done: p.env.Attempts, priority: priority, fromState: true}
 }
 
-// decodeValue decodes an element's value from its bag entry.
-func (f *core) decodeValue(key any, vb []byte) (any, error) {
-	value, err := decode(f.valDec, vb)
-	if err != nil {
-		return nil, fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
-	}
-	return value, nil
-}
-
 // startItem is an element from bag state that a callback is about to start.
 type startItem struct {
 	p        *pending
@@ -265,4 +288,27 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// commitOnce commits the key at its first callback in this bundle (see
+// commit for headFirst).
+func (f *core) commitOnce(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, headFirst bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+	if v.committed {
+		return nil
+	}
+	v.committed = true
+	// Work of keys gone from this worker is dropped now and then, also when
+	// it holds no place (an ordered key's head, a drain's elements).
+	f.evictIdle(ctx, pool)
+	res, err := f.commit(ctx, pool, ks, v, headFirst, emit, fail)
+	v.res = res
+	return err
+}
+
+// emitAt emits outputs with the event time of their element, in Unix ms.
+func emitAt(ms int64, outputs []any, emit func(beam.EventTime, beam.Z)) {
+	ts := mtime.Time(ms)
+	for _, o := range outputs {
+		emit(ts, o)
+	}
 }

@@ -1,52 +1,28 @@
 package async
 
+// What every DoFn of the transform shares at run time: the per-instance
+// setup, and one element's way from prepare (encode, identify) through
+// submit to the call of the wrapped fn (work).
+
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-
-	"github.com/google/uuid"
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
 )
 
-// core is what the two stateful DoFns behind ParDo share (see streamFn and
-// batchFn). Its exported fields are the configuration, shipped to workers as
-// JSON; the rest is rebuilt in Setup. The DoFns hold the state and timer
-// fields themselves, because Beam looks for them at the top level only.
+// core is what every DoFn of the transform shares: the configuration that
+// Beam ships to workers (config) and what each DoFn instance rebuilds from it
+// in Setup. The DoFns hold their state and timer fields themselves, because
+// Beam looks for them at the top level only, and their per-bundle state.
 type core struct {
-	// ID names the transform's shared Pool in each worker process.
-	ID string
-	// Name is the transform's scope, the namespace of its metrics.
-	Name                string
-	User                userSpec
-	KeyType             beam.EncodedType
-	ValueType           beam.EncodedType
-	IDFn                *beam.EncodedFunc
-	Parallelism         int
-	Buffer              int // in flight
-	Held                int // in flight or awaiting commit
-	CallbackFrequencyNs int64
-	MaxWaitNs           int64
-	CallTimeoutNs       int64
-	MaxAttempts         int
-	Backoff             Backoff
-	RetryIf             *beam.EncodedFunc
-	Fallbacks           []string
-	// HasFailures is set by ParDoWithFailures: an element that fails for good
-	// goes to the failure output instead of failing its key's commit.
-	HasFailures bool
-	// Ordered commits each key's results in acceptance order (WithOrdered).
-	Ordered    bool
-	PriorityFn *beam.EncodedFunc
-	Listener   *listenerSpec
+	config
 
 	clock    timers.Clock
 	metrics  *metrics
@@ -56,67 +32,9 @@ type core struct {
 	keyDec   beam.ElementDecoder
 	valEnc   beam.ElementEncoder
 	valDec   beam.ElementDecoder
-	// noWait is set once a wait for room timed out in the current
-	// bundle: room comes only from commits in other bundles, so waiting again
-	// would only stretch this one.
-	noWait bool
-	// lastEvict is when this instance last looked for stale results to evict;
-	// the scan is over the whole pool, so it runs at most once a second.
+	// lastEvict is when this instance last looked for work to evict; the
+	// scan is over the whole pool, so it runs at most once a second.
 	lastEvict time.Time
-	// retryLocally makes failed attempts retry inside the pool, counted in
-	// memory, instead of going back to bag state (bundleFn, drainFn).
-	retryLocally bool
-}
-
-func (f *core) freq() time.Duration { return time.Duration(f.CallbackFrequencyNs) }
-
-// staleAfter is how long a finished, uncommitted result may wait before the
-// pool may evict it to make room: twenty commit rounds, and at least 30 s.
-// Only a key that moved to another worker leaves results that long.
-func (f *core) staleAfter() time.Duration { return max(20*f.freq(), 30*time.Second) }
-func (f *core) maxWait() time.Duration    { return time.Duration(f.MaxWaitNs) }
-
-// newCore checks everything about the transform that is not the input and
-// the wrapped fn (already inspected as spec) and returns its configuration.
-func newCore(name string, spec userSpec, keyT, valT reflect.Type, set settings, hasFailures bool) (core, error) {
-	idFn, err := inspectIDFn(set.idFn, valT)
-	if err != nil {
-		return core{}, err
-	}
-	retryIf, err := inspectRetryIf(set.retryIf)
-	if err != nil {
-		return core{}, err
-	}
-	priorityFn, err := inspectPriority(set.priorityFn, valT)
-	if err != nil {
-		return core{}, err
-	}
-	listener, err := inspectListener(set.listener)
-	if err != nil {
-		return core{}, err
-	}
-	return core{
-		Name:                name,
-		ID:                  uuid.NewString(),
-		User:                spec,
-		KeyType:             beam.EncodedType{T: keyT},
-		ValueType:           beam.EncodedType{T: valT},
-		IDFn:                idFn,
-		Parallelism:         set.parallelism,
-		Buffer:              set.buffer,
-		Held:                set.held,
-		CallbackFrequencyNs: int64(set.freq),
-		MaxWaitNs:           int64(set.maxWait),
-		CallTimeoutNs:       int64(set.callTimeout),
-		MaxAttempts:         set.maxAttempts,
-		Backoff:             set.backoff,
-		RetryIf:             retryIf,
-		Fallbacks:           set.fallbacks,
-		HasFailures:         hasFailures,
-		Ordered:             set.ordered,
-		PriorityFn:          priorityFn,
-		Listener:            listener,
-	}, nil
 }
 
 // Setup rebuilds the wrapped fn, forwards its Setup, prepares coders, and
@@ -158,10 +76,7 @@ func (f *core) reg() *state.Registry {
 // every use rather than kept, so that a registry Reset (a simulated worker
 // restart) is seen at once.
 func (f *core) pool() (*state.Pool, error) {
-	// The pool remembers a key without tasks for twice the window in which
-	// its elements count as busy (see streamFn.arm).
-	return f.reg().Shared(f.ID, state.Config{Parallelism: f.Parallelism, Buffer: f.Buffer, Hold: f.Held, Now: f.clock.Now,
-		Forget: max(4*f.freq(), 4*time.Second)})
+	return f.reg().Shared(f.ID, f.poolConfig(f.clock.Now))
 }
 
 // prepare encodes one input element (kb: its key, if already encoded) and
@@ -265,27 +180,7 @@ func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, el element
 
 // job is what the pool runs for one element.
 func (f *core) job(el element) state.Job {
-	return state.Job{Work: f.work(el), Retry: f.localRetry(el.k, el.key, el.done), Priority: el.priority}
-}
-
-// localRetry is the in-pool retry policy when retryLocally is set: the same
-// decision and backoff as a retry through bag state, counting the done
-// attempts before this task.
-func (f *core) localRetry(k state.TaskKey, key any, done int) state.Retry {
-	if !f.retryLocally {
-		return nil
-	}
-	seed := []byte(k.Owner + k.ID)
-	return func(attempt int, err error) (time.Duration, bool) {
-		total := done + attempt
-		kind := kindOf(err)
-		if ok, _ := f.retryable(kind, total, err); !ok {
-			return 0, false
-		}
-		delay := f.Backoff.Delay(total, seed)
-		f.event(EventRetrying, key, k.ID, total, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, err.Error() })
-		return delay, true
-	}
+	return state.Job{Work: f.work(el), Retry: f.inWorkerRetry(el.k, el.key, el.done), Priority: el.priority}
 }
 
 // work is one element's call; attempt n of the task is attempt done+n of the
@@ -294,7 +189,7 @@ func (f *core) localRetry(k state.TaskKey, key any, done int) state.Retry {
 // from bag state reports EventRescheduled here, as its first attempt begins,
 // so that a listener sees it before EventStarted.
 func (f *core) work(el element) state.Work {
-	limit, key, id := time.Duration(f.CallTimeoutNs), el.key, el.id
+	limit, key, id := f.CallTimeout, el.key, el.id
 	return func(ctx context.Context, attempt int) ([]any, error) {
 		n := el.done + attempt
 		ctx = withAttempt(ctx, n, f.Fallbacks)
@@ -325,45 +220,10 @@ func (f *core) callWithin(ctx context.Context, limit time.Duration, key, value a
 	return outputs, err
 }
 
-// decodeKey decodes an encoded key for an event; on failure (which the
-// transform's own encoding rules out) the event shows the raw bytes.
-func (f *core) decodeKey(kb string) any {
-	k, err := decode(f.keyDec, []byte(kb))
-	if err != nil {
-		return []byte(kb)
-	}
-	return k
-}
-
-// identify returns the element's ID within its key.
-func (f *core) identify(value any, encoded []byte) (id string, err error) {
-	if f.IDFn == nil {
-		return state.DefaultID(encoded), nil
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("async: the ID function %s panicked on value %v: %v", f.IDFn.Fn.Name(), value, r)
-		}
-	}()
-	return f.IDFn.Fn.Call([]any{value})[0].(string), nil
-}
-
 // Teardown forwards Teardown to the wrapped fn once its running calls end.
 func (f *core) Teardown(ctx context.Context) error {
 	if f.user == nil {
 		return nil
 	}
 	return f.user.close(ctx)
-}
-
-func encode(enc beam.ElementEncoder, v any) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := enc.Encode(v, &buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func decode(dec beam.ElementDecoder, b []byte) (any, error) {
-	return dec.Decode(bytes.NewReader(b))
 }

@@ -6,57 +6,113 @@
 //
 // keyed is a PCollection<KV<K, V>>; myDoFn is the DoFn you already have, with
 // ProcessElement([ctx,] K, V, emit func(O)) [error]; out is PCollection<O>.
+// Each output carries the event time and the window of the element it came
+// from, as a plain beam.ParDo's would.
 //
 // # How it works
 //
-// Every accepted element is added to Beam bag state under its key, the
-// durable record of work in flight, and started on a pool of goroutines shared
-// by all instances of the transform in the worker process (at most
-// WithParallelism calls at once). Outputs are not emitted by ProcessElement.
-// A timer callback of the key emits the outputs of the finished elements and
-// removes exactly those from bag state in the same callback, so the runner
-// commits both or neither. An element in bag state that the worker does not
-// know (after a restart, or a key that moved) is started again; local work for
-// an element no longer in bag state is cancelled through its context.
+// Calls run on a pool of goroutines shared by all instances of the
+// transform in the worker process (at most WithParallelism at once). What
+// commits their outputs depends on the input, and the transform picks one of
+// three DoFns at construction:
 //
-// Which timer commits depends on the input:
-//   - unbounded input: a processing-time timer on round increments of
-//     WithCallbackFrequency, shifted per key by a hash of the key onto one of
-//     a few instants of the period (keys of one instant are delivered in one
-//     bundle, which is what keeps the callbacks cheap); while elements of the
-//     key wait in bag state for room it re-arms after the observed call
-//     latency rather than a whole round, so they start as room frees;
-//   - bounded input: an event-time timer at the end of the window, which fires
-//     once the input is exhausted and drains the key: it starts what is left,
-//     waits, and emits each result as it finishes. This is the path runners
-//     that never fire processing-time timers in batch (Dataflow) deliver.
+//   - Bounded input in the global window (bundle.go): the bundle is the unit
+//     of commit and retry, so an element whose call finishes inside its
+//     bundle needs no state at all. ProcessElement starts the element and
+//     emits every result of its bundle that has finished since;
+//     FinishBundle waits for the rest. When WithMaxItemsHeld elements are
+//     held, ProcessElement waits for a place while emitting its bundle's
+//     results, which bounds memory whatever the bundle's size. Prism hands a
+//     bounded stage's whole input to one bundle; Dataflow runs a stateful
+//     DoFn over input grouped by key, one key after another, where a design
+//     that waits for a key's end-of-window timer runs one key at a time; and
+//     a bag write and a timer per element cost prism more than the calls
+//     themselves at one element per key (BENCHMARKS.md: 13 s of floor for
+//     100,000 elements against a 31 s limit, where this path needs none).
+//     This DoFn is stateless, so runners do not shuffle its input; with
+//     WithOrdered a variant declares state so that they group it by key.
+//   - Unbounded input (stream.go): every accepted element is added to bag
+//     state under its key and window, the durable record of work in flight.
+//     The first ProcessElement of a key in each bundle reads the key's bag
+//     once and commits its finished results (keyview.go, commit.go): it holds
+//     the same state as a timer callback and commits atomically with its
+//     bundle. A processing-time timer commits keys whose elements have
+//     stopped coming; for a busy key it is a backstop set beyond the key's
+//     next bundle, because prism never fires the timer of a key in a bundle
+//     in progress and re-queues it in a loop meanwhile. Elements that find
+//     no room wait in a second bag, summarized in the first, so that a
+//     commit never reads a key's backlog unless it can start some of it.
+//   - Bounded input in other windows (drain.go): outputs must be emitted by
+//     a callback of their own key and window, so elements wait in bag state
+//     as on unbounded input; the key's ProcessElement commits what has
+//     finished, and an event-time timer at the end of the window drains the
+//     rest. It is the one callback runners that never fire processing-time
+//     timers in batch (Dataflow) deliver.
 //
-// Each DoFn declares a single timer family: Beam Go v2.77.0 hangs a bundle on
-// prism when a DoFn declares two.
+// An element in bag state that the worker does not know (after a restart, or
+// a key that moved) is started again; local work for an element no longer
+// in bag state is cancelled through its context. Each stateful DoFn declares
+// a single timer family: Beam Go v2.77.0 hangs a bundle on prism when a DoFn
+// declares two.
+//
+// One element's path through the stateful DoFns, by file, in order:
+//
+//  1. pardo.go: construction checks the input (keys.go), the options
+//     (options.go, retry.go, priority.go) and the wrapped fn (userfn.go),
+//     builds the configuration shipped to workers (config.go) and picks the
+//     DoFn.
+//  2. stream.go or drain.go: ProcessElement. accept.go: takeElement opens the
+//     key and window (keyview.go: openKey reads its bag once per bundle),
+//     commits what has finished (commit.go), encodes and identifies the
+//     element (core.go: prepare; codec.go), then accept adds it to bag state
+//     and submits it, or queues it when there is no room.
+//  3. core.go: submit hands the element to the worker's pool (package state),
+//     which runs work, the call of the wrapped fn with its timeout; a failed
+//     attempt is retried as retry.go describes, and events.go and metrics.go
+//     report each step.
+//  4. commit.go: a later callback of the key (its next ProcessElement, or its
+//     timer: stream.go arm) emits the finished element's outputs with its
+//     timestamp and removes it from bag state in the same bundle; a final
+//     failure becomes a Failure record (failure.go), compensated after its
+//     commit by revert.go. On bounded input in other windows the
+//     end-of-window timer drains what is left (drain.go).
+//
+// On bounded input in the global window, bundle.go does steps 2 and 4 in
+// the element's own bundle, without state.
 //
 // # Guarantees
 //
 //   - Outputs are committed exactly once per element, provided the runner
-//     commits a callback's state changes and outputs atomically (all Beam
-//     runners do).
+//     commits a bundle's state changes and outputs atomically, and retries a
+//     failed bundle whole (all Beam runners do).
+//   - Each output carries its element's event time and window. The commit
+//     timer holds the watermark at the earliest pending element, so outputs
+//     are never late for what follows.
 //   - Calls are made at least once: a worker restart, a failed bundle or a
 //     moved key runs an element again, so side effects must be idempotent.
-//   - Identity is (key, ID). The ID is the SHA-256 of the encoded value, or
-//     what WithIDFn returns. Copies of one element that are pending at the
-//     same time are one element: one call, one output. A copy that arrives
-//     after the first was committed is a new element.
+//   - Identity is (key, window, ID). The ID is the SHA-256 of the encoded
+//     value, or what WithIDFn returns. Copies of one element pending at the
+//     same time are one element: one call, one output; on bounded input in
+//     the global window that means pending in the same bundle. A copy that
+//     arrives after the first was committed (emitted) is a new element.
 //   - A failed attempt (an error, a panic, or a timeout from WithCallTimeout)
 //     is retried up to WithMaxAttempts after WithBackoff, unless WithRetryIf
 //     says no or the fn returned Permanent(err). With unbounded input the
 //     retry waits in bag state, with its attempt count and due time, holding
-//     no pool slot; with bounded input it waits in the worker on a timer (the
-//     drain commits the key in one step, at its end).
+//     no pool slot; with bounded input it waits in the worker on a timer,
+//     holding neither a slot nor a place in flight.
 //   - An element that fails for good is written to the failure output of
-//     ParDoWithFailures exactly once, removed from bag state in the same
-//     callback, after the fn's Revert method (if any) ran; without a failure
-//     output it fails its key's commit with the cause (a panic with its
-//     stack), and its local record is dropped so that the retried callback
-//     runs it again. Nothing is dropped silently.
+//     ParDoWithFailures exactly once; without a failure output it fails its
+//     key's commit (or its bundle) with the cause (a panic with its stack),
+//     so the runner retries it. Nothing is dropped silently.
+//   - The fn's Revert method (compensation for a saga) runs only for an
+//     element whose failure is final: in a step after the transform, over
+//     the failure records the runner has committed, so never for an element
+//     that a retried bundle then ran to success. It runs at least once per
+//     record (a failed bundle of that step is retried), and only with
+//     ParDoWithFailures: without a failure output no failure is final, since
+//     the runner retries the key's commit. Its error arrives as a
+//     *FailureError holding the record.
 //
 // # The wrapped fn
 //
@@ -74,16 +130,17 @@
 //
 // One worker process holds, per transform, at most WithMaxItemsHeld elements
 // (default 64 x parallelism): admitted and waiting, running, or finished and
-// awaiting their key's commit. Of those, at most WithMaxItemsToBuffer (default
+// awaiting their commit. Of those, at most WithMaxItemsToBuffer (default
 // 2 x parallelism, as in Beam Python's AsyncWrapper) are in flight, handed to
-// the slots; the others wait in the worker, by priority, for a place. For
-// each key being drained at that moment the worker holds at most
-// WithMaxItemsToBuffer more (WithMaxItemsHeld more with WithOrdered), and
-// with WithOrdered on unbounded input one more per key (its earliest
-// element, started so the key cannot be stuck; two for a moment after a
-// failed callback of the key). Elements beyond that stay in
-// bag state only, which the runner keeps, and are started by their key's
-// callbacks.
+// the slots; the others wait in the worker, by priority, for a place. A
+// waiting element has no goroutine. For each key being drained at that
+// moment the worker holds at most WithMaxItemsToBuffer more (WithMaxItemsHeld
+// more with WithOrdered), and with WithOrdered on unbounded input one more
+// per key (its earliest element, started so the key cannot be stuck; two for
+// a moment after a failed callback of the key). On unbounded input,
+// elements beyond that wait in bag state only, which the runner keeps, and
+// are started by their key's callbacks as room frees; on bounded input in
+// the global window, ProcessElement waits for room instead.
 //
 // # Order, priority, events
 //
@@ -98,15 +155,18 @@
 //
 // # Limits
 //
-//   - Input must be KV with a deterministically encoded key.
-//   - For unbounded input in non-global windows, an element must be committed
-//     before its window expires, or the runner drops its state: keep the
-//     callback frequency well inside the allowed lateness.
-//   - With bounded input, keys are drained one after another within a bundle,
-//     and finished results of keys not yet drained hold their places: with
-//     many keys and a bundle's input larger than WithMaxItemsHeld, the pool
-//     idles between drains. Raise WithMaxItemsHeld towards the input size
-//     when memory allows.
+//   - Input must be KV with a key type whose encoding is deterministic
+//     (integers, strings, bools, []byte, and arrays, slices and structs of
+//     those); session windows are refused (Beam has no state for merging
+//     windows).
+//   - For unbounded input in non-global windows on a runner that collects a
+//     window's state when the input watermark passes its end (prism holds it
+//     while elements are pending; Dataflow does not), an element must be
+//     committed before its window expires plus the allowed lateness.
+//   - With bounded input in non-global windows, a key and window is drained
+//     when the input ends, and results of keys not yet drained hold their
+//     places: with many keys and more input than WithMaxItemsHeld, the pool
+//     idles between drains (measured in BENCHMARKS.md).
 //   - Prism (v2.77.0) splits slow stateful bundles in a way that can run two
 //     bundles of one key at once and drop bag state writes; run it with
 //     --experiments=prism_disable_sdf_split (runner.Run adds it).

@@ -36,38 +36,26 @@ type drainFn struct {
 	views views // this bundle's keys
 }
 
+// newDrainFn makes the DoFn. Retries wait in the worker: nothing is written
+// back to bag state before the drain.
 func newDrainFn(c core) *drainFn {
+	c.RetryInWorker = true
 	return &drainFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Queued: beamstate.MakeBagState[[]byte](queuedStateID),
 		Drain: beamtimers.InEventTime(drainFamily)}
 }
 
-// StartBundle forgets the last bundle's view of its keys. Retries happen in
-// the worker: nothing is written back to bag state before the drain.
+// StartBundle forgets the last bundle's view of its keys. Its
+// ProcessElement never waits for room: every commit that could free some
+// comes from this bundle's own keys.
 func (f *drainFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) {
 	f.views = views{}
-	f.noWait = true // every commit comes from this bundle's keys: waiting cannot gain room
-	f.retryLocally = true
 }
 
 // ProcessElement commits the key and window's finished elements at its
 // first touch in the bundle, accepts the element, and sets the drain.
 func (f *drainFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	ks, pool, v, err := f.openKey(ctx, &f.Pending, &f.Queued, &f.views, sp, key, w, true)
+	_, v, err := f.takeElement(ctx, &f.Pending, &f.Queued, &f.views, sp, w, ts, key, value, false, emit, fail)
 	if err != nil {
-		return err
-	}
-	el, err := f.prepare(key, value, v.kb, ts)
-	if err != nil {
-		return err
-	}
-	isCopy := v.byID[el.id] != nil
-	if err := f.commitOnce(ctx, pool, ks, v, false, emit, fail); err != nil {
-		return err
-	}
-	if err := f.accept(ctx, pool, v, el, isCopy); err != nil {
-		return err
-	}
-	if err := v.write(ks); err != nil {
 		return err
 	}
 	if !v.empty() {
@@ -130,69 +118,99 @@ func (f *drainFn) drain(ctx context.Context, pool *state.Pool, v *keyView, entri
 	if err != nil {
 		return err
 	}
-	index := make(map[string]int, len(items))
+	d := &drainRun{f: f, pool: pool, v: v, items: items, index: make(map[string]int, len(items)), finished: make(chan *state.Task, len(items))}
 	for i, it := range items {
-		index[it.p.env.ID] = i
+		d.index[it.p.env.ID] = i
 	}
-	finished := make(chan *state.Task, len(items))
-	next, active, held, emitted := 0, 0, 0, 0
-	startMore := func() error {
-		for ; next < len(items) && active < f.Buffer && active+held < f.Held; next++ {
-			it := &items[next]
-			t := pool.Lookup(state.TaskKey{Owner: v.owner, ID: it.p.env.ID})
-			if t == nil {
-				if it.value == nil {
-					if it.value, err = f.decodeValue(v.key, it.p.env.Value); err != nil {
-						return err
-					}
-				}
-				if t, err = f.startUnbuffered(ctx, pool, f.fromState(v, it.p, it.value, it.priority)); err != nil {
-					return err
-				}
-				f.metrics.rescheduled.Inc(ctx, 1)
-			}
-			t.Notify(finished)
-			active++
-		}
-		return nil
-	}
-	if err := startMore(); err != nil {
+	if err := d.startMore(ctx); err != nil {
 		return err
 	}
-	for active > 0 {
+	for d.active > 0 {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("async: drain of key %v interrupted: %w", v.key, ctx.Err())
-		case t := <-finished:
-			active--
-			pool.Remove(t)
-			f.metrics.observeFinished(ctx, t, f.clock.Now())
-			it := &items[index[t.Key.ID]]
-			it.done = true
-			if outputs, callErr := t.Result(); callErr != nil {
-				if err := f.failFinally(ctx, v, it.p, t, callErr, fail); err != nil {
-					return err
-				}
-			} else if f.Ordered {
-				it.held = t
-				held++
-			} else {
-				f.emitDrained(ctx, v, it.p, t, outputs, emit)
+		case t := <-d.finished:
+			if err := d.finish(ctx, t, emit, fail); err != nil {
+				return err
 			}
-			for ; f.Ordered && emitted < len(items) && items[emitted].done; emitted++ {
-				if h := items[emitted].held; h != nil {
-					outputs, _ := h.Result()
-					f.emitDrained(ctx, v, items[emitted].p, h, outputs, emit)
-					items[emitted].held = nil
-					held--
-				}
-			}
-			if err := startMore(); err != nil {
+			if err := d.startMore(ctx); err != nil {
 				return err
 			}
 		}
 	}
 	f.publish(ctx)
+	return nil
+}
+
+// drainRun is one drain of a key and window in progress.
+type drainRun struct {
+	f        *drainFn
+	pool     *state.Pool
+	v        *keyView
+	items    []drainItem    // in the order they start
+	index    map[string]int // element ID to its place in items
+	finished chan *state.Task
+	// next is the first item not started; active counts items started and
+	// not finished, held the successes held back for order, and emitted the
+	// items resolved in order (WithOrdered).
+	next, active, held, emitted int
+}
+
+// startMore starts items while fewer than Buffer run and fewer than Held
+// run or wait to be emitted.
+func (d *drainRun) startMore(ctx context.Context) error {
+	f := d.f
+	for ; d.next < len(d.items) && d.active < f.Buffer && d.active+d.held < f.Held; d.next++ {
+		it := &d.items[d.next]
+		t := d.pool.Lookup(state.TaskKey{Owner: d.v.owner, ID: it.p.env.ID})
+		if t == nil {
+			if it.value == nil {
+				value, err := f.decodeValue(d.v.key, it.p.env.Value)
+				if err != nil {
+					return err
+				}
+				it.value = value
+			}
+			var err error
+			if t, err = f.startUnbuffered(ctx, d.pool, f.fromState(d.v, it.p, it.value, it.priority)); err != nil {
+				return err
+			}
+			f.metrics.rescheduled.Inc(ctx, 1)
+		}
+		t.Notify(d.finished)
+		d.active++
+	}
+	return nil
+}
+
+// finish resolves the finished task t: a final failure is written, a
+// success emitted, or with WithOrdered held until every earlier item is
+// resolved.
+func (d *drainRun) finish(ctx context.Context, t *state.Task, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+	f := d.f
+	d.active--
+	d.pool.Remove(t)
+	f.metrics.observeFinished(ctx, t, f.clock.Now())
+	it := &d.items[d.index[t.Key.ID]]
+	it.done = true
+	if outputs, callErr := t.Result(); callErr != nil {
+		if err := f.failFinally(ctx, d.v, it.p, t, callErr, fail); err != nil {
+			return err
+		}
+	} else if f.Ordered {
+		it.held = t
+		d.held++
+	} else {
+		f.emitDrained(ctx, d.v, it.p, t, outputs, emit)
+	}
+	for ; f.Ordered && d.emitted < len(d.items) && d.items[d.emitted].done; d.emitted++ {
+		if h := d.items[d.emitted].held; h != nil {
+			outputs, _ := h.Result()
+			f.emitDrained(ctx, d.v, d.items[d.emitted].p, h, outputs, emit)
+			d.items[d.emitted].held = nil
+			d.held--
+		}
+	}
 	return nil
 }
 
@@ -239,7 +257,7 @@ func (f *drainFn) drainOrder(v *keyView, entries []*pending) ([]drainItem, error
 // registry reset); the drain cannot wait for it, so it fails the drain, which
 // the runner retries.
 func (f *drainFn) failFinally(ctx context.Context, v *keyView, p *pending, t *state.Task, callErr error, fail func(beam.EventTime, Failure)) error {
-	out, err := f.settle(ctx, v.key, v.kb, p.env, t, callErr)
+	out, err := f.settle(v.key, v.kb, p.env, t, callErr)
 	if err != nil {
 		return err
 	}

@@ -1,5 +1,9 @@
 package async
 
+// Lifecycle events of elements (accepted, started, committed...), the
+// Listener interface that receives them, and the per-process hub that
+// delivers them with panics contained.
+
 import (
 	"encoding/hex"
 	"encoding/json"

@@ -1,12 +1,9 @@
 package async
 
 import (
-	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"reflect"
-	"runtime/debug"
 
 	"github.com/asyncbeam/asyncbeam/state"
 )
@@ -41,22 +38,6 @@ type FailureError struct{ Failure }
 
 func (e *FailureError) Error() string { return e.Failure.Error }
 
-// kindOf classifies a failed attempt's error.
-func kindOf(err error) string {
-	var perm *permanentError
-	var timeout *timeoutError
-	var panicked *state.PanicError
-	switch {
-	case errors.As(err, &perm):
-		return KindPermanent
-	case errors.As(err, &timeout):
-		return KindTimeout
-	case errors.As(err, &panicked):
-		return KindPanic
-	}
-	return KindError
-}
-
 // outcome is what becomes of an element whose attempt failed: either a retry
 // (the envelope to keep, with its next attempt time) or a final failure.
 type outcome struct {
@@ -65,65 +46,41 @@ type outcome struct {
 }
 
 // settle decides the outcome of element env of key whose task t finished
-// with err (after one attempt, or several if it retried locally). Without a
+// with err (after one attempt, or several if it retried in the worker): a
+// retry through bag state (see retry.go), or a final failure. Without a
 // failure output a final failure is returned as an error, to fail the key's
 // commit (the wrapped fn's Revert runs only for a failure record that is
 // committed: see revertFn).
-func (f *core) settle(ctx context.Context, key any, kb []byte, env state.Envelope, t *state.Task, err error) (outcome, error) {
-	kind := kindOf(err)
-	next := env
-	next.Attempts += max(t.Attempts(), 1)
-	first, last := t.FirstStartedAt(), t.StartedAt()
-	if last.IsZero() { // cancelled before it started
-		first, last = f.clock.Now(), f.clock.Now()
-	}
-	if next.FirstAttemptMs == 0 {
-		next.FirstAttemptMs = first.UnixMilli()
-	}
-	next.LastAttemptMs = last.UnixMilli()
-	next.LastKind, next.LastError = kind, err.Error()
+func (f *core) settle(key any, kb []byte, env state.Envelope, t *state.Task, err error) (outcome, error) {
+	next, kind := f.recordAttempts(env, t, err)
 	retry, why := f.retryable(kind, next.Attempts, err)
 	if retry {
-		delay := f.Backoff.Delay(next.Attempts, append(append([]byte(nil), kb...), env.ID...))
-		next.NextAttemptMs = f.clock.Now().Add(delay).UnixMilli()
-		f.event(EventRetrying, key, env.ID, next.Attempts, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, next.LastError })
-		return outcome{retry: &next}, nil
+		return outcome{retry: f.retryLater(key, kb, next, kind)}, nil
 	}
 	if why != "" {
 		next.LastError += " (" + why + ")"
-	}
-	value, derr := decode(f.valDec, env.Value)
-	if derr != nil {
-		return outcome{}, fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, derr)
-	}
-	failure := &Failure{
-		Key: kb, Value: env.Value, KeyText: fmt.Sprint(key), ValueText: fmt.Sprint(value),
-		ElementID: hex.EncodeToString([]byte(env.ID)), Error: next.LastError, Kind: kind,
-		Attempts: next.Attempts, FirstAttemptUnixMs: next.FirstAttemptMs, LastAttemptUnixMs: next.LastAttemptMs,
 	}
 	f.event(EventFailed, key, env.ID, next.Attempts, func(e *Event) { e.Kind, e.Error = kind, next.LastError })
 	if !f.HasFailures {
 		return outcome{}, fmt.Errorf("async: element %x of key %v failed for good after %d attempt(s) (kind %s); without a failure output (ParDoWithFailures) the commit of its key fails: %w",
 			env.ID, key, next.Attempts, kind, err)
 	}
-	return outcome{failure: failure}, nil
+	failure, derr := f.failureRecord(key, kb, next, kind)
+	return outcome{failure: failure}, derr
 }
 
-// retryable says whether a failed attempt is retried, and if not because of
-// a broken predicate, why.
-func (f *core) retryable(kind string, attempts int, err error) (ok bool, why string) {
-	if kind == KindPermanent || attempts >= f.MaxAttempts {
-		return false, ""
+// failureRecord is the Failure of an element whose attempts are recorded in
+// env.
+func (f *core) failureRecord(key any, kb []byte, env state.Envelope, kind string) (*Failure, error) {
+	value, err := f.decodeValue(key, env.Value)
+	if err != nil {
+		return nil, err
 	}
-	if f.RetryIf == nil {
-		return true, ""
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			ok, why = false, fmt.Sprintf("the WithRetryIf function panicked: %v\n%s", r, debug.Stack())
-		}
-	}()
-	return f.RetryIf.Fn.Call([]any{err})[0].(bool), ""
+	return &Failure{
+		Key: kb, Value: env.Value, KeyText: fmt.Sprint(key), ValueText: fmt.Sprint(value),
+		ElementID: hex.EncodeToString([]byte(env.ID)), Error: env.LastError, Kind: kind,
+		Attempts: env.Attempts, FirstAttemptUnixMs: env.FirstAttemptMs, LastAttemptUnixMs: env.LastAttemptMs,
+	}, nil
 }
 
 // revertShape is quoted by errors about the compensation method.

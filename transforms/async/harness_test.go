@@ -344,10 +344,11 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 	}
 	h := &harness{t: t, clock: timers.NewManual(time.Unix(1_800_000_000, 0)), states: map[any]*memState{}, timers: map[any]*memTimers{}, failures: failures,
 		early: map[any][]string{}, stamps: map[string]beam.EventTime{}}
-	if h.c, err = newCore("test", spec, keyT, reflect.TypeOf(0), set, failures); err != nil {
-		t.Fatalf("newCore: %v", err)
+	var cfg config
+	if cfg, err = newConfig("test", spec, keyT, reflect.TypeOf(0), set, failures); err != nil {
+		t.Fatalf("newConfig: %v", err)
 	}
-	h.c.clock = h.clock
+	h.c = core{config: cfg, clock: h.clock}
 	if err := h.c.Setup(context.Background()); err != nil {
 		t.Fatalf("Setup: %v", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
@@ -81,42 +80,50 @@ type keyView struct {
 	seen time.Time
 }
 
-// views are a bundle's keyViews, by owner; StartBundle resets them.
-type views map[string]*keyView
+// views is what a stateful DoFn knows of its keys for one bundle;
+// StartBundle resets it.
+type views struct {
+	byOwner map[string]*keyView
+	// wait is how long an element may still wait for room in this bundle:
+	// WithMaxWait for streamFn until one wait times out (room then comes only
+	// from commits in other bundles, so waiting again would only stretch
+	// this one), zero for drainFn.
+	wait time.Duration
+}
 
 // openKey is the first step of every stateful callback (element: a
 // ProcessElement): the state it may write, the transform's pool, and the
 // bundle's view of the key and window.
 func (f *core) openKey(ctx context.Context, bag, queue *beamstate.Bag[[]byte], vs *views, sp beamstate.Provider, key any, w typex.Window, element bool) (keyState, *state.Pool, *keyView, error) {
 	ks := keyState{bag: bag, queue: queue, sp: sp}
-	if *vs == nil { // a runner calls StartBundle first; a test may not
-		*vs = views{}
+	if vs.byOwner == nil {
+		vs.byOwner = map[string]*keyView{}
 	}
 	pool, err := f.pool()
 	if err != nil {
 		return ks, nil, nil, err
 	}
-	v, err := f.view(ctx, pool, *vs, ks, key, w, element)
+	v, err := f.view(ctx, pool, vs, ks, key, w, element)
 	return ks, pool, v, err
 }
 
 // view returns the bundle's view of key in window w, reading the pending
 // bag on the bundle's first touch (which also shows the pool the key is alive
 // here).
-func (f *core) view(ctx context.Context, pool *state.Pool, vs views, ks keyState, key any, w typex.Window, element bool) (*keyView, error) {
+func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyState, key any, w typex.Window, element bool) (*keyView, error) {
 	kb, err := encode(f.keyEnc, key)
 	if err != nil {
 		return nil, fmt.Errorf("async: encoding key %v: %w", key, err)
 	}
 	owner := ownerOf(kb, w)
-	if v := vs[owner]; v != nil {
+	if v := vs.byOwner[owner]; v != nil {
 		return v, nil
 	}
 	v := &keyView{owner: owner, key: key, kb: kb, win: w, byID: map[string]*pending{}, seen: pool.Touch(owner, element)}
 	if err := f.readBag(ctx, ks.bag, ks.sp, v, v.add); err != nil {
 		return nil, err
 	}
-	vs[owner] = v
+	vs.byOwner[owner] = v
 	return v, nil
 }
 
@@ -375,56 +382,4 @@ func (f *core) cancelStale(ctx context.Context, pool *state.Pool, v *keyView) {
 			f.event(EventCancelled, v.key, t.Key.ID, t.Attempts(), nil)
 		}
 	}
-}
-
-// emitAt emits outputs with the event time of their element, in Unix ms.
-func emitAt(ms int64, outputs []any, emit func(beam.EventTime, beam.Z)) {
-	ts := mtime.Time(ms)
-	for _, o := range outputs {
-		emit(ts, o)
-	}
-}
-
-// accept takes one element into the view's key and window, unless a copy of
-// it was pending when the bundle began (isCopy: then it is one element with
-// it). It starts if there is room (see WithMaxItemsHeld, WithMaxWait) and
-// nothing of its key is queued before it; otherwise it is queued. Nothing is
-// written until write.
-func (f *core) accept(ctx context.Context, pool *state.Pool, v *keyView, el element, isCopy bool) error {
-	f.metrics.accepted.Inc(ctx, 1)
-	f.event(EventAccepted, el.key, el.id, 0, nil)
-	if isCopy || v.byID[el.id] != nil { // or started from the queue by this bundle's commit
-		f.metrics.deduplicated.Inc(ctx, 1)
-		f.event(EventDeduplicated, el.key, el.id, 0, nil)
-		return nil
-	}
-	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb}
-	if f.Ordered {
-		env.Seq = v.nextSeq()
-	}
-	p := &pending{raw: env.Encode(), env: env}
-	if v.queue.Count > 0 { // behind its key's queue
-		v.enqueue(p)
-		return nil
-	}
-	wait := f.maxWait()
-	if f.noWait {
-		wait = 0
-	}
-	el.k = state.TaskKey{Owner: v.owner, ID: el.id}
-	_, adm, err := f.submit(ctx, pool, el, wait)
-	if err != nil {
-		return err
-	}
-	if adm == state.NoRoom {
-		if wait > 0 {
-			f.noWait = true
-		}
-		v.enqueue(p)
-		return nil
-	}
-	v.add(p) // started, or Existing: a task for it runs already, and serves it
-	v.added = append(v.added, p.raw)
-	f.publish(ctx)
-	return nil
 }

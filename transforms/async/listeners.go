@@ -1,5 +1,8 @@
 package async
 
+// Ready-made Listeners: LogListener, JSONLinesListener and TimingListener,
+// and the readers of the files the last two write.
+
 import (
 	"bufio"
 	"container/list"

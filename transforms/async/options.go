@@ -1,5 +1,8 @@
 package async
 
+// The transform's options that are not about retries (those are in
+// retry.go) or priority (priority.go), their defaults and validation.
+
 import (
 	"errors"
 	"fmt"
@@ -185,14 +188,26 @@ func inspectRetryIf(fn func(error) bool) (*beam.EncodedFunc, error) {
 	return encodeFunc("WithRetryIf", fn)
 }
 
-// inspectIDFn checks an ID function against the value type.
-func inspectIDFn(fn any, valT reflect.Type) (*beam.EncodedFunc, error) {
+// inspectValueFn checks a function of the element's value (WithIDFn,
+// WithPriority): func(V) out.
+func inspectValueFn(option string, fn any, valT, out reflect.Type) (*beam.EncodedFunc, error) {
 	if fn == nil {
 		return nil, nil
 	}
 	ft := reflect.TypeOf(fn)
-	if ft.Kind() != reflect.Func || ft.NumIn() != 1 || ft.NumOut() != 1 || !valT.AssignableTo(ft.In(0)) || ft.Out(0) != reflect.TypeOf("") {
-		return nil, fmt.Errorf("WithIDFn: fn has type %v; want func(%v) string", ft, valT)
+	if ft.Kind() != reflect.Func || ft.NumIn() != 1 || ft.NumOut() != 1 || !valT.AssignableTo(ft.In(0)) || ft.Out(0) != out {
+		return nil, fmt.Errorf("%s: fn has type %v; want func(%v) %v", option, ft, valT, out)
 	}
-	return encodeFunc("WithIDFn", fn)
+	return encodeFunc(option, fn)
+}
+
+// callValueFn calls a function checked by inspectValueFn; what names it in
+// the error a panic becomes.
+func callValueFn[T any](fn *beam.EncodedFunc, what string, value any) (out T, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("async: the %s function %s panicked on value %v: %v", what, fn.Fn.Name(), value, r)
+		}
+	}()
+	return fn.Fn.Call([]any{value})[0].(T), nil
 }

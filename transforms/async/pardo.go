@@ -93,10 +93,11 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 	if err != nil {
 		return nil, err
 	}
-	c, err := newCore(s.String(), spec, keyT, valT, set, hasFailures)
+	cfg, err := newConfig(s.String(), spec, keyT, valT, set, hasFailures)
 	if err != nil {
 		return nil, err
 	}
+	c := core{config: cfg}
 	outs, err := beam.TryParDo(s, chooseDoFn(c, col), col, beam.TypeDefinition{Var: beam.ZType, T: outT})
 	if err != nil || !hasFailures || !spec.hasRevert() {
 		return outs, err

@@ -1,11 +1,7 @@
 package async
 
 import (
-	"fmt"
-	"reflect"
 	"sort"
-
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
 
 // WithPriority sets a function from an element's value to its priority, a
@@ -30,29 +26,12 @@ func WithPriority(fn any) Option {
 	return func(s *settings) { s.priorityFn = fn }
 }
 
-// inspectPriority checks a priority function against the value type.
-func inspectPriority(fn any, valT reflect.Type) (*beam.EncodedFunc, error) {
-	if fn == nil {
-		return nil, nil
-	}
-	ft := reflect.TypeOf(fn)
-	if ft.Kind() != reflect.Func || ft.NumIn() != 1 || ft.NumOut() != 1 || !valT.AssignableTo(ft.In(0)) || ft.Out(0) != reflect.TypeOf(0) {
-		return nil, fmt.Errorf("WithPriority: fn has type %v; want func(%v) int", ft, valT)
-	}
-	return encodeFunc("WithPriority", fn)
-}
-
 // priority returns value's priority, 0 without a priority function.
-func (f *core) priority(value any) (p int, err error) {
+func (f *core) priority(value any) (int, error) {
 	if f.PriorityFn == nil {
 		return 0, nil
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("async: the priority function %s panicked on value %v: %v", f.PriorityFn.Fn.Name(), value, r)
-		}
-	}()
-	return f.PriorityFn.Fn.Call([]any{value})[0].(int), nil
+	return callValueFn[int](f.PriorityFn, "priority", value)
 }
 
 // byPriority orders elements about to be started (a callback's or a

@@ -1,5 +1,8 @@
 package async
 
+// Registration with Beam of the DoFns, emitters and types the transform
+// uses, so that a worker process can rebuild them.
+
 import (
 	"context"
 	"reflect"

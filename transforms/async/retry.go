@@ -1,5 +1,32 @@
 package async
 
+// Retries, in one place: when an element is retried, and where it waits.
+//
+// When. An attempt fails when the wrapped fn returns an error, panics, or
+// outlives WithCallTimeout (core.go: work, callWithin; the pool turns a panic
+// into a state.PanicError with its stack), and kindOf names the kind.
+// retryable decides: never for Permanent(err) or after WithMaxAttempts
+// attempts, otherwise what WithRetryIf says (by default yes). The wait is
+// Backoff.Delay of the element's attempt count, a pure function of the
+// element, so every worker computes the same one.
+//
+// Where, on unbounded input (streamFn). The task ends with its error. The
+// key's next callback settles it (failure.go: settle): recordAttempts counts
+// the attempts into the element's envelope, and retryLater writes it back to
+// bag state with the time of its next attempt. A callback of the key at or
+// after that time starts it again (commit.go). A waiting retry holds no slot,
+// no place and no memory, and survives a worker restart.
+//
+// Where, on bounded input (bundleFn, drainFn: config.RetryInWorker). A bundle
+// has no later callback to write a retry back to, so the retry waits in the
+// worker: inWorkerRetry is the task's state.Retry, and the pool
+// (state/pool.go: attempt) waits out the delay on a timer, holding no
+// goroutine, slot or place in flight (state/slots.go: pause), then runs the
+// next attempt in the same task, whose count continues the element's.
+//
+// An element that is not retried fails for good (failure.go: settle): a
+// Failure record, or a failed commit without a failure output.
+
 import (
 	"context"
 	"encoding/binary"
@@ -7,7 +34,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"runtime/debug"
 	"time"
+
+	"github.com/asyncbeam/asyncbeam/state"
 )
 
 // Failure kinds, as they appear in Failure.Kind.
@@ -195,4 +225,84 @@ func withAttempt(ctx context.Context, number int, fallbacks []string) context.Co
 		a.fallback, a.hasValue = fallbacks[min(number, len(fallbacks))-1], true
 	}
 	return context.WithValue(ctx, attemptKey{}, a)
+}
+
+// kindOf classifies a failed attempt's error.
+func kindOf(err error) string {
+	var perm *permanentError
+	var timeout *timeoutError
+	var panicked *state.PanicError
+	switch {
+	case errors.As(err, &perm):
+		return KindPermanent
+	case errors.As(err, &timeout):
+		return KindTimeout
+	case errors.As(err, &panicked):
+		return KindPanic
+	}
+	return KindError
+}
+
+// retryable says whether an element whose attempt failed with err, after
+// attempts attempts in all, is retried, and if not because of a broken
+// predicate, why.
+func (f *core) retryable(kind string, attempts int, err error) (ok bool, why string) {
+	if kind == KindPermanent || attempts >= f.MaxAttempts {
+		return false, ""
+	}
+	if f.RetryIf == nil {
+		return true, ""
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			ok, why = false, fmt.Sprintf("the WithRetryIf function panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return f.RetryIf.Fn.Call([]any{err})[0].(bool), ""
+}
+
+// inWorkerRetry is the pool's retry policy for a task when RetryInWorker is
+// set (nil otherwise): the same decision and backoff as a retry through bag
+// state, counting the done attempts made before this task.
+func (f *core) inWorkerRetry(k state.TaskKey, key any, done int) state.Retry {
+	if !f.RetryInWorker {
+		return nil
+	}
+	seed := []byte(k.Owner + k.ID)
+	return func(attempt int, err error) (time.Duration, bool) {
+		total := done + attempt
+		kind := kindOf(err)
+		if ok, _ := f.retryable(kind, total, err); !ok {
+			return 0, false
+		}
+		delay := f.Backoff.Delay(total, seed)
+		f.event(EventRetrying, key, k.ID, total, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, err.Error() })
+		return delay, true
+	}
+}
+
+// recordAttempts adds the attempts of task t, the last of which failed with
+// err, to the element's envelope env, and returns it with the error's kind.
+func (f *core) recordAttempts(env state.Envelope, t *state.Task, err error) (state.Envelope, string) {
+	kind := kindOf(err)
+	env.Attempts += max(t.Attempts(), 1)
+	first, last := t.FirstStartedAt(), t.StartedAt()
+	if last.IsZero() { // cancelled before it started
+		first, last = f.clock.Now(), f.clock.Now()
+	}
+	if env.FirstAttemptMs == 0 {
+		env.FirstAttemptMs = first.UnixMilli()
+	}
+	env.LastAttemptMs = last.UnixMilli()
+	env.LastKind, env.LastError = kind, err.Error()
+	return env, kind
+}
+
+// retryLater returns env, to be written back to bag state, due after its
+// backoff.
+func (f *core) retryLater(key any, kb []byte, env state.Envelope, kind string) *state.Envelope {
+	delay := f.Backoff.Delay(env.Attempts, append(append([]byte(nil), kb...), env.ID...))
+	env.NextAttemptMs = f.clock.Now().Add(delay).UnixMilli()
+	f.event(EventRetrying, key, env.ID, env.Attempts, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, env.LastError })
+	return &env
 }

@@ -223,12 +223,11 @@ func newWorld(t *testing.T, s simSchedule) *simWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := core{
+	base := core{config: config{
 		ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
-		Parallelism: s.parallelism, Buffer: s.buffer, Held: s.held, CallbackFrequencyNs: int64(time.Second),
-		MaxAttempts: 3, Backoff: FixedBackoff(time.Millisecond), HasFailures: true, clock: w.clock,
-		Ordered: s.ordered,
-	}
+		Parallelism: s.parallelism, Buffer: s.buffer, Held: s.held, CallbackFrequency: time.Second,
+		MaxAttempts: 3, Backoff: FixedBackoff(time.Millisecond), HasFailures: true, Ordered: s.ordered,
+	}, clock: w.clock}
 	for i := 0; i < s.worker; i++ {
 		c := base
 		c.registry = state.NewRegistry()

@@ -45,50 +45,21 @@ func newStreamFn(c core) *streamFn {
 		Commit: beamtimers.InProcessingTime(commitFamily)}
 }
 
-// StartBundle forgets the last bundle's view of its keys.
+// StartBundle forgets the last bundle's view of its keys; its
+// ProcessElement may wait for room up to WithMaxWait.
 func (f *streamFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) {
-	f.views = views{}
-	f.noWait = false
+	f.views = views{wait: f.MaxWait}
 }
 
 // ProcessElement commits the key and window at its first touch in the
 // bundle, then accepts the element and sets the key's timer.
 func (f *streamFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	ks, pool, v, err := f.openKey(ctx, &f.Pending, &f.Queued, &f.views, sp, key, w, true)
+	pool, v, err := f.takeElement(ctx, &f.Pending, &f.Queued, &f.views, sp, w, ts, key, value, true, emit, fail)
 	if err != nil {
-		return err
-	}
-	el, err := f.prepare(key, value, v.kb, ts)
-	if err != nil {
-		return err
-	}
-	isCopy := v.byID[el.id] != nil // pending when the bundle began: one element with it
-	if err := f.commitOnce(ctx, pool, ks, v, true, emit, fail); err != nil {
-		return err
-	}
-	if err := f.accept(ctx, pool, v, el, isCopy); err != nil {
-		return err
-	}
-	if err := v.write(ks); err != nil {
 		return err
 	}
 	f.arm(tp, pool, v, true)
 	return nil
-}
-
-// commitOnce commits the key at its first callback in this bundle (see
-// commit for headFirst).
-func (f *core) commitOnce(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, headFirst bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	if v.committed {
-		return nil
-	}
-	v.committed = true
-	// Work of keys gone from this worker is dropped now and then, also when
-	// it holds no place (an ordered key's head, a drain's elements).
-	f.evictIdle(ctx, pool)
-	res, err := f.commit(ctx, pool, ks, v, headFirst, emit, fail)
-	v.res = res
-	return err
 }
 
 // OnTimer commits the key and window.
@@ -140,24 +111,24 @@ func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, ele
 		return
 	}
 	now := f.clock.Now()
-	phase := timers.Phase(v.kb, f.freq())
-	busyWithin := max(f.freq()/2, 250*time.Millisecond)
+	phase := timers.Phase(v.kb, f.CallbackFrequency)
+	busyWithin := max(f.CallbackFrequency/2, 250*time.Millisecond)
 	if element {
-		busyWithin = max(2*f.freq(), 2*time.Second)
+		busyWithin = max(2*f.CallbackFrequency, 2*time.Second)
 	}
 	if gap := now.Sub(v.seen); !v.seen.IsZero() && gap < busyWithin {
-		ahead := max(f.freq()/2, 250*time.Millisecond, gap*3/2)
-		f.Commit.Set(tp, timers.NextRound(now.Add(ahead), f.freq()/timers.PhaseSlots, 0), beamtimers.WithOutputTimestamp(v.hold()))
+		ahead := max(f.CallbackFrequency/2, 250*time.Millisecond, gap*3/2)
+		f.Commit.Set(tp, timers.NextRound(now.Add(ahead), f.CallbackFrequency/timers.PhaseSlots, 0), beamtimers.WithOutputTimestamp(v.hold()))
 		return
 	}
 	var next time.Time
 	if active := len(v.entries) + int(v.queue.Count) - v.res.waitingRetries; active > 0 {
-		next = timers.NextRound(now, f.freq(), phase)
+		next = timers.NextRound(now, f.CallbackFrequency, phase)
 		switch {
 		case v.res.queued > 0, !element && pool.InFlight() < f.Parallelism:
 			next = timers.Rearm(now, next, pool.ExpectedLatency())
 		case !element:
-			next = timers.NextRound(now, f.freq()/timers.PhaseSlots, 0)
+			next = timers.NextRound(now, f.CallbackFrequency/timers.PhaseSlots, 0)
 		}
 	}
 	if !v.res.dueNext.IsZero() {

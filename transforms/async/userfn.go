@@ -1,5 +1,9 @@
 package async
 
+// The wrapped fn: checking its shape at construction, rebuilding it on a
+// worker, and calling it (ProcessElement with its bundle methods, Revert)
+// with panics turned into errors.
+
 import (
 	"context"
 	"encoding/json"
@@ -332,13 +336,7 @@ func (u *userFn) call(ctx context.Context, key, value any) ([]any, error) {
 	if err := u.lifecycle(ctx, "StartBundle", &emit); err != nil {
 		return nil, err
 	}
-	ft := u.procT
-	args := make([]reflect.Value, 0, 4)
-	if ft.In(0) == contextType {
-		args = append(args, reflect.ValueOf(ctx))
-	}
-	args = append(args, valueOf(key, ft.In(len(args))), valueOf(value, ft.In(len(args)+1)), emit)
-	if err := u.process(args); err != nil {
+	if err := u.process(keyValueArgs(u.procT, ctx, key, value, emit)); err != nil {
 		return nil, err
 	}
 	if err := u.lifecycle(ctx, "FinishBundle", &emit); err != nil {
@@ -358,16 +356,22 @@ func (u *userFn) revert(ctx context.Context, key, value any, cause error) (err e
 			err = fmt.Errorf("Revert panicked: %v\n%s", r, debug.Stack())
 		}
 	}()
-	ft := u.revertM.Type()
-	args := make([]reflect.Value, 0, 4)
-	if ft.In(0) == contextType {
-		args = append(args, reflect.ValueOf(ctx))
-	}
-	args = append(args, valueOf(key, ft.In(len(args))), valueOf(value, ft.In(len(args)+1)), reflect.ValueOf(&cause).Elem())
+	args := keyValueArgs(u.revertM.Type(), ctx, key, value, reflect.ValueOf(&cause).Elem())
 	if err := resultError(u.revertM.Call(args)); err != nil {
 		return fmt.Errorf("Revert: %w", err)
 	}
 	return nil
+}
+
+// keyValueArgs are the arguments of a method of shape
+// ([ctx,] key, value, last): ProcessElement (last: emit) and Revert (last:
+// the error).
+func keyValueArgs(ft reflect.Type, ctx context.Context, key, value any, last reflect.Value) []reflect.Value {
+	args := make([]reflect.Value, 0, 4)
+	if ft.In(0) == contextType {
+		args = append(args, reflect.ValueOf(ctx))
+	}
+	return append(args, valueOf(key, ft.In(len(args))), valueOf(value, ft.In(len(args)+1)), last)
 }
 
 // lifecycle calls an optional method, passing ctx and emit where it takes them.

@@ -1,0 +1,107 @@
+package async
+
+// The transform's configuration: what ParDo decided at pipeline
+// construction, shipped to every worker inside the DoFn as JSON.
+
+import (
+	"reflect"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/google/uuid"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// config is the part of every DoFn of the transform that Beam serializes:
+// exported fields only, set once at construction and never changed by a
+// worker (per-bundle and per-instance state lives in core and the DoFns).
+type config struct {
+	// ID names the transform's shared Pool in each worker process.
+	ID string
+	// Name is the transform's scope, the namespace of its metrics.
+	Name      string
+	User      userSpec
+	KeyType   beam.EncodedType
+	ValueType beam.EncodedType
+	IDFn      *beam.EncodedFunc
+	// Parallelism, Buffer and Held are the pool's bounds: calls running,
+	// elements in flight, and elements in flight or awaiting their commit.
+	Parallelism, Buffer, Held int
+	CallbackFrequency         time.Duration
+	MaxWait                   time.Duration
+	CallTimeout               time.Duration
+	MaxAttempts               int
+	Backoff                   Backoff
+	RetryIf                   *beam.EncodedFunc
+	Fallbacks                 []string
+	// HasFailures is set by ParDoWithFailures: an element that fails for good
+	// goes to the failure output instead of failing its key's commit.
+	HasFailures bool
+	// Ordered commits each key's results in acceptance order (WithOrdered).
+	Ordered    bool
+	PriorityFn *beam.EncodedFunc
+	Listener   *listenerSpec
+	// RetryInWorker makes failed attempts wait out their backoff in the
+	// pool, counted in memory, instead of in bag state: set for the DoFns of
+	// bounded input, whose bundles have no later callback to write a retry
+	// back to (see retry.go).
+	RetryInWorker bool
+}
+
+// newConfig checks everything about the transform that is not the input and
+// the wrapped fn (already inspected as spec) and returns its configuration.
+func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings, hasFailures bool) (config, error) {
+	idFn, err := inspectValueFn("WithIDFn", set.idFn, valT, reflect.TypeOf(""))
+	if err != nil {
+		return config{}, err
+	}
+	retryIf, err := inspectRetryIf(set.retryIf)
+	if err != nil {
+		return config{}, err
+	}
+	priorityFn, err := inspectValueFn("WithPriority", set.priorityFn, valT, reflect.TypeOf(0))
+	if err != nil {
+		return config{}, err
+	}
+	listener, err := inspectListener(set.listener)
+	if err != nil {
+		return config{}, err
+	}
+	return config{
+		Name:              name,
+		ID:                uuid.NewString(),
+		User:              spec,
+		KeyType:           beam.EncodedType{T: keyT},
+		ValueType:         beam.EncodedType{T: valT},
+		IDFn:              idFn,
+		Parallelism:       set.parallelism,
+		Buffer:            set.buffer,
+		Held:              set.held,
+		CallbackFrequency: set.freq,
+		MaxWait:           set.maxWait,
+		CallTimeout:       set.callTimeout,
+		MaxAttempts:       set.maxAttempts,
+		Backoff:           set.backoff,
+		RetryIf:           retryIf,
+		Fallbacks:         set.fallbacks,
+		HasFailures:       hasFailures,
+		Ordered:           set.ordered,
+		PriorityFn:        priorityFn,
+		Listener:          listener,
+	}, nil
+}
+
+// staleAfter is how long a key may go without a callback on this worker
+// before the worker drops its work (see core.evictIdle): twenty commit
+// rounds, and at least 30 s. Only a key that moved to another worker stays
+// away that long.
+func (c *config) staleAfter() time.Duration { return max(20*c.CallbackFrequency, 30*time.Second) }
+
+// poolConfig is the shared pool's configuration. The pool remembers a key
+// without tasks for twice the window in which its elements count as busy
+// (see streamFn.arm).
+func (c *config) poolConfig(now func() time.Time) state.Config {
+	return state.Config{Parallelism: c.Parallelism, Buffer: c.Buffer, Hold: c.Held, Now: now,
+		Forget: max(4*c.CallbackFrequency, 4*time.Second)}
+}
