@@ -2,6 +2,7 @@ package async
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -98,15 +99,47 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 		return nil, err
 	}
 	c := core{config: cfg}
-	outs, err := beam.TryParDo(s, chooseDoFn(c, col), col, beam.TypeDefinition{Var: beam.ZType, T: outT})
+	outs, err := apply(s, c, col, outT)
 	if err != nil || !hasFailures || !spec.hasRevert() {
 		return outs, err
 	}
-	reverted, err := beam.TryParDo(s.Scope("Revert"), &revertFn{User: spec, KeyType: c.KeyType, ValueType: c.ValueType}, outs[1])
+	// The reshuffle is a checkpoint: without it a runner fuses the revert step
+	// into the transform's bundle, and Revert would run before that bundle
+	// (which may yet fail and be retried, and the element then succeed) is
+	// committed.
+	rs := s.Scope("Revert")
+	committed, err := beam.TryReshuffle(rs, outs[1])
+	if err != nil {
+		return nil, err
+	}
+	reverted, err := beam.TryParDo(rs, &revertFn{User: spec, KeyType: c.KeyType, ValueType: c.ValueType}, committed)
 	if err != nil {
 		return nil, err
 	}
 	return []beam.PCollection{outs[0], reverted[0]}, nil
+}
+
+// apply applies the DoFn chooseDoFn picks for col; bounded input in fixed
+// windows goes through the global window (see rewindow.go).
+func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) ([]beam.PCollection, error) {
+	in := col
+	if rewindowsByTime(col) {
+		var err error
+		if in, err = toGlobal(s, col); err != nil {
+			return nil, err
+		}
+		c.TimeInIdentity = true
+	}
+	outs, err := beam.TryParDo(s, chooseDoFn(c, in), in, beam.TypeDefinition{Var: beam.ZType, T: outT})
+	if err != nil || !c.TimeInIdentity {
+		return outs, err
+	}
+	for i := range outs {
+		if outs[i], err = backToWindows(s, col, outs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return outs, nil
 }
 
 // chooseDoFn picks the DoFn for the input (see the package doc, "How it
