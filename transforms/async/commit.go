@@ -297,9 +297,6 @@ func (f *core) commitOnce(ctx context.Context, pool *state.Pool, ks keyState, v 
 		return nil
 	}
 	v.committed = true
-	// Work of keys gone from this worker is dropped now and then, also when
-	// it holds no place (an ordered key's head, a drain's elements).
-	f.evictIdle(ctx, pool)
 	res, err := f.commit(ctx, pool, ks, v, headFirst, emit, fail)
 	v.res = res
 	return err

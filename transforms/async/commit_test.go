@@ -491,3 +491,38 @@ func TestQueueSummariesStayBounded(t *testing.T) {
 		t.Errorf("the pending bag held up to %d queue summaries over 30 callbacks; want at most 9 (compacted at max(8, elements))", most)
 	}
 }
+
+// TestDrainOfEvictedWorkFailsItsBundle: work of a key being drained that is
+// evicted meanwhile (its key taken for gone) was never called to an end; the
+// drain fails, so the runner retries the bundle, instead of writing a final
+// failure for an element that did not fail.
+func TestDrainOfEvictedWorkFailsItsBundle(t *testing.T) {
+	name := t.Name()
+	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1))
+	f := h.batch()
+	h.process(f, "a", 1) // its gate stays shut: the call runs until evicted
+	p, _ := h.c.pool()
+	done := make(chan error, 1)
+	go func() {
+		_, err := h.drain(f, "a")
+		done <- err
+	}()
+	deadline := time.After(10 * time.Second)
+	for ended := false; !ended; {
+		h.clock.Advance(time.Hour) // past any touch of the key, the drain's own included
+		p.EvictIdle(h.clock.Now().Add(-time.Minute))
+		select {
+		case err := <-done:
+			ended = true
+			if err == nil || !strings.Contains(err.Error(), "interrupted") {
+				t.Errorf("drain = %v, want an error saying its element was interrupted", err)
+			}
+		case <-deadline:
+			t.Fatal("the drain did not end after its work was evicted")
+		case <-time.After(time.Millisecond):
+		}
+	}
+	if len(h.failed) != 0 {
+		t.Errorf("failure records %v; want none: the element never failed", h.failed)
+	}
+}

@@ -1,6 +1,7 @@
 package async
 
-// The DoFn for bounded input in windows other than the global one: outputs
+// The DoFn for bounded input in sliding windows (fixed windows take the
+// bundle path, see rewindow.go): outputs
 // must be emitted in their element's window, which only a callback of that
 // key and window can do, so elements wait in bag state, are committed by
 // the key's ProcessElement as they finish, and the rest by an event-time
@@ -9,6 +10,7 @@ package async
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
@@ -20,7 +22,7 @@ import (
 // drainFamily names the event-time timer family of drainFn.
 const drainFamily = "asyncDrain"
 
-// drainFn runs bounded input in non-global windows. The end-of-window timer
+// drainFn runs bounded input in sliding windows. The end-of-window timer
 // fires once the input is exhausted; it is the one callback that runners
 // which never fire processing-time timers in batch (Dataflow) deliver.
 type drainFn struct {
@@ -125,10 +127,16 @@ func (f *drainFn) drain(ctx context.Context, pool *state.Pool, v *keyView, entri
 	if err := d.startMore(ctx); err != nil {
 		return err
 	}
+	// Long calls or backoffs touch the key now and then, so that the pool
+	// does not take it for a key gone from this worker and evict its work.
+	alive := time.NewTicker(f.staleAfter() / 4)
+	defer alive.Stop()
 	for d.active > 0 {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("async: drain of key %v interrupted: %w", v.key, ctx.Err())
+		case <-alive.C:
+			pool.Touch(v.owner, false)
 		case t := <-d.finished:
 			if err := d.finish(ctx, t, emit, fail); err != nil {
 				return err
@@ -257,6 +265,9 @@ func (f *drainFn) drainOrder(v *keyView, entries []*pending) ([]drainItem, error
 // registry reset); the drain cannot wait for it, so it fails the drain, which
 // the runner retries.
 func (f *drainFn) failFinally(ctx context.Context, v *keyView, p *pending, t *state.Task, callErr error, fail func(beam.EventTime, Failure)) error {
+	if t.Interrupted() { // evicted or cancelled, not failed: the bundle is retried
+		return fmt.Errorf("async: element %x of key %v was interrupted before the drain could finish it: %w", p.env.ID, v.key, callErr)
+	}
 	out, err := f.settle(v.key, v.kb, p.env, t, callErr)
 	if err != nil {
 		return err

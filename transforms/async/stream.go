@@ -59,10 +59,18 @@ func (f *streamFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Ev
 		return err
 	}
 	f.arm(tp, pool, v, true)
+	f.evictIdle(ctx, pool)
 	return nil
 }
 
 // OnTimer commits the key and window.
+//
+// Both callbacks also drop, at most once a second, the work of keys that had
+// no callback on this worker for the stale period (core.evictIdle): keys
+// that moved to another worker, whose tasks may hold no place (an ordered
+// key's earliest element) and so would never be evicted for room. The DoFns
+// of bounded input evict only for room: a key there is quiet until its
+// drain, not gone.
 func (f *streamFn) OnTimer(ctx context.Context, w beam.Window, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 	if timer.Family != commitFamily {
 		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
@@ -72,6 +80,7 @@ func (f *streamFn) OnTimer(ctx context.Context, w beam.Window, sp beamstate.Prov
 		return err
 	}
 	v.committed = false // a timer always commits, even after a ProcessElement of this bundle
+	f.evictIdle(ctx, pool)
 	if err := f.commitOnce(ctx, pool, ks, v, true, emit, fail); err != nil {
 		return err
 	}
