@@ -60,13 +60,19 @@ func (f *core) settle(key any, kb []byte, env state.Envelope, t *state.Task, err
 	if why != "" {
 		next.LastError += " (" + why + ")"
 	}
+	var failure *Failure
+	if f.HasFailures {
+		var derr error
+		if failure, derr = f.failureRecord(key, kb, next, kind); derr != nil {
+			return outcome{}, derr
+		}
+	}
 	f.event(EventFailed, key, env.ID, next.Attempts, func(e *Event) { e.Kind, e.Error = kind, next.LastError })
 	if !f.HasFailures {
 		return outcome{}, fmt.Errorf("async: element %x of key %v failed for good after %d attempt(s) (kind %s); without a failure output (ParDoWithFailures) the commit of its key fails: %w",
 			env.ID, key, next.Attempts, kind, err)
 	}
-	failure, derr := f.failureRecord(key, kb, next, kind)
-	return outcome{failure: failure}, derr
+	return outcome{failure: failure}, nil
 }
 
 // failureRecord is the Failure of an element whose attempts are recorded in

@@ -133,7 +133,12 @@ func (b Backoff) Delay(retry int, seed []byte) time.Duration {
 		u := float64(h.Sum64()%1_000_000) / 1_000_000
 		d *= 1 - b.Jitter*u
 	}
-	return time.Duration(d)
+	// float64(Max) may round above the largest Duration, whose conversion
+	// back is negative: clamp in integer space.
+	if out := time.Duration(d); out >= 0 && out <= b.Max {
+		return out
+	}
+	return b.Max
 }
 
 // WithCallTimeout sets a deadline per attempt: the attempt's context is

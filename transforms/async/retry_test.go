@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -62,6 +63,8 @@ func TestBackoffDelayStaysInRange(t *testing.T) {
 		{Backoff{Initial: 0, Max: time.Second, Multiplier: 1e300}, 3},
 		{Backoff{Initial: time.Millisecond, Max: time.Minute, Multiplier: 10}, 10_000},
 		{Backoff{Initial: time.Millisecond, Max: time.Minute, Multiplier: 2, Jitter: 1}, 1 << 30},
+		{Backoff{Initial: time.Second, Max: math.MaxInt64, Multiplier: 2}, 100}, // float64(Max) rounds above it
+		{Backoff{Initial: math.MaxInt64, Max: math.MaxInt64, Multiplier: 1}, 1},
 	} {
 		if d := tc.b.Delay(tc.retry, []byte("seed")); d < 0 || d > tc.b.Max {
 			t.Errorf("%+v.Delay(%d) = %v, want within [0, %v]", tc.b, tc.retry, d, tc.b.Max)
