@@ -195,7 +195,7 @@ func streamChart(rows []row, caption string) (*vgimg.Canvas, bool) {
 func batchChart(rows []row, caption string) (*vgimg.Canvas, bool) {
 	var panels []*plot.Plot
 	for _, n := range intList(*batchNs) {
-		keep := func(r row) bool { return r.Bounded && r.N == n && r.Contender != "floor" }
+		keep := func(r row) bool { return r.Suite == "batch" && r.N == n && r.Contender != "floor" }
 		ss := collect(rows, keep, func(r row) float64 { return float64(r.Keys) }, ratio)
 		if len(ss) == 0 {
 			continue

@@ -80,6 +80,9 @@ func input(s beam.Scope, sp spec) beam.PCollection {
 			return keyed
 		}
 		stamped := beam.ParDo(s, &minuteOf{Windows: sp.Windows}, keyed)
+		if sp.Sliding {
+			return beam.WindowInto(s, window.NewSlidingWindows(time.Minute, time.Minute), stamped)
+		}
 		return beam.WindowInto(s, window.NewFixedWindows(time.Minute), stamped)
 	}
 	start := time.Now().Add(500 * time.Millisecond).Truncate(tick)

@@ -28,8 +28,11 @@ type spec struct {
 	SlowX     float64 `json:"slow_x,omitempty"`
 	Call      string  `json:"call"` // sleep, or http (a loopback service)
 	// Windows spreads bounded input's event times over that many minutes,
-	// in fixed windows of one minute (0: the global window).
-	Windows int `json:"windows,omitempty"`
+	// in fixed windows of one minute (0: the global window); Sliding makes
+	// them sliding windows of one minute every minute (one window per
+	// element still, but the transform's sliding-window path).
+	Windows int  `json:"windows,omitempty"`
+	Sliding bool `json:"sliding,omitempty"`
 	// AsyncBuffer and AsyncHeld override the transform's defaults (0: keep).
 	AsyncBuffer int `json:"async_buffer,omitempty"`
 	AsyncHeld   int `json:"async_held,omitempty"`
@@ -88,7 +91,9 @@ func (s spec) shape() string {
 	} else {
 		fmt.Fprintf(&b, "%.1f×P/L keys=%d for=%v", s.Rate, s.Keys, s.For)
 	}
-	if s.Windows > 0 {
+	if s.Windows > 0 && s.Sliding {
+		fmt.Fprintf(&b, " in %d sliding windows", s.Windows)
+	} else if s.Windows > 0 {
 		fmt.Fprintf(&b, " in %d windows", s.Windows)
 	}
 	if s.C != time.Second {
@@ -146,7 +151,9 @@ var suiteSpecs = map[string]func() []spec{
 		}
 		return out
 	},
-	// Bounded input in fixed windows: the drain path.
+	// Bounded input in fixed windows (the bundle path, through the global
+	// window), and at 100 keys in sliding windows (the drain path; at one
+	// element per key it runs about one call at a time, minutes).
 	"windowed": func() []spec {
 		var out []spec
 		n := intList(*batchNs)[0]
@@ -157,7 +164,9 @@ var suiteSpecs = map[string]func() []spec{
 				out = append(out, s)
 			}
 		}
-		return out
+		s := base()
+		s.Bounded, s.N, s.Keys, s.Windows, s.Sliding, s.Contender = true, n, 100, 10, true, "async"
+		return append(out, s)
 	},
 	// An unbounded source at rates below capacity, over few and many keys.
 	"stream": func() []spec {

@@ -86,6 +86,7 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 	if err != nil {
 		return err
 	}
+	el.timed = f.TimeInIdentity
 	f.metrics.accepted.Inc(ctx, 1)
 	f.event(EventAccepted, key, el.id, 0, nil)
 	id := el.taskID()

@@ -47,6 +47,11 @@ type config struct {
 	// bounded input, whose bundles have no later callback to write a retry
 	// back to (see retry.go).
 	RetryInWorker bool
+	// TimeInIdentity adds the event time to an element's identity on the
+	// bundle path: set when fixed windows were moved to the global window
+	// (rewindow.go), so that copies of a value in two windows stay two
+	// elements. Copies at one time are in one window.
+	TimeInIdentity bool
 }
 
 // newConfig checks everything about the transform that is not the input and

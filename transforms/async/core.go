@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -118,11 +119,18 @@ type element struct {
 	done      int
 	priority  int
 	fromState bool
+	// timed: the event time is part of the element's identity (see taskID).
+	timed bool
 }
 
-// taskID identifies the element within a bundle: its key and its ID.
+// taskID identifies the element within a bundle: its key and its ID, and
+// its event time when timed (see config.TimeInIdentity).
 func (el element) taskID() string {
-	return string(binary.AppendUvarint(nil, uint64(len(el.kb)))) + string(el.kb) + el.id
+	id := string(binary.AppendUvarint(nil, uint64(len(el.kb)))) + string(el.kb) + el.id
+	if el.timed {
+		id += "@" + strconv.FormatInt(int64(el.ts), 10)
+	}
+	return id
 }
 
 // submit starts the wrapped fn for one element, taking one of the pool's

@@ -17,26 +17,27 @@ import (
 // TestOnBeamsDirectRunner pins down what the README says happens when a
 // user calls Beam's legacy Go direct runner themselves (outside runner.Run,
 // which runs --runner=direct on prism): bounded input in the global window
-// without WithOrdered runs, since that path has no state; any path with
-// state fails the pipeline with Beam's nil-pointer error, returned by
-// direct.Execute, before the wrapped fn is called.
+// or in fixed windows, without WithOrdered, runs, since that path has no
+// state; any path with state fails the pipeline with Beam's nil-pointer
+// error, returned by direct.Execute, before the wrapped fn is called.
 func TestOnBeamsDirectRunner(t *testing.T) {
 	tests := []struct {
 		name    string
 		ordered bool
-		windows bool
+		windows *window.Fn
 		wantErr string
 	}{
 		{name: "global window", wantErr: ""},
+		{name: "fixed windows", windows: window.NewFixedWindows(time.Minute), wantErr: ""},
 		{name: "WithOrdered", ordered: true, wantErr: "nil pointer dereference"},
-		{name: "fixed windows", windows: true, wantErr: "nil pointer dereference"},
+		{name: "sliding windows", windows: window.NewSlidingWindows(30*time.Second, time.Minute), wantErr: "nil pointer dereference"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p, s := beam.NewPipelineWithRoot()
 			in := input(s, 40, 4)
-			if tc.windows {
-				in = beam.WindowInto(s, window.NewFixedWindows(time.Minute), in)
+			if tc.windows != nil {
+				in = beam.WindowInto(s, tc.windows, in)
 			}
 			var opts []async.Option
 			if tc.ordered {

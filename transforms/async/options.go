@@ -105,11 +105,12 @@ func WithMaxItemsToBuffer(n int) Option {
 // key's next ProcessElement or timer (at most about the callback
 // frequency), so keep it above rate x (latency + frequency); the default
 // allows 64 x parallelism per second at the default 1 s frequency, the limit
-// for calls of 16 ms. On bounded input in the global window results are
-// emitted by their own bundle as they finish, and ProcessElement waits for a
-// place when none is free, so the default is enough at any input size. In
-// other windows results wait for their key's next element or the drain at
-// the end of the window, which runs with WithMaxItemsToBuffer in flight.
+// for calls of 16 ms. On bounded input in the global window or in fixed
+// windows, results are emitted by their own bundle as they finish, and
+// ProcessElement waits for a place when none is free, so the default is
+// enough at any input size. In sliding windows results wait for their key's
+// next element or the drain at the end of the window, which runs with
+// WithMaxItemsToBuffer in flight.
 func WithMaxItemsHeld(n int) Option {
 	return func(s *settings) {
 		if n <= 0 {
@@ -121,13 +122,14 @@ func WithMaxItemsHeld(n int) Option {
 }
 
 // WithMaxWait sets how long ProcessElement may wait for room (see
-// WithMaxItemsHeld) before it leaves an element queued in bag state only, to be started by its key's
-// commit callback. Once a wait has timed out, the rest of that bundle does not
-// wait again (room can only come from commits, which run in other bundles).
-// It applies to unbounded input only: on bounded input in the global window
-// ProcessElement always waits for room, which its own bundle's results free,
-// and in other windows never, since only its own bundle's commits could free
-// room for its keys.
+// WithMaxItemsHeld) before it leaves an element queued in bag state only, to
+// be started by its key's commit callback. Once a wait has timed out, the
+// rest of that bundle does not wait again (room can only come from commits,
+// which run in other bundles). It applies to unbounded input only: on
+// bounded input in the global window or fixed windows ProcessElement always
+// waits for room, which its own bundle's results free, and in sliding
+// windows never, since only its own bundle's commits could free room for its
+// keys.
 //
 // Zero never waits. Must be >= 0. Default: DefaultMaxWait (0). A wait stalls
 // the input bundle, and prism (v2.77.0) splits a stalled bundle in a way that

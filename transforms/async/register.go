@@ -21,6 +21,8 @@ func init() {
 	register.DoFn6x1[context.Context, beam.EventTime, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&bundleFn{})
 	register.DoFn7x1[context.Context, beam.EventTime, beamstate.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&keyedBundleFn{})
 	register.DoFn3x1[context.Context, Failure, func(Failure), error](&revertFn{})
+	register.DoFn5x1[beam.Window, beam.EventTime, beam.X, beam.Y, func(beam.X, beam.Y), error](&inWindowFn{})
+	register.Emitter2[beam.X, beam.Y]()
 	register.Emitter1[Failure]()
 	register.Emitter2[beam.EventTime, beam.Z]()
 	register.Emitter2[beam.EventTime, Failure]()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,4 +164,57 @@ func TestPipelineIntAndStructKeys(t *testing.T) {
 	likeParDo(s, &labelInt{}, beam.ParDo(s, &byInt{Keys: 7}, col), async.WithParallelism(4))
 	likeParDo(s, &labelStruct{}, beam.ParDo(s, &byStruct{Keys: 5}, col), async.WithParallelism(4), async.WithOrdered())
 	ptest.RunAndValidate(t, p)
+}
+
+// inTwoWindows emits element i at i seconds and again, the same value, ten
+// seconds later: under fixed windows of ten seconds the two copies are in
+// different windows.
+type inTwoWindows struct{}
+
+func (inTwoWindows) ProcessElement(i int, emit func(beam.EventTime, int)) {
+	emit(mtime.FromMilliseconds(int64(i)*1000), i)
+	emit(mtime.FromMilliseconds(int64(i+10)*1000), i)
+}
+
+// outsideWindow moves each element's timestamp an hour back, out of the
+// window it stays in.
+type outsideWindow struct{}
+
+func (outsideWindow) ProcessElement(ts beam.EventTime, k string, v int) (beam.EventTime, string, int) {
+	return ts - mtime.FromMilliseconds(3_600_000), k, v
+}
+
+func init() {
+	register.DoFn2x0[int, func(beam.EventTime, int)](&inTwoWindows{})
+	register.DoFn3x3[beam.EventTime, string, int, beam.EventTime, string, int](&outsideWindow{})
+}
+
+// TestPipelineCopiesInTwoFixedWindows: bounded input in fixed windows runs
+// in the global window, its outputs put back in their windows; the same
+// value under one key in two windows is still two elements, one output in
+// each window, as with a plain ParDo.
+func TestPipelineCopiesInTwoFixedWindows(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	ints := make([]int, 10)
+	for i := range ints {
+		ints[i] = i
+	}
+	stamped := beam.ParDo(s, inTwoWindows{}, beam.CreateList(s, ints))
+	keyed := beam.ParDo(s, &keyBy{Keys: 2}, beam.WindowInto(s, window.NewFixedWindows(10*time.Second), stamped))
+	likeParDo(s, &slowLabel{SleepMs: 1}, keyed, async.WithParallelism(4))
+	ptest.RunAndValidate(t, p)
+}
+
+// TestPipelineTimestampOutsideItsFixedWindow: an element whose timestamp
+// lies outside its window cannot get its window back from its timestamp, so
+// the pipeline fails with a message that says so, rather than moving its
+// output to another window.
+func TestPipelineTimestampOutsideItsFixedWindow(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	keyed := beam.ParDo(s, &keyBy{Keys: 2}, beam.WindowInto(s, window.NewFixedWindows(10*time.Second), beam.Create(s, 1, 2, 3)))
+	async.ParDo(s, &slowLabel{SleepMs: 1}, beam.ParDo(s, outsideWindow{}, keyed))
+	err := ptest.Run(p)
+	if err == nil || !strings.Contains(err.Error(), "outside its window") {
+		t.Errorf("pipeline = %v, want an error saying an element's timestamp is outside its window", err)
+	}
 }
