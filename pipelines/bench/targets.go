@@ -94,8 +94,8 @@ func checkTargets(rows []row) []target {
 				"%.0f MB against %.0f MB", a.stat(rss).med, s.stat(rss).med)
 		}
 	}
-	if a, ok := find(rows, "stream", "async", func(s spec) bool { return true }); ok {
-		if py, okP := find(rows, "stream", "python", same(a.spec)); okP {
+	if py, ok := find(rows, "stream", "python", func(s spec) bool { return true }); ok {
+		if a, okA := find(rows, "stream", "async", same(py.spec)); okA {
 			add(true, a.stat(p99).med < py.stat(p99).med, fmt.Sprintf("stream %s: async p99 below python's", a.shape()), "async %.0f ms, python %.0f ms", a.stat(p99).med, py.stat(p99).med)
 			add(true, a.stat(tput).med >= 5*py.stat(tput).med, fmt.Sprintf("stream %s: async ≥ 5 × python throughput (N / wall)", a.shape()),
 				"async %.0f/s, python %.0f/s; sustained while the source ran: async %.0f/s, python %.0f/s", a.stat(tput).med, py.stat(tput).med, a.stat(sustained).med, py.stat(sustained).med)
