@@ -86,7 +86,9 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 	if err != nil {
 		return err
 	}
-	el.timed = f.TimeInIdentity
+	if f.FixedWindow > 0 {
+		el.window = fixedWindowOf(ts, f.FixedWindow)
+	}
 	f.metrics.accepted.Inc(ctx, 1)
 	f.event(EventAccepted, key, el.id, 0, nil)
 	id := el.taskID()

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 
@@ -206,5 +207,36 @@ func TestBundleFailedBundleReleasesItsWork(t *testing.T) {
 	}
 	if p.Len() != 0 || p.Buffered() != 0 {
 		t.Errorf("after the failed bundle: %d tasks, %d places held; want 0, 0", p.Len(), p.Buffered())
+	}
+}
+
+// TestBundleIdentityInFixedWindows: on the bundle path for fixed windows
+// (moved to the global window), identity is (key, window, ID): copies of a
+// value pending in one window are one element, copies in two windows two.
+func TestBundleIdentityInFixedWindows(t *testing.T) {
+	name := t.Name()
+	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(2))
+	h.c.FixedWindow = 10 * time.Second
+	f := h.bundleFn()
+	at := func(s int) beam.EventTime { return mtime.FromMilliseconds(int64(s) * 1000) }
+	in := []bundleElem{
+		{"a", 1, at(1)}, {"a", 1, at(5)}, // one window: one element
+		{"a", 1, at(15)}, // the next window: another
+	}
+	// The calls run once all three are accepted (two tasks), so the copy is
+	// still pending when it comes.
+	p, _ := h.c.pool()
+	go func() {
+		for deadline := time.Now().Add(10 * time.Second); p.Len() < 2 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+		}
+		book.open(gateID(name, "a", 1))
+	}()
+	out, err := h.runBundle(f, in)
+	if err != nil {
+		t.Fatalf("bundle: %v", err)
+	}
+	if got := len(out.outputs); got != 2 {
+		t.Errorf("outputs = %v, want 2: one per window", out.outputs)
 	}
 }

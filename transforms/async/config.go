@@ -47,11 +47,16 @@ type config struct {
 	// bounded input, whose bundles have no later callback to write a retry
 	// back to (see retry.go).
 	RetryInWorker bool
-	// TimeInIdentity adds the event time to an element's identity on the
-	// bundle path: set when fixed windows were moved to the global window
-	// (rewindow.go), so that copies of a value in two windows stay two
-	// elements. Copies at one time are in one window.
-	TimeInIdentity bool
+	// FixedWindow is the size of the input's fixed windows when they were
+	// moved to the global window for the bundle path (rewindow.go), zero
+	// otherwise: the element's window, derived from its timestamp as Beam
+	// assigns it, is then part of its identity, so that copies of a value in
+	// two windows stay two elements.
+	FixedWindow time.Duration
+	// QuietUntilDrain marks the drain DoFn, whose keys are quiet between
+	// their last element and their drain without having gone anywhere: its
+	// work is never evicted (see core.evictIdle).
+	QuietUntilDrain bool
 }
 
 // newConfig checks everything about the transform that is not the input and

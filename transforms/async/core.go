@@ -9,7 +9,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -119,18 +118,15 @@ type element struct {
 	done      int
 	priority  int
 	fromState bool
-	// timed: the event time is part of the element's identity (see taskID).
-	timed bool
+	// window names the element's fixed window on the bundle path in the
+	// global window (see taskID), empty otherwise.
+	window string
 }
 
-// taskID identifies the element within a bundle: its key and its ID, and
-// its event time when timed (see config.TimeInIdentity).
+// taskID identifies the element within a bundle: its key, its window when
+// known (see config.FixedWindow) and its ID.
 func (el element) taskID() string {
-	id := string(binary.AppendUvarint(nil, uint64(len(el.kb)))) + string(el.kb) + el.id
-	if el.timed {
-		id += "@" + strconv.FormatInt(int64(el.ts), 10)
-	}
-	return id
+	return string(binary.AppendUvarint(nil, uint64(len(el.kb)))) + string(el.kb) + el.window + el.id
 }
 
 // submit starts the wrapped fn for one element, taking one of the pool's
@@ -155,8 +151,13 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait ti
 
 // evictIdle removes, at most once a second, the work of owners gone from
 // this worker (see state.Pool.EvictIdle), and reports whether it freed any
-// place.
+// place. The drain DoFn never evicts: its keys are quiet until their drain
+// (leftovers of a drain retried elsewhere stay until this worker drains that
+// key again or the job ends).
 func (f *core) evictIdle(ctx context.Context, pool *state.Pool) bool {
+	if f.QuietUntilDrain {
+		return false
+	}
 	now := f.clock.Now()
 	if now.Sub(f.lastEvict) < time.Second {
 		return false

@@ -41,7 +41,7 @@ type drainFn struct {
 // newDrainFn makes the DoFn. Retries wait in the worker: nothing is written
 // back to bag state before the drain.
 func newDrainFn(c core) *drainFn {
-	c.RetryInWorker = true
+	c.RetryInWorker, c.QuietUntilDrain = true, true
 	return &drainFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Queued: beamstate.MakeBagState[[]byte](queuedStateID),
 		Drain: beamtimers.InEventTime(drainFamily)}
 }

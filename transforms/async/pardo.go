@@ -128,10 +128,10 @@ func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) ([]bea
 		if in, err = toGlobal(s, col); err != nil {
 			return nil, err
 		}
-		c.TimeInIdentity = true
+		c.FixedWindow = col.WindowingStrategy().Fn.Size
 	}
 	outs, err := beam.TryParDo(s, chooseDoFn(c, in), in, beam.TypeDefinition{Var: beam.ZType, T: outT})
-	if err != nil || !c.TimeInIdentity {
+	if err != nil || c.FixedWindow == 0 {
 		return outs, err
 	}
 	for i := range outs {

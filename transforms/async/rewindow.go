@@ -5,10 +5,13 @@ package async
 // timestamp.
 
 import (
+	"encoding/binary"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 )
 
@@ -25,6 +28,15 @@ import (
 // the bundle path's speed. Sliding windows do not have that property (an
 // element after a GroupByKey sits in one of the windows its timestamp falls
 // in), so they keep the drain path.
+
+// fixedWindowOf names the fixed window of size that Beam assigns to an
+// element at ts (exec.WindowInto's rule), for identities: length-prefixed,
+// like the key before it.
+func fixedWindowOf(ts beam.EventTime, size time.Duration) string {
+	start := ts - (ts.Add(size) % mtime.FromDuration(size))
+	b := strconv.AppendInt(nil, int64(start), 10)
+	return string(binary.AppendUvarint(nil, uint64(len(b)))) + string(b)
+}
 
 // rewindowsByTime reports whether bounded input col takes this path.
 func rewindowsByTime(col beam.PCollection) bool {

@@ -68,9 +68,9 @@ func (f *streamFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.Ev
 // Both callbacks also drop, at most once a second, the work of keys that had
 // no callback on this worker for the stale period (core.evictIdle): keys
 // that moved to another worker, whose tasks may hold no place (an ordered
-// key's earliest element) and so would never be evicted for room. The DoFns
-// of bounded input evict only for room: a key there is quiet until its
-// drain, not gone.
+// key's earliest element) and so would never be evicted for room. The bundle
+// DoFn evicts only for room (the work of bundles of dropped instances), and
+// the drain DoFn never: a key there is quiet until its drain, not gone.
 func (f *streamFn) OnTimer(ctx context.Context, w beam.Window, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 	if timer.Family != commitFamily {
 		return fmt.Errorf("async: timer of unknown family %q", timer.Family)

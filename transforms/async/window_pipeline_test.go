@@ -33,9 +33,10 @@ func init() {
 	register.Function2x1(countOf)
 }
 
-// TestPipelineFixedWindows: with bounded input in fixed windows, bag state
-// and the drain timer are per key and window; every element is committed
-// once, in its own window (counted per window downstream).
+// TestPipelineFixedWindows: bounded input in fixed windows runs through the
+// global window and comes back to its windows by timestamp (rewindow.go);
+// every element is committed once, in its own window (counted per window
+// downstream).
 func TestPipelineFixedWindows(t *testing.T) {
 	const n, minutes, keys = 600, 4, 5
 	p, s := beam.NewPipelineWithRoot()
