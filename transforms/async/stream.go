@@ -135,7 +135,12 @@ func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, ele
 		next = timers.NextRound(now, f.CallbackFrequency, phase)
 		switch {
 		case v.res.queued > 0, !element && pool.InFlight() < f.Parallelism:
-			next = timers.Rearm(now, next, pool.ExpectedLatency())
+			// The key's started work finishes behind what the pool holds:
+			// about held / P calls of latency each (half of that, so that
+			// results are committed, and room freed, before the pool runs
+			// dry).
+			waves := max(1, pool.Len()/(2*f.Parallelism))
+			next = timers.Rearm(now, next, pool.ExpectedLatency()*time.Duration(waves))
 		case !element:
 			next = timers.NextRound(now, f.CallbackFrequency/timers.PhaseSlots, 0)
 		}
