@@ -98,12 +98,13 @@ func (f *streamFn) OnTimer(ctx context.Context, w beam.Window, sp beamstate.Prov
 // A quiet key's timer commits it: its ProcessElement sets it to the next
 // round, a round that keys share, so the runner delivers their callbacks
 // together. When the timer finds elements queued for room, it comes back when
-// running work is expected to have finished (the observed call latency), so
-// that they do not wait a whole round for the room it frees; when it finds
-// work still running, at the next quarter round (also shared), or after the
-// call latency if the pool has idle slots (nothing else is waiting: the last
-// results of a backlog need not wait). Retries waiting for their backoff come
-// back when the first is due.
+// the pool is expected to have reached the key's running work (the observed
+// call latency times held / 2P), so that they do not wait a whole round for
+// the room it frees, and a backlog of many keys does not ask the runner for a
+// callback per key every call; when it finds work still running, at the next
+// quarter round (also shared), or after that same time if the pool has idle
+// slots (nothing else is waiting: the last results of a backlog need not
+// wait). Retries waiting for their backoff come back when the first is due.
 //
 // A busy key is committed by its own bundles, and its timer is only a
 // backstop for when they stop: it is set beyond the key's next bundle, at
