@@ -78,9 +78,7 @@ func TestWrappedFnErrorsAreNotSwallowed(t *testing.T) {
 	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
 	f := h.stream()
 	id := gateID(t.Name(), "a", 1)
-	book.mu.Lock()
-	book.plan[id] = []error{errors.New("quota exceeded")}
-	book.mu.Unlock()
+	book.planErrors(id, errors.New("quota exceeded"))
 	book.open(id)
 	h.process(f, "a", 1)
 	h.waitFinished("a", 1)

@@ -152,9 +152,7 @@ func TestBundleRetriesAndFailures(t *testing.T) {
 func TestBundleFinalFailureWithoutFailureOutputFailsBundle(t *testing.T) {
 	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
 	id := gateID(t.Name(), "a", 0)
-	book.mu.Lock()
-	book.plan[id] = []error{Permanent(fmt.Errorf("no such customer"))}
-	book.mu.Unlock()
+	book.planErrors(id, Permanent(fmt.Errorf("no such customer")))
 	book.open(id)
 	_, err := h.runBundle(h.bundleFn(), elems("a", 1))
 	if err == nil || !strings.Contains(err.Error(), "no such customer") || !strings.Contains(err.Error(), "ParDoWithFailures") {

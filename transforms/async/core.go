@@ -43,12 +43,9 @@ func (f *core) Setup(ctx context.Context) error {
 	if f.clock == nil {
 		f.clock = timers.System{}
 	}
-	u, err := newUserFn(f.User)
+	u, err := startUserFn(ctx, f.User)
 	if err != nil {
 		return err
-	}
-	if err := u.setup(ctx); err != nil {
-		return fmt.Errorf("async: %w", err)
 	}
 	f.user = u
 	f.metrics = newMetrics(f.Name)

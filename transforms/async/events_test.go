@@ -158,9 +158,7 @@ func TestLocalRetryEvents(t *testing.T) {
 	h := newHarness(t, &gated{Name: name}, reflect.TypeOf(""), WithListener(&recorder{Name: name}),
 		WithMaxAttempts(2), WithBackoff(FixedBackoff(time.Millisecond)))
 	f := h.batch()
-	book.mu.Lock()
-	book.plan[gateID(name, "k", 1)] = []error{errors.New("transient")}
-	book.mu.Unlock()
+	book.planErrors(gateID(name, "k", 1), errors.New("transient"))
 	book.open(gateID(name, "k", 1))
 	h.process(f, "k", 1)
 	if out, err := h.drain(f, "k"); err != nil || len(out) != 1 {

@@ -214,6 +214,13 @@ func (b *gateBook) gate(id string) chan struct{} {
 
 func (b *gateBook) open(id string) { close(b.gate(id)) }
 
+// planErrors makes the attempts of gate id fail with errs, in order.
+func (b *gateBook) planErrors(id string, errs ...error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.plan[id] = errs
+}
+
 func (b *gateBook) count(id string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()

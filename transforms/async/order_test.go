@@ -135,9 +135,7 @@ func TestOrderedHeadStartsWithoutRoom(t *testing.T) {
 	h := newHarness(t, &gated{Name: name}, reflect.TypeOf(""), WithOrdered(), WithParallelism(1), WithMaxItemsToBuffer(1),
 		WithMaxAttempts(2), WithBackoff(FixedBackoff(time.Second)))
 	f := h.stream()
-	book.mu.Lock()
-	book.plan[gateID(name, "k", 0)] = []error{errors.New("transient")}
-	book.mu.Unlock()
+	book.planErrors(gateID(name, "k", 0), errors.New("transient"))
 	book.open(gateID(name, "k", 1))
 	h.process(f, "k", 0)
 	h.process(f, "k", 1) // no room: queued in bag state

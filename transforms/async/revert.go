@@ -29,12 +29,9 @@ type revertFn struct {
 
 // Setup rebuilds the wrapped fn and forwards its Setup.
 func (f *revertFn) Setup(ctx context.Context) error {
-	u, err := newUserFn(f.User)
+	u, err := startUserFn(ctx, f.User)
 	if err != nil {
 		return err
-	}
-	if err := u.setup(ctx); err != nil {
-		return fmt.Errorf("async: %w", err)
 	}
 	f.user = u
 	f.keyDec = beam.NewElementDecoder(f.KeyType.T)

@@ -239,6 +239,19 @@ type userFn struct {
 	closing bool
 }
 
+// startUserFn rebuilds the wrapped fn on a worker and forwards its Setup:
+// the first step of every DoFn of the transform that calls it.
+func startUserFn(ctx context.Context, spec userSpec) (*userFn, error) {
+	u, err := newUserFn(spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := u.setup(ctx); err != nil {
+		return nil, fmt.Errorf("async: %w", err)
+	}
+	return u, nil
+}
+
 func newUserFn(spec userSpec) (*userFn, error) {
 	switch {
 	case spec.Func != nil:
