@@ -5,14 +5,17 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // envelopeVersion is the first byte of every encoded Envelope. A change of
 // layout bumps it so that state written by an older version is recognised.
-// Version 3 added Seq; version 2 entries are still read (with Seq 0), so a
-// pipeline updated in place keeps the state it holds.
+// Version 3 added Seq, version 6 Window; version 2 and 3 entries are still
+// read (with Seq 0, and in the global window), so a pipeline updated in
+// place keeps the state it holds. (4 and 5 start other kinds of entries.)
 const (
-	envelopeVersion   byte = 3
+	envelopeVersion   byte = 6
+	envelopeVersionV3 byte = 3
 	envelopeVersionV2 byte = 2
 	// batchVersion starts a bag entry that holds several encoded
 	// envelopes (see EncodeBatch).
@@ -74,19 +77,52 @@ type Envelope struct {
 	NextAttemptMs int64
 	// LastKind and LastError describe the latest failed attempt.
 	LastKind, LastError string
-	// Seq is the element's place in its key's acceptance order, from 1;
-	// zero when the transform does not keep order (or the entry predates
-	// version 3).
+	// Seq is the element's place in its key's acceptance order, from 1
+	// (zero in entries written before version 3). A key whose elements are
+	// all committed starts again at 1.
 	Seq int64
+	// Window is the element's window, encoded by the transform (empty: the
+	// global window). The transform keeps a key's elements of every window
+	// in one state, in the global window, and puts each output back in its
+	// element's window.
+	Window string
 	// Value is the element's value encoded with the input's value coder.
 	Value []byte
 }
 
+// Identity names the element among all of its key's elements: its window
+// and its ID (the same ID in two windows is two elements).
+func (e Envelope) Identity() string { return Identity(e.Window, e.ID) }
+
+// Identity is the identity of the element ID in window (encoded, empty for
+// the global window) within its key: the window, length-prefixed, then the
+// ID.
+func Identity(window, id string) string {
+	if window == "" {
+		return "\x00" + id
+	}
+	return string(binary.AppendUvarint(nil, uint64(len(window)))) + window + id
+}
+
+// SplitIdentity returns the window and the ID of an identity made by
+// Identity (for anything else, it returns an empty window and the whole).
+func SplitIdentity(identity string) (window, id string) {
+	if strings.HasPrefix(identity, "\x00") {
+		return "", identity[1:]
+	}
+	n, k := binary.Uvarint([]byte(identity))
+	if k <= 0 || n > uint64(len(identity)-k) {
+		return "", identity
+	}
+	return identity[k : k+int(n)], identity[k+int(n):]
+}
+
 // Encode returns e's bag-state bytes: the version byte; the ID and the last
 // kind and error as uvarint-length-prefixed strings, the numbers as varints
-// (Seq after the strings); then the value bytes to the end.
+// (Seq after the strings), the window as a length-prefixed string; then the
+// value bytes to the end.
 func (e Envelope) Encode() []byte {
-	buf := make([]byte, 0, 1+binary.MaxVarintLen64*9+len(e.ID)+len(e.LastKind)+len(e.LastError)+len(e.Value))
+	buf := make([]byte, 0, 1+binary.MaxVarintLen64*10+len(e.ID)+len(e.LastKind)+len(e.LastError)+len(e.Window)+len(e.Value))
 	buf = append(buf, envelopeVersion)
 	buf = appendString(buf, e.ID)
 	buf = binary.AppendVarint(buf, e.EventTimeMs)
@@ -97,6 +133,7 @@ func (e Envelope) Encode() []byte {
 	buf = appendString(buf, e.LastKind)
 	buf = appendString(buf, e.LastError)
 	buf = binary.AppendVarint(buf, e.Seq)
+	buf = appendString(buf, e.Window)
 	return append(buf, e.Value...)
 }
 
@@ -148,8 +185,8 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 	if len(b) == 0 {
 		return Envelope{}, fmt.Errorf("%w: empty", ErrBadEnvelope)
 	}
-	if b[0] != envelopeVersion && b[0] != envelopeVersionV2 {
-		return Envelope{}, fmt.Errorf("%w: version %d, want %d or %d", ErrBadEnvelope, b[0], envelopeVersionV2, envelopeVersion)
+	if b[0] != envelopeVersion && b[0] != envelopeVersionV3 && b[0] != envelopeVersionV2 {
+		return Envelope{}, fmt.Errorf("%w: version %d, want %d, %d or %d", ErrBadEnvelope, b[0], envelopeVersionV2, envelopeVersionV3, envelopeVersion)
 	}
 	r := &reader{b: b[1:]}
 	e := Envelope{ID: r.str("ID"), EventTimeMs: r.varint("event time")}
@@ -163,8 +200,11 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 	e.NextAttemptMs = r.varint("next attempt time")
 	e.LastKind = r.str("last kind")
 	e.LastError = r.str("last error")
-	if b[0] >= 3 {
+	if b[0] >= envelopeVersionV3 {
 		e.Seq = r.varint("sequence number")
+	}
+	if b[0] >= envelopeVersion {
+		e.Window = r.str("window")
 	}
 	if r.err != nil {
 		return Envelope{}, r.err
@@ -228,19 +268,27 @@ func DecodeEntry(b []byte) (envs []Envelope, raws [][]byte, err error) {
 	return envs, raws, nil
 }
 
-// DefaultID is the identity of an element whose transform has no ID
-// function: the first 16 bytes of the SHA-256 of its encoded value. Two
-// elements of one key with equal encoded values are therefore one element.
+// DefaultID is the part of an element's ID that its value gives when the
+// transform has no ID function: the first 16 bytes of the SHA-256 of its
+// encoded value. The transform adds the element's place among its key's
+// elements (see OccurrenceID), so that two input records with equal values
+// stay two elements.
 func DefaultID(encodedValue []byte) string {
 	sum := sha256.Sum256(encodedValue)
 	return string(sum[:16])
 }
 
+// OccurrenceID is the ID of the element with value ID base that comes n-th
+// among its key's elements (n from 1): base, then n as a uvarint.
+func OccurrenceID(base string, n int64) string {
+	return string(binary.AppendUvarint([]byte(base), uint64(n)))
+}
+
 // TaskKey identifies an element's task within a transform's Pool: its
-// owner, and its ID within that owner. For the stateful DoFns the owner is
-// the element's key and window, encoded (so the same value under two keys,
-// or in two windows, is two elements); for a bundle of bounded input it is
-// the bundle.
+// owner, and its ID within that owner. For unbounded input the owner is the
+// element's key, encoded (so the same value under two keys is two
+// elements), and the ID its Identity (window and ID); for a bundle of
+// bounded input the owner is the bundle, and the ID the key, window and ID.
 type TaskKey struct {
 	Owner string
 	ID    string

@@ -202,3 +202,43 @@ func TestQueueSummaryRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestIdentity: an identity names window and ID apart (the same ID in two
+// windows is two identities), and splits back.
+func TestIdentity(t *testing.T) {
+	for _, tc := range []struct{ window, id string }{
+		{"", "abc"}, {"[0, 10)", "abc"}, {"[0, 10)", ""}, {"", "\x00x"}, {"[1, 2)", "[1, 2)"},
+	} {
+		idn := Identity(tc.window, tc.id)
+		if w, id := SplitIdentity(idn); w != tc.window || id != tc.id {
+			t.Errorf("SplitIdentity(Identity(%q, %q)) = %q, %q", tc.window, tc.id, w, id)
+		}
+	}
+	if Identity("[0, 10)", "a") == Identity("[10, 20)", "a") || Identity("", "a") == Identity("[0, 10)", "a") {
+		t.Error("one ID in two windows gives one identity")
+	}
+	if OccurrenceID("h", 1) == OccurrenceID("h", 2) {
+		t.Error("two occurrences of a value share an ID")
+	}
+}
+
+// TestEnvelopeKeepsItsWindow: the window survives encoding, and entries of
+// version 3 (no window) still decode, in the global window.
+func TestEnvelopeKeepsItsWindow(t *testing.T) {
+	e := Envelope{ID: "x", EventTimeMs: 5, Seq: 2, Window: "[0, 10)", Value: []byte("v")}
+	got, err := DecodeEnvelope(e.Encode())
+	if err != nil || got.Window != e.Window || got.Seq != 2 || string(got.Value) != "v" {
+		t.Errorf("round trip = %+v, %v; want %+v", got, err, e)
+	}
+	v3 := []byte{envelopeVersionV3}
+	v3 = appendString(v3, "x")
+	for i := 0; i < 5; i++ {
+		v3 = append(v3, 0) // event time, attempts, three times: varint 0
+	}
+	v3 = appendString(appendString(v3, ""), "")
+	v3 = append(append(v3, 2), 'v') // seq 1 (zigzag), then the value
+	old, err := DecodeEnvelope(v3)
+	if err != nil || old.Window != "" || old.Seq != 1 || string(old.Value) != "v" {
+		t.Errorf("a version 3 entry decodes to %+v, %v; want seq 1, global window, value v", old, err)
+	}
+}

@@ -395,18 +395,35 @@ func (p *Pool) Remove(t *Task) {
 }
 
 // EvictIdle removes every task of the owners that have not been touched
-// since cutoff, and returns them. Such an owner is gone from this worker: a
-// key that moved to another worker, or the bundle of a DoFn instance the
-// runner dropped. Without eviction their tasks would hold places for ever.
-// An evicted element of a key is still in bag state wherever its key lives
-// now, and runs again there: eviction costs a call, never an output.
+// since cutoff, and returns them. Such an owner is gone from this worker, or
+// at least quiet: a key that moved to another worker, the bundle of a DoFn
+// instance the runner dropped, or a key whose callbacks come late. Callers
+// evict for room only (when a live owner needs a place), so a quiet key's
+// finished results stay as long as nobody needs their places. An evicted
+// element of a key is still in bag state wherever its key lives now, and
+// runs again there; an evicted element of a live bundle is started again by
+// its bundle: eviction costs a call, never an output.
 func (p *Pool) EvictIdle(cutoff time.Time) []*Task {
+	return p.evict(cutoff, func(*Task) bool { return true })
+}
+
+// EvictIdleUnbuffered is EvictIdle for the tasks that hold no Hold place
+// (StartUnbuffered's). Eviction for room never frees anything by removing
+// them, so without this a moved key's unbuffered task would stay for the
+// life of the pool.
+func (p *Pool) EvictIdleUnbuffered(cutoff time.Time) []*Task {
+	return p.evict(cutoff, func(t *Task) bool { return !t.buffered })
+}
+
+func (p *Pool) evict(cutoff time.Time, which func(*Task) bool) []*Task {
 	p.mu.Lock()
 	var idle []*Task
 	for _, own := range p.owners {
 		if own.lastActive.Before(cutoff) {
 			for _, t := range own.tasks {
-				idle = append(idle, t)
+				if which(t) {
+					idle = append(idle, t)
+				}
 			}
 		}
 	}
@@ -415,6 +432,20 @@ func (p *Pool) EvictIdle(cutoff time.Time) []*Task {
 		p.Remove(t)
 	}
 	return idle
+}
+
+// Unfinished returns how many of the pool's tasks have not finished: waiting
+// for a place or a slot, running, or waiting to retry.
+func (p *Pool) Unfinished() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, t := range p.tasks {
+		if t.Status() != Finished {
+			n++
+		}
+	}
+	return n
 }
 
 // Close cancels every task, refuses new ones, and waits until all the pool's

@@ -364,3 +364,46 @@ func TestEvictIdle(t *testing.T) {
 		t.Errorf("places held after eviction = %d, want 1", got)
 	}
 }
+
+// TestInterruptedTaskIsNeverASuccess: a task removed while its call runs
+// finishes with an error wrapping ErrInterrupted, even when its Work returns
+// nil on cancellation, so nobody commits the element without its outputs.
+func TestInterruptedTaskIsNeverASuccess(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
+	started := make(chan struct{})
+	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: func(ctx context.Context, _ int) ([]any, error) {
+		close(started)
+		<-ctx.Done()
+		return []any{"partial"}, nil // a Work that swallows its cancellation
+	}})
+	<-started
+	p.Remove(task)
+	wait(t, task)
+	outs, err := task.Result()
+	if !errors.Is(err, ErrInterrupted) || outs != nil || !task.Interrupted() {
+		t.Errorf("Result = %v, %v (interrupted %v); want nil outputs and ErrInterrupted", outs, err, task.Interrupted())
+	}
+}
+
+// TestEvictIdleUnbuffered: the sweep of unbuffered tasks takes only those,
+// of untouched owners; tasks with places are left to eviction for room.
+func TestEvictIdleUnbuffered(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	p := mustPool(t, Config{Parallelism: 2, Buffer: 4, Now: clock})
+	done := func(context.Context, int) ([]any, error) { return nil, nil }
+	placed, _, _ := p.Submit(context.Background(), TaskKey{"moved", "1"}, 0, Job{Work: done})
+	head, _, _ := p.StartUnbuffered(TaskKey{"moved", "2"}, Job{Work: done})
+	wait(t, placed)
+	wait(t, head)
+	mu.Lock()
+	now = now.Add(time.Hour)
+	mu.Unlock()
+	if got := p.EvictIdleUnbuffered(now.Add(-time.Minute)); len(got) != 1 || got[0] != head {
+		t.Fatalf("EvictIdleUnbuffered = %v, want only the unbuffered task", got)
+	}
+	if p.Lookup(placed.Key) == nil {
+		t.Error("the task with a place was swept; it waits for eviction for room")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"time"
 )
 
 // Registry maps a transform's UUID to its Pool in one worker process.
@@ -23,14 +24,121 @@ import (
 // The process uses one Registry, Default: the only process-global state of
 // the project. Tests that model several workers in one process give each its
 // own Registry.
+//
+// A worker process can outlive many pipelines (a test binary, a loopback
+// worker, a long-lived worker pool), and a transform's ID never comes back
+// once its pipeline is done, so the registry lets go of what nobody uses:
+// an ID not looked up for ReleaseAfter whose Pool has no unfinished task is
+// released (its Pool closed, its values closed when they are io.Closers) by
+// the next lookup of any ID. A transform still running looks its ID up at
+// every callback; one that is quiet that long starts again from its bag
+// state, as after a restart.
 type Registry struct {
+	// Now is the registry's clock; nil means time.Now.
+	Now func() time.Time
+
 	mu     sync.Mutex
 	pools  map[string]*Pool
 	values map[string]any
+	used   map[string]time.Time // last lookup of each ID
+	swept  time.Time
 }
 
+// ReleaseAfter is how long an ID may go without a lookup before the registry
+// releases it (see Registry).
+const ReleaseAfter = 10 * time.Minute
+
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{pools: map[string]*Pool{}, values: map[string]any{}} }
+func NewRegistry() *Registry {
+	return &Registry{pools: map[string]*Pool{}, values: map[string]any{}, used: map[string]time.Time{}}
+}
+
+func (r *Registry) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// lookedUp records a lookup of id and, at most once a minute, releases the
+// IDs idle for ReleaseAfter; r.mu is held. What it released is closed by the
+// caller, after the lock is released.
+func (r *Registry) lookedUp(id string) (released []any) {
+	now := r.now()
+	r.used[id] = now
+	if now.Sub(r.swept) < time.Minute {
+		return nil
+	}
+	r.swept = now
+	return r.takeIdle(now.Add(-ReleaseAfter))
+}
+
+// takeIdle removes the IDs not looked up since cutoff whose Pool (if any) has
+// no unfinished task, and returns their Pools and values; r.mu is held.
+func (r *Registry) takeIdle(cutoff time.Time) []any {
+	var out []any
+	for id, at := range r.used {
+		if !at.Before(cutoff) {
+			continue
+		}
+		if p := r.pools[id]; p != nil {
+			if p.Unfinished() > 0 {
+				continue
+			}
+			out = append(out, p)
+		}
+		if v, ok := r.values[id]; ok {
+			out = append(out, v)
+		}
+		delete(r.pools, id)
+		delete(r.values, id)
+		delete(r.used, id)
+	}
+	return out
+}
+
+// ReleaseIdle releases at once the IDs not looked up since cutoff whose Pool
+// has no unfinished task (the registry does it by itself for ReleaseAfter;
+// see Registry), and returns how many it released.
+func (r *Registry) ReleaseIdle(cutoff time.Time) (int, error) {
+	r.mu.Lock()
+	idle := r.takeIdle(cutoff)
+	r.mu.Unlock()
+	return len(idle), closeAll(context.Background(), idle)
+}
+
+// Len returns how many IDs the registry holds (a Pool, values, or both).
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := map[string]bool{}
+	for id := range r.pools {
+		ids[id] = true
+	}
+	for id := range r.values {
+		ids[id] = true
+	}
+	return len(ids)
+}
+
+// closeAll closes released Pools (waiting for their goroutines until ctx
+// ends) and values that are io.Closers.
+func closeAll(ctx context.Context, objs []any) error {
+	var errs []error
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *Pool:
+			if err := o.Close(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		case io.Closer:
+			if err := o.Close(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Default is the process's registry.
 var Default = NewRegistry()
@@ -40,15 +148,19 @@ var Default = NewRegistry()
 // cfg they pass: one id is one transform, whose settings are fixed.
 func (r *Registry) Shared(id string, cfg Config) (*Pool, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if p := r.pools[id]; p != nil {
-		return p, nil
+	released := r.lookedUp(id)
+	p := r.pools[id]
+	var err error
+	if p == nil {
+		if p, err = NewPool(cfg); err == nil {
+			r.pools[id] = p
+		}
 	}
-	p, err := NewPool(cfg)
+	r.mu.Unlock()
+	closeAll(context.Background(), released) // idle pools have no goroutines
 	if err != nil {
 		return nil, err
 	}
-	r.pools[id] = p
 	return p, nil
 }
 
@@ -68,15 +180,19 @@ func (r *Registry) Pools() []*Pool {
 // and Pools have separate name spaces.
 func (r *Registry) SharedValue(id string, create func() (any, error)) (any, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if v, ok := r.values[id]; ok {
-		return v, nil
+	released := r.lookedUp(id)
+	v, ok := r.values[id]
+	var err error
+	if !ok {
+		if v, err = create(); err == nil {
+			r.values[id] = v
+		}
 	}
-	v, err := create()
+	r.mu.Unlock()
+	closeAll(context.Background(), released)
 	if err != nil {
 		return nil, err
 	}
-	r.values[id] = v
 	return v, nil
 }
 
@@ -92,22 +208,16 @@ func (r *Registry) SharedValue(id string, create func() (any, error)) (any, erro
 func (r *Registry) Reset(ctx context.Context) error {
 	r.mu.Lock()
 	pools, values := r.pools, r.values
-	r.pools, r.values = map[string]*Pool{}, map[string]any{}
+	r.pools, r.values, r.used = map[string]*Pool{}, map[string]any{}, map[string]time.Time{}
 	r.mu.Unlock()
-	var errs []error
+	objs := make([]any, 0, len(pools)+len(values))
 	for _, p := range pools {
-		if err := p.Close(ctx); err != nil {
-			errs = append(errs, err)
-		}
+		objs = append(objs, p) // pools first: their tasks may still use the values
 	}
 	for _, v := range values {
-		if c, ok := v.(io.Closer); ok {
-			if err := c.Close(); err != nil {
-				errs = append(errs, err)
-			}
-		}
+		objs = append(objs, v)
 	}
-	return errors.Join(errs...)
+	return closeAll(ctx, objs)
 }
 
 // Shared is Default.Shared.

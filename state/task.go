@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"sync"
@@ -89,8 +90,16 @@ func TaskFromContext(ctx context.Context) *Task {
 // Done is closed when the task has finished.
 func (t *Task) Done() <-chan struct{} { return t.done }
 
+// ErrInterrupted is wrapped by the error of every task that its pool
+// cancelled (Remove, Close) before it finished. Whatever its Work returned
+// then (a Work that returns nil when its context is cancelled is common), the
+// outcome is not the element's: an interrupted task never reads as a
+// success, so nobody commits an element without its outputs.
+var ErrInterrupted = errors.New("state: the task was interrupted by its pool before it finished")
+
 // Interrupted reports whether the task was cancelled by its pool (Remove,
-// Close) before it finished: its outcome is not the element's.
+// Close) before it finished: its outcome is not the element's, and its error
+// wraps ErrInterrupted.
 func (t *Task) Interrupted() bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -214,7 +223,14 @@ func (t *Task) finishAt(outputs []any, err error, now time.Time) {
 func (t *Task) finish(outputs []any, err error) {
 	t.mu.Lock()
 	t.status = Finished
-	t.interrupted = t.ctx.Err() != nil
+	if t.interrupted = t.ctx.Err() != nil; t.interrupted {
+		outputs = nil
+		if err == nil {
+			err = ErrInterrupted
+		} else if !errors.Is(err, ErrInterrupted) {
+			err = fmt.Errorf("%w: %w", ErrInterrupted, err)
+		}
+	}
 	t.outputs, t.err = outputs, err
 	watchers, after := t.watchers, t.after
 	t.watchers, t.after = nil, nil

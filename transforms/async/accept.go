@@ -1,26 +1,25 @@
 package async
 
-// How an element enters the stateful DoFns: ProcessElement's common steps
-// (takeElement), and the decision to start it now or queue it in bag state
-// (accept).
+// How an element enters the stateful DoFn: ProcessElement's steps up to its
+// timer (takeElement), its ID (acceptedID), and the decision to start it now
+// or queue it in bag state (accept).
 
 import (
 	"context"
+	"encoding/binary"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 
 	"github.com/asyncbeam/asyncbeam/state"
 )
 
-// takeElement is the ProcessElement of both stateful DoFns, up to their
-// timer: it opens the key and window, commits what has finished at the
-// key's first touch in the bundle (see commit for headFirst), accepts the
-// element and writes the key's state.
-func (f *core) takeElement(ctx context.Context, bag, queue *beamstate.Bag[[]byte], vs *views, sp beamstate.Provider, w typex.Window, ts beam.EventTime,
-	key, value any, headFirst bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (*state.Pool, *keyView, error) {
-	ks, pool, v, err := f.openKey(ctx, bag, queue, vs, sp, key, w, true)
+// takeElement is the stateful DoFn's ProcessElement up to its timer: it opens
+// the key, commits what has finished at the key's first touch in the bundle,
+// accepts the element and writes the key's state.
+func (f *core) takeElement(ctx context.Context, bag, queue *beamstate.Bag[[]byte], vs *views, sp beamstate.Provider, ts beam.EventTime,
+	key, value any, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (*state.Pool, *keyView, error) {
+	ks, pool, v, err := f.openKey(ctx, bag, queue, vs, sp, key, true)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -28,8 +27,10 @@ func (f *core) takeElement(ctx context.Context, bag, queue *beamstate.Bag[[]byte
 	if err != nil {
 		return nil, nil, err
 	}
-	isCopy := v.byID[el.id] != nil // pending when the bundle began: one element with it
-	if err := f.commitOnce(ctx, pool, ks, v, headFirst, emit, fail); err != nil {
+	// With WithIDFn, an element whose ID was pending when the bundle began is
+	// one element with it.
+	isCopy := f.IDFn != nil && v.byID[el.identity()] != nil
+	if err := f.commitOnce(ctx, pool, ks, v, false, emit, fail); err != nil {
 		return nil, nil, err
 	}
 	if err := f.accept(ctx, pool, vs, v, el, isCopy); err != nil {
@@ -38,30 +39,41 @@ func (f *core) takeElement(ctx context.Context, bag, queue *beamstate.Bag[[]byte
 	return pool, v, v.write(ks)
 }
 
-// accept takes one element into the view's key and window, unless a copy of
-// it was pending when the bundle began (isCopy: then it is one element with
-// it). It starts if there is room (see WithMaxItemsHeld, WithMaxWait) and
-// nothing of its key is queued before it; otherwise it is queued. Nothing is
-// written until write.
+// acceptedID is the ID of an element that its value identifies (no
+// WithIDFn): its value's hash, its event time and its place in its key's
+// order, seq. Two input records with equal values are two elements, and an
+// element that a failed bundle accepted is accepted with the same ID by the
+// bundle's retry (same state, same elements), which so finds its call
+// running or finished on this worker and takes it over.
+func (f *core) acceptedID(el *element, seq int64) {
+	if f.IDFn == nil {
+		el.id = state.OccurrenceID(el.id+string(binary.AppendVarint(nil, int64(el.ts))), seq)
+	}
+}
+
+// accept takes one element into the view's key, unless it is a copy of a
+// pending element (isCopy, or started from the queue by this bundle's
+// commit; only with WithIDFn can an element be a copy). It starts if there is
+// room (see WithMaxItemsHeld, WithMaxWait) and nothing of its key is queued
+// before it; otherwise it is queued. Nothing is written until write.
 func (f *core) accept(ctx context.Context, pool *state.Pool, vs *views, v *keyView, el element, isCopy bool) error {
+	seq := v.nextSeq()
+	f.acceptedID(&el, seq)
 	f.metrics.accepted.Inc(ctx, 1)
 	f.event(EventAccepted, el.key, el.id, 0, nil)
-	if isCopy || v.byID[el.id] != nil { // or started from the queue by this bundle's commit
+	if isCopy || v.byID[el.identity()] != nil {
 		f.metrics.deduplicated.Inc(ctx, 1)
 		f.event(EventDeduplicated, el.key, el.id, 0, nil)
 		return nil
 	}
-	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb}
-	if f.Ordered {
-		env.Seq = v.nextSeq()
-	}
+	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb, Seq: seq, Window: el.window}
 	p := &pending{raw: env.Encode(), env: env}
 	if v.queue.Count > 0 { // behind its key's queue
 		v.enqueue(p)
 		return nil
 	}
 	wait := vs.wait
-	el.k = state.TaskKey{Owner: v.owner, ID: el.id}
+	el.k = state.TaskKey{Owner: v.owner, ID: el.identity()}
 	_, adm, err := f.submit(ctx, pool, el, wait)
 	if err != nil {
 		return err

@@ -1,8 +1,9 @@
 package async
 
-// The DoFn for bounded input in the global window, where the bundle is the
-// unit of commit and retry: outputs are emitted by the bundle that accepted
-// their elements, and nothing is written to state.
+// The DoFn for bounded input, where the bundle is the unit of commit and
+// retry: outputs are emitted by the bundle that accepted their elements, and
+// nothing is written to state. It runs in the global window, each element
+// with its own window (windows.go).
 
 import (
 	"context"
@@ -17,15 +18,22 @@ import (
 	"github.com/asyncbeam/asyncbeam/state"
 )
 
-// bundleFn runs bounded input in the global window. On bounded input a
-// runner commits a bundle's outputs with the consumption of its input, and
-// retries a failed bundle as a whole, so an element whose call finishes
-// inside its bundle needs no bag entry: ProcessElement starts it on the
-// shared pool and emits every result of the bundle that has finished since
-// (each with its own element's timestamp), and FinishBundle waits for the
-// rest. When WithMaxItemsHeld elements are held, ProcessElement waits for
-// a place, emitting this bundle's results as they finish; that bounds the
-// memory whatever the size of the bundle.
+// bundleFn runs bounded input. On bounded input a runner commits a bundle's
+// outputs with the consumption of its input, and retries a failed bundle as
+// a whole, so an element whose call finishes inside its bundle needs no bag
+// entry: ProcessElement starts it on the shared pool and emits every result
+// of the bundle that has finished since (each with its own element's
+// timestamp and window), and FinishBundle waits for the rest. When
+// WithMaxItemsHeld elements are held, ProcessElement waits for a place,
+// emitting this bundle's results as they finish; that bounds the memory
+// whatever the size of the bundle.
+//
+// A bundle that fails is never resumed: Beam Go drops the DoFn instance of a
+// failed bundle and never calls its Teardown. So the bundle releases its
+// work itself when it fails: when one of its methods returns an error, and
+// when an emit panics (that is how a failure of a later step in the same
+// fused stage reaches it). A bundle that fails without a sign to it (an
+// earlier step of its stage failed) leaves its work to eviction for room.
 //
 // It is stateless, so runners neither group its input by key nor shuffle
 // it; keyedBundleFn is the variant for WithOrdered.
@@ -60,60 +68,69 @@ func (f *keyedBundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, _
 	return f.bundleFn.ProcessElement(ctx, ts, key, value, emit, fail)
 }
 
-// StartBundle begins a bundle. An earlier bundle of this instance that never
-// reached FinishBundle failed, and the runner retries its input elsewhere:
-// its tasks are dropped at once, so that they free their places.
+// StartBundle begins a bundle.
 func (f *bundleFn) StartBundle(ctx context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) error {
-	if f.run != nil {
+	if f.run != nil { // not seen in Beam Go, which drops a failed bundle's instance; kept for other harnesses
 		f.run.abandon(ctx, f)
 	}
 	pool, err := f.pool()
 	if err != nil {
 		return err
 	}
-	f.run = &bundleRun{id: uuid.NewString(), pool: pool, signal: make(chan struct{}, 1), items: map[string]*bundleItem{}}
+	wait := waitPeriod
+	if f.waitPeriod > 0 {
+		wait = f.waitPeriod
+	}
+	f.run = &bundleRun{id: uuid.NewString(), pool: pool, signal: make(chan struct{}, 1), items: map[string]*bundleItem{}, waitPeriod: wait}
 	return nil
 }
 
 // ProcessElement emits what has finished, then starts the element, waiting
 // for a place if WithMaxItemsHeld elements are held.
-func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (err error) {
 	run := f.run
+	defer f.releaseOnFailure(ctx, run, &err)
 	if err := f.flush(ctx, run, emit, fail); err != nil {
+		return err
+	}
+	if err := f.restartInterrupted(ctx, run, emit, fail); err != nil {
 		return err
 	}
 	el, err := f.prepare(key, value, nil, ts)
 	if err != nil {
 		return err
 	}
-	if f.FixedWindow > 0 {
-		el.window = fixedWindowOf(ts, f.FixedWindow)
-	}
 	f.metrics.accepted.Inc(ctx, 1)
-	f.event(EventAccepted, key, el.id, 0, nil)
-	id := el.taskID()
-	if run.items[id] != nil { // a copy of a pending element: one call, one output
+	it := run.accept(el, f.IDFn != nil, f.Ordered)
+	f.event(EventAccepted, key, it.el.id, 0, nil)
+	if it.copyOf != nil { // WithIDFn: a copy of a pending element is one element with it
 		f.metrics.deduplicated.Inc(ctx, 1)
-		f.event(EventDeduplicated, key, el.id, 0, nil)
+		f.event(EventDeduplicated, key, it.el.id, 0, nil)
 		return nil
 	}
-	it := &bundleItem{el: el}
-	run.accept(it, f.Ordered)
-	it.el.k = state.TaskKey{Owner: run.id, ID: id}
+	return f.start(ctx, run, it, emit, fail)
+}
+
+// start starts one element of the bundle on the pool, waiting for a place
+// while emitting what finishes meanwhile.
+func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+	it.el.k = state.TaskKey{Owner: run.id, ID: it.el.taskID()}
 	for {
 		waitCtx, stop := run.waitContext(ctx)
 		t, adm, err := f.submit(waitCtx, run.pool, it.el, -1)
 		stop()
-		if err != nil {
+		switch {
+		case err != nil:
 			return err
-		}
-		if adm == state.Started {
+		case adm == state.Started:
 			it.task = t
 			t.AfterFinish(func() { run.finished(it) })
 			return nil
+		case adm == state.Existing: // task IDs are unique within a bundle
+			return fmt.Errorf("async: element %x of key %v already has a task in this bundle", it.el.id, it.el.key)
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("async: waiting for room for an element of key %v: %w", key, err)
+			return fmt.Errorf("async: waiting for room for an element of key %v: %w", it.el.key, err)
 		}
 		// Woken by a result of this bundle (emitting it frees a place), or
 		// by the wait's period: then submit has looked for the places of
@@ -125,14 +142,53 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 	}
 }
 
+// restartInterrupted starts again the elements whose tasks were evicted
+// while their bundle lives (it showed no sign of life for the stale period:
+// a slow step fused before it, say). Their calls are made again; nothing is
+// emitted for them until then.
+func (f *bundleFn) restartInterrupted(ctx context.Context, run *bundleRun, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+	for {
+		it := run.takeInterrupted()
+		if it == nil {
+			return nil
+		}
+		if err := f.start(ctx, run, it, emit, fail); err != nil {
+			return err
+		}
+	}
+}
+
+// releaseOnFailure drops the bundle's work when the method that deferred it
+// fails (returns an error, or panics: an emit panics when a later step of
+// the stage failed); the runner retries the bundle elsewhere and never
+// calls this instance again.
+func (f *bundleFn) releaseOnFailure(ctx context.Context, run *bundleRun, err *error) {
+	if r := recover(); r != nil {
+		run.abandon(ctx, f)
+		f.run = nil
+		panic(r)
+	}
+	if *err != nil {
+		run.abandon(ctx, f)
+		f.run = nil
+	}
+}
+
 // FinishBundle waits for every element of the bundle and emits the rest.
-func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (err error) {
 	run := f.run
-	// A wait for a long backoff touches the bundle now and then, so that the
-	// pool does not take it for the bundle of a dropped instance.
+	defer f.releaseOnFailure(ctx, run, &err)
+	// A wait for a long backoff or call touches the bundle now and then, so
+	// that the pool does not take it for the bundle of a dropped instance.
 	alive := time.NewTicker(f.staleAfter() / 4)
 	defer alive.Stop()
-	for run.unresolved() > 0 {
+	for {
+		if err := f.restartInterrupted(ctx, run, emit, fail); err != nil {
+			return err
+		}
+		if run.unresolved() == 0 {
+			break
+		}
 		select {
 		case <-run.signal:
 		case <-alive.C:
@@ -149,13 +205,24 @@ func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, b
 }
 
 // flush emits the results and failures of the run's finished elements, in
-// acceptance order per key with WithOrdered, and frees their places.
+// acceptance order per key with WithOrdered, and frees their places. An
+// element whose task was interrupted (evicted) waits to be started again.
+// It also shows the bundle alive to the pool and to the registry, and fails
+// the bundle if the worker's pool was reset under it.
 func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+	if p, err := f.pool(); err != nil || p != run.pool {
+		return fmt.Errorf("async: the worker's pool of %s was reset while a bundle ran (a restart): the bundle fails and is retried", f.Name)
+	}
 	run.pool.Touch(run.id, false)
 	for _, it := range run.takeFinished() {
 		t := it.task
 		f.metrics.observeFinished(ctx, t, f.clock.Now())
 		_, callErr := t.Result()
+		if t.Interrupted() {
+			run.pool.Remove(t)
+			run.interrupted(it)
+			continue
+		}
 		if callErr != nil {
 			run.pool.Remove(t)
 			fr, err := f.finalFailure(ctx, it.el, t, callErr)
@@ -171,43 +238,42 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 		// place until emitted.
 		for _, ready := range run.resolve(it, callErr == nil) {
 			run.pool.Remove(ready.task)
-			f.emitResult(ctx, ready.el, ready.task, emit)
+			if err := f.emitResult(ctx, ready.el, ready.task, emit); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// emitResult emits one element's outputs, with the element's timestamp.
-func (f *core) emitResult(ctx context.Context, el element, t *state.Task, emit func(beam.EventTime, beam.Z)) {
+// emitResult emits one element's outputs, with the element's timestamp and
+// window.
+func (f *core) emitResult(ctx context.Context, el element, t *state.Task, emit func(beam.EventTime, beam.Z)) error {
 	outputs, _ := t.Result()
-	for _, o := range outputs {
-		emit(el.ts, o)
+	if err := f.emitOutputs(int64(el.ts), el.window, outputs, emit); err != nil {
+		return err
 	}
 	f.metrics.committed.Inc(ctx, 1)
 	f.event(EventCommitted, el.key, el.id, el.done+t.Attempts(), nil)
+	return nil
 }
 
 // finalFailure turns the final error of an element's task (its local
 // retries are over) into its failure record, or into the error that fails
-// the bundle when the transform has no failure output. A task cancelled
-// before its attempts ran out (a worker reset) fails the bundle, which the
-// runner then retries.
+// the bundle when the transform has no failure output.
 func (f *core) finalFailure(ctx context.Context, el element, t *state.Task, callErr error) (Failure, error) {
-	if t.Interrupted() {
-		return Failure{}, fmt.Errorf("async: element %x of key %v was interrupted before its bundle could finish it: %w", el.id, el.key, callErr)
-	}
-	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb, Attempts: el.done}
+	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb, Attempts: el.done, Window: el.window}
 	out, err := f.settle(el.key, el.kb, env, t, callErr)
 	if err != nil {
 		return Failure{}, err
 	}
 	if out.failure == nil {
-		return Failure{}, fmt.Errorf("async: element %x of key %v was interrupted before its bundle could finish it: %w", el.id, el.key, callErr)
+		return Failure{}, fmt.Errorf("async: element %x of key %v ended before its retries did: %w", el.id, el.key, callErr)
 	}
 	return *out.failure, nil
 }
 
-// abandon drops the tasks of a bundle that failed before FinishBundle.
+// abandon drops the tasks of a bundle that failed.
 func (r *bundleRun) abandon(ctx context.Context, f *bundleFn) {
 	for _, t := range r.pool.ForOwner(r.id) {
 		r.pool.Remove(t)
@@ -220,13 +286,15 @@ func (r *bundleRun) abandon(ctx context.Context, f *bundleFn) {
 // good), and those of them whose calls have finished. The pool's
 // goroutines report finished tasks; the bundle's goroutine emits them.
 type bundleRun struct {
-	id     string // the pool owner of the bundle's tasks
-	pool   *state.Pool
-	signal chan struct{} // one token: a task of the bundle finished
+	id         string // the pool owner of the bundle's tasks
+	pool       *state.Pool
+	signal     chan struct{} // one token: a task of the bundle finished
+	waitPeriod time.Duration
 
 	mu    sync.Mutex
 	items map[string]*bundleItem // unresolved, by task ID: finds copies
 	done  []*bundleItem          // finished, not yet emitted
+	redo  []*bundleItem          // interrupted: to be started again
 	wake  context.CancelFunc     // ends the current wait for a place
 	// queues holds each key's unresolved elements in acceptance order
 	// (WithOrdered only).
@@ -237,13 +305,31 @@ type bundleRun struct {
 type bundleItem struct {
 	el        element
 	task      *state.Task
-	succeeded bool // its call succeeded; with WithOrdered it may wait its turn
+	succeeded bool        // its call succeeded; with WithOrdered it may wait its turn
+	copyOf    *bundleItem // set for a copy (WithIDFn) that is one element with a pending one
 }
 
-func (r *bundleRun) accept(it *bundleItem, ordered bool) {
+// accept records a new element of the bundle and returns it. Two input
+// records with equal values are two elements: an element whose value's ID
+// is pending in the bundle takes the next free occurrence ID. With WithIDFn
+// (byUser) equal IDs are the same element: the copy is returned with copyOf
+// set, and nothing recorded.
+func (r *bundleRun) accept(el element, byUser, ordered bool) *bundleItem {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.items[it.el.taskID()] = it
+	id := el.taskID()
+	if first := r.items[id]; first != nil {
+		if byUser {
+			return &bundleItem{el: el, copyOf: first}
+		}
+		base := el.id
+		for n := int64(2); r.items[id] != nil; n++ {
+			el.id = state.OccurrenceID(base, n)
+			id = el.taskID()
+		}
+	}
+	it := &bundleItem{el: el}
+	r.items[id] = it
 	if ordered {
 		if r.queues == nil {
 			r.queues = map[string][]*bundleItem{}
@@ -251,6 +337,7 @@ func (r *bundleRun) accept(it *bundleItem, ordered bool) {
 		kb := string(it.el.kb)
 		r.queues[kb] = append(r.queues[kb], it)
 	}
+	return it
 }
 
 func (r *bundleRun) unresolved() int {
@@ -259,14 +346,15 @@ func (r *bundleRun) unresolved() int {
 	return len(r.items)
 }
 
-// waitPeriod bounds one wait for a place (see ProcessElement).
+// waitPeriod bounds one wait for a place (see start), unless core.waitPeriod
+// is set (tests shorten it).
 const waitPeriod = time.Second
 
 // waitContext returns a context for a wait for a place that ends when a
 // task of this bundle finishes (its result can then be emitted, freeing a
 // place), after waitPeriod, or when ctx ends.
 func (r *bundleRun) waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	wctx, cancel := context.WithTimeout(ctx, waitPeriod)
+	wctx, cancel := context.WithTimeout(ctx, r.waitPeriod)
 	r.mu.Lock()
 	if len(r.done) > 0 {
 		cancel() // a result is already waiting to be emitted
@@ -293,6 +381,26 @@ func (r *bundleRun) finished(it *bundleItem) {
 	case r.signal <- struct{}{}:
 	default:
 	}
+}
+
+// interrupted records that it's task was evicted: it is started again.
+func (r *bundleRun) interrupted(it *bundleItem) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	it.task = nil
+	r.redo = append(r.redo, it)
+}
+
+// takeInterrupted returns an element to start again, or nil.
+func (r *bundleRun) takeInterrupted() *bundleItem {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.redo) == 0 {
+		return nil
+	}
+	it := r.redo[0]
+	r.redo = r.redo[1:]
+	return it
 }
 
 func (r *bundleRun) takeFinished() []*bundleItem {

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/asyncbeam/asyncbeam/timers"
 )
@@ -160,81 +161,196 @@ func TestBundleFinalFailureWithoutFailureOutputFailsBundle(t *testing.T) {
 	}
 }
 
-// TestBundleCopiesAreOneElement: copies of an element pending in the same
-// bundle are one element: one call, one output.
-func TestBundleCopiesAreOneElement(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
-	in := []bundleElem{{key: "a", v: 5}, {key: "a", v: 5}, {key: "b", v: 5}}
-	go func() {
-		time.Sleep(20 * time.Millisecond)
-		book.open(gateID(t.Name(), "a", 5))
-		book.open(gateID(t.Name(), "b", 5))
-	}()
-	out, err := h.runBundle(h.bundleFn(), in)
-	if err != nil {
-		t.Fatalf("bundle: %v", err)
-	}
-	if want := []string{"a:5#0", "b:5#0"}; !reflect.DeepEqual(sorted(out.outputs), want) {
-		t.Errorf("outputs = %v, want %v (the same value under two keys is two elements)", sorted(out.outputs), want)
-	}
-	if n := book.count(gateID(t.Name(), "a", 5)); n != 1 {
-		t.Errorf("the copied element ran %d times, want 1", n)
+// TestBundleEqualRecordsAreSeparateElements: two input records with equal
+// keys and values in one bundle are two elements, called and emitted each,
+// as under a plain ParDo; the same value under another key is another
+// element again. With WithIDFn, equal IDs pending together are one element.
+func TestBundleEqualRecordsAreSeparateElements(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		opts      []Option
+		want      []string
+		wantCalls int
+	}{
+		{"by value", nil, []string{"a:5#0", "a:5#0", "b:5#0"}, 2},
+		{"by WithIDFn", []Option{WithIDFn(parity)}, []string{"a:5#0", "b:5#0"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := t.Name()
+			h := newHarness(t, &gated{Name: name}, stringKey, tc.opts...)
+			in := []bundleElem{{key: "a", v: 5}, {key: "a", v: 5}, {key: "b", v: 5}}
+			p, _ := h.c.pool()
+			go func() { // the calls end once all three are accepted: the copy comes while the first is pending
+				for deadline := time.Now().Add(10 * time.Second); p.Len() < len(tc.want) && time.Now().Before(deadline); {
+					time.Sleep(time.Millisecond)
+				}
+				book.open(gateID(name, "a", 5))
+				book.open(gateID(name, "b", 5))
+			}()
+			out, err := h.runBundle(h.bundleFn(), in)
+			if err != nil {
+				t.Fatalf("bundle: %v", err)
+			}
+			if got := sorted(out.outputs); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("outputs = %v, want %v", got, tc.want)
+			}
+			if n := book.count(gateID(name, "a", 5)); n != tc.wantCalls {
+				t.Errorf("key a's value 5 was called %d times, want %d", n, tc.wantCalls)
+			}
+		})
 	}
 }
 
-// TestBundleFailedBundleReleasesItsWork: a bundle that never reached
-// FinishBundle (it failed; the runner retries its input) has its calls
-// cancelled and its places freed when the instance starts its next bundle.
-func TestBundleFailedBundleReleasesItsWork(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+// TestBundleFailureReleasesItsWork: Beam Go never calls a failed bundle's
+// instance again (no FinishBundle, no next StartBundle, no Teardown), so a
+// bundle releases its work when it sees its failure: an error of its own, or
+// a panic of an emit (how a failure of a later step of its stage reaches
+// it). The panic goes on to the runner.
+func TestBundleFailureReleasesItsWork(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		fail func(f *bundleFn, ctx context.Context) error
+	}{
+		{"its own error", func(f *bundleFn, ctx context.Context) error {
+			return f.ProcessElement(ctx, 0, "a", 2, nil, nil) // panickyID: the bundle fails with the cause
+		}},
+		{"a later step fails: the emit panics", func(f *bundleFn, ctx context.Context) (err error) {
+			defer func() {
+				if r := recover(); r != nil {
+					err = fmt.Errorf("panicked: %v", r)
+				}
+			}()
+			boom := func(typex.EventTime, typex.Z) { panic("downstream failed") }
+			return f.FinishBundle(ctx, boom, nil)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(panicOnTwo))
+			book.open(gateID(t.Name(), "a", 1))
+			f := h.bundleFn()
+			ctx := context.Background()
+			f.StartBundle(ctx, nil, nil)
+			if err := f.ProcessElement(ctx, 0, "a", 1, nil, nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := f.ProcessElement(ctx, 0, "a", 3, nil, nil); err != nil { // its gate stays shut: it runs on
+				t.Fatal(err)
+			}
+			p, _ := h.c.pool()
+			tasks := p.ForOwner(f.run.id)
+			if err := tc.fail(f, ctx); err == nil {
+				t.Fatal("the bundle did not fail")
+			}
+			for _, task := range tasks {
+				select {
+				case <-task.Done():
+				case <-time.After(5 * time.Second):
+					t.Fatal("the failed bundle's call was not cancelled")
+				}
+			}
+			if p.Len() != 0 || p.Buffered() != 0 {
+				t.Errorf("after the failed bundle: %d tasks, %d places held; want 0, 0", p.Len(), p.Buffered())
+			}
+		})
+	}
+}
+
+func panicOnTwo(v int) string {
+	if v == 2 {
+		panic("no ID for two")
+	}
+	return fmt.Sprint(v)
+}
+
+// TestBundleEvictedWorkIsStartedAgain: a live bundle whose work was evicted
+// (it showed no sign of life for the stale period: a slow step fused before
+// it) starts that work again instead of committing without it, even when the
+// wrapped fn returns nil on cancellation.
+func TestBundleEvictedWorkIsStartedAgain(t *testing.T) {
+	name := t.Name()
+	h := newHarness(t, &quietOnCancel{gated{Name: name}}, stringKey)
 	f := h.bundleFn()
 	ctx := context.Background()
-	emit := func(typex.EventTime, typex.Z) {}
-	fail := func(typex.EventTime, Failure) {}
-	f.StartBundle(ctx, emit, fail)
-	if err := f.ProcessElement(ctx, 0, "a", 1, emit, fail); err != nil {
+	var outs []string
+	emit := func(_ typex.EventTime, z typex.Z) { outs = append(outs, z.(string)) }
+	f.StartBundle(ctx, emit, nil)
+	if err := f.ProcessElement(ctx, 0, "a", 1, emit, nil); err != nil { // its gate is shut: the call runs
 		t.Fatal(err)
 	}
 	p, _ := h.c.pool()
-	task := p.ForOwner(f.run.id)[0]
-	f.StartBundle(ctx, emit, fail) // the runner gave up on the first bundle
-	select {
-	case <-task.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("the failed bundle's call was not cancelled")
+	h.clock.Advance(time.Hour)
+	if n := len(p.EvictIdle(h.clock.Now().Add(-time.Minute))); n != 1 {
+		t.Fatalf("evicted %d tasks, want 1", n)
 	}
-	if p.Len() != 0 || p.Buffered() != 0 {
-		t.Errorf("after the failed bundle: %d tasks, %d places held; want 0, 0", p.Len(), p.Buffered())
+	book.open(gateID(name, "a", 1))
+	if err := f.FinishBundle(ctx, emit, nil); err != nil {
+		t.Fatalf("FinishBundle: %v", err)
+	}
+	if want := []string{"a:1#0"}; !reflect.DeepEqual(outs, want) {
+		t.Errorf("outputs = %v, want %v: the evicted element must be called again, never committed without its output", outs, want)
 	}
 }
 
-// TestBundleIdentityInFixedWindows: on the bundle path for fixed windows
-// (moved to the global window), identity is (key, window, ID): copies of a
-// value pending in one window are one element, copies in two windows two.
-func TestBundleIdentityInFixedWindows(t *testing.T) {
+// TestBundleIdentityInWindows: on input in windows (carried through the
+// global window), identity is (key, window, ID): the same value twice in one
+// window is two elements (two records), and in another window a third; each
+// output carries its element's window.
+func TestBundleIdentityInWindows(t *testing.T) {
 	name := t.Name()
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(2))
-	h.c.FixedWindow = 10 * time.Second
+	h.c.Carried, h.c.OutputType = true, &beam.EncodedType{T: reflect.TypeOf("")}
+	h.c.outEnc = beam.NewElementEncoder(reflect.TypeOf(""))
 	f := h.bundleFn()
-	at := func(s int) beam.EventTime { return mtime.FromMilliseconds(int64(s) * 1000) }
-	in := []bundleElem{
-		{"a", 1, at(1)}, {"a", 1, at(5)}, // one window: one element
-		{"a", 1, at(15)}, // the next window: another
-	}
-	// The calls run once all three are accepted (two tasks), so the copy is
-	// still pending when it comes.
-	p, _ := h.c.pool()
-	go func() {
-		for deadline := time.Now().Add(10 * time.Second); p.Len() < 2 && time.Now().Before(deadline); {
-			time.Sleep(time.Millisecond)
+	vb := mustEncodeValue(t, h, 1)
+	in := []windowed{{Window: "[0, 10000)", Value: vb}, {Window: "[0, 10000)", Value: vb}, {Window: "[10000, 20000)", Value: vb}}
+	book.open(gateID(name, "a", 1))
+	var got []string
+	emit := func(ts typex.EventTime, z typex.Z) {
+		w := z.(windowed)
+		o, err := decode(beam.NewElementDecoder(reflect.TypeOf("")), w.Value)
+		if err != nil {
+			t.Fatal(err)
 		}
-		book.open(gateID(name, "a", 1))
-	}()
-	out, err := h.runBundle(f, in)
+		got = append(got, fmt.Sprintf("%v in %s", o, w.Window))
+	}
+	ctx := context.Background()
+	f.StartBundle(ctx, emit, nil)
+	for i, v := range in {
+		if err := f.ProcessElement(ctx, mtime.FromMilliseconds(int64(1000+10000*(i/2))), "a", v, emit, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.FinishBundle(ctx, emit, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a:1#0 in [0, 10000)", "a:1#0 in [0, 10000)", "a:1#0 in [10000, 20000)"}
+	if !reflect.DeepEqual(sorted(got), want) {
+		t.Errorf("outputs = %v, want %v", sorted(got), want)
+	}
+}
+
+func mustEncodeValue(t *testing.T, h *harness, v int) []byte {
+	t.Helper()
+	b, err := encode(h.c.valEnc, v)
 	if err != nil {
-		t.Fatalf("bundle: %v", err)
+		t.Fatal(err)
 	}
-	if got := len(out.outputs); got != 2 {
-		t.Errorf("outputs = %v, want 2: one per window", out.outputs)
+	return b
+}
+
+// quietOnCancel is gated, but returns nil, with no output, when its call is
+// cancelled: a common way to write a fn, which must never read as success.
+type quietOnCancel struct{ gated }
+
+func (f *quietOnCancel) ProcessElement(ctx context.Context, key string, v int, emit func(string)) error {
+	err := f.run(ctx, key, v, emit)
+	if ctx.Err() != nil {
+		return nil
 	}
+	return err
+}
+
+func init() {
+	register.DoFn4x1[context.Context, string, int, func(string), error](&quietOnCancel{})
+	register.Function1x1(panicOnTwo)
 }

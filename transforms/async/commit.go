@@ -1,8 +1,8 @@
 package async
 
-// The exactly-once step of the stateful DoFns: a callback that holds a key
-// and window's state emits the outputs of its finished elements and removes
-// them from the bag in the same bundle, which the runner commits whole.
+// The exactly-once step of the stateful DoFn: a callback that holds a key's
+// state emits the outputs of its finished elements and removes them from the
+// bag in the same bundle, which the runner commits whole.
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
 	"github.com/asyncbeam/asyncbeam/state"
 )
@@ -22,18 +21,22 @@ type commitResult struct {
 	dueNext        time.Time // when the first of those is due (zero: none)
 }
 
-// commit settles every finished element of the view's key and window:
-// outputs of successes are emitted with their elements' timestamps (and, with
-// WithOrdered, only once every earlier element is resolved), final failures
-// go to the failure output, failed attempts to retry are written back with
-// their attempt count and due time, holding no pool slot. Then it starts,
-// room permitting, the elements that this worker does not run: written by
-// another worker or before a restart, left for want of room, or retries now
-// due, and then queued elements. With WithOrdered and headFirst, the key's
-// earliest element starts even without a place (see startFromState). The
-// caller writes the view back (keyView.write) in the same callback.
-func (f *core) commit(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, headFirst bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (commitResult, error) {
-	f.cancelStale(ctx, pool, v)
+// commit settles every finished element of the view's key: outputs of
+// successes are emitted with their elements' timestamps and windows (and,
+// with WithOrdered, only once every earlier element of the key is resolved),
+// final failures go to the failure output, failed attempts to retry are
+// written back with their attempt count and due time, holding no pool slot.
+// Then it starts, room permitting, the elements that this worker does not
+// run: written by another worker or before a restart, left for want of room,
+// or retries now due, and then queued elements. With WithOrdered the key's
+// earliest element starts even without a place (see startFromState). A
+// timer's commit (timer) also cancels the key's local work for elements no
+// longer pending (see cancelStale). The caller writes the view back
+// (keyView.write) in the same callback.
+func (f *core) commit(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, timer bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (commitResult, error) {
+	if timer {
+		f.cancelStale(ctx, pool, v)
+	}
 	scan, err := f.settleFinished(ctx, pool, v, emit, fail)
 	if err != nil {
 		return scan.res, err
@@ -42,12 +45,12 @@ func (f *core) commit(ctx context.Context, pool *state.Pool, ks keyState, v *key
 	if scan.changed {
 		v.keep(scan.keep)
 	}
-	queued, err := f.startFromState(ctx, pool, v, scan.keep, scan.toStart, headFirst)
+	queued, err := f.startFromState(ctx, pool, v, scan.keep, scan.toStart)
 	if err != nil {
 		return res, err
 	}
 	if queued == 0 && v.queue.Count > 0 {
-		if err := f.startQueued(ctx, pool, ks, v, headFirst && f.Ordered && len(scan.keep) == 0); err != nil {
+		if err := f.startQueued(ctx, pool, ks, v, f.Ordered && len(scan.keep) == 0); err != nil {
 			return res, err
 		}
 	}
@@ -79,7 +82,7 @@ func (f *core) settleFinished(ctx context.Context, pool *state.Pool, v *keyView,
 	var scan commitScan
 	blocked := false // an earlier element of the key is unresolved (WithOrdered)
 	for _, p := range entries {
-		t := pool.Lookup(state.TaskKey{Owner: v.owner, ID: p.env.ID})
+		t := pool.Lookup(state.TaskKey{Owner: v.owner, ID: p.env.Identity()})
 		switch {
 		case t == nil:
 			if due := time.UnixMilli(p.env.NextAttemptMs); p.env.NextAttemptMs != 0 && due.After(now) {
@@ -126,7 +129,9 @@ func (f *core) resolve(ctx context.Context, pool *state.Pool, v *keyView, p *pen
 	pool.Remove(t)
 	f.metrics.observeFinished(ctx, t, now)
 	if callErr == nil {
-		emitAt(p.env.EventTimeMs, outputs, emit)
+		if err := f.emitOutputs(p.env.EventTimeMs, p.env.Window, outputs, emit); err != nil {
+			return nil, err
+		}
 		f.metrics.committed.Inc(ctx, 1)
 		f.event(EventCommitted, v.key, p.env.ID, p.env.Attempts+t.Attempts(), nil)
 		return nil, nil
@@ -147,11 +152,10 @@ func (f *core) resolve(ctx context.Context, pool *state.Pool, v *keyView, p *pen
 // startFromState starts what this worker does not run, now that committed
 // elements have freed their places: by priority, or in acceptance order when
 // ordered. Without room an element stays queued in bag state for a later
-// callback (queued counts those); but with WithOrdered and headFirst the
-// key's earliest pending element (keep[0]) starts even without a place,
-// since the key's held results wait for it (a drain, which starts everything,
-// needs no such help).
-func (f *core) startFromState(ctx context.Context, pool *state.Pool, v *keyView, keep, toStart []*pending, headFirst bool) (queued int, err error) {
+// callback (queued counts those); but with WithOrdered the key's earliest
+// pending element (keep[0]) starts even without a place, since the key's
+// held results wait for it.
+func (f *core) startFromState(ctx context.Context, pool *state.Pool, v *keyView, keep, toStart []*pending) (queued int, err error) {
 	items := make([]startItem, 0, len(toStart))
 	for _, p := range toStart {
 		value, err := f.decodeValue(v.key, p.env.Value)
@@ -166,8 +170,8 @@ func (f *core) startFromState(ctx context.Context, pool *state.Pool, v *keyView,
 	}
 	head := ""
 	switch {
-	case f.Ordered && headFirst && len(keep) > 0:
-		head = keep[0].env.ID
+	case f.Ordered && len(keep) > 0:
+		head = keep[0].env.Identity()
 	case !f.Ordered:
 		byPriority(items, func(it startItem) int { return it.priority })
 	}
@@ -177,7 +181,7 @@ func (f *core) startFromState(ctx context.Context, pool *state.Pool, v *keyView,
 		if err != nil {
 			return 0, err
 		}
-		if adm == state.NoRoom && it.p.env.ID == head {
+		if adm == state.NoRoom && it.p.env.Identity() == head {
 			if _, err := f.startUnbuffered(ctx, pool, el); err != nil {
 				return 0, err
 			}
@@ -270,8 +274,8 @@ func (f *core) decodeItem(v *keyView, it *startItem) (err error) {
 // fromState is the element of a bag entry of the view's key, to be started
 // by a callback.
 func (f *core) fromState(v *keyView, p *pending, value any, priority int) element {
-	return element{k: state.TaskKey{Owner: v.owner, ID: p.env.ID}, key: v.key, value: value, kb: v.kb, vb: p.env.Value,
-		id: p.env.ID, ts: beam.EventTime(p.env.EventTimeMs), done: p.env.Attempts, priority: priority, fromState: true}
+	return element{k: state.TaskKey{Owner: v.owner, ID: p.env.Identity()}, key: v.key, value: value, kb: v.kb, vb: p.env.Value,
+		id: p.env.ID, window: p.env.Window, ts: beam.EventTime(p.env.EventTimeMs), done: p.env.Attempts, priority: priority, fromState: true}
 }
 
 // startItem is an element from bag state that a callback is about to start.
@@ -291,21 +295,13 @@ func earliest(a, b time.Time) time.Time {
 }
 
 // commitOnce commits the key at its first callback in this bundle (see
-// commit for headFirst).
-func (f *core) commitOnce(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, headFirst bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+// commit for timer).
+func (f *core) commitOnce(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, timer bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 	if v.committed {
 		return nil
 	}
 	v.committed = true
-	res, err := f.commit(ctx, pool, ks, v, headFirst, emit, fail)
+	res, err := f.commit(ctx, pool, ks, v, timer, emit, fail)
 	v.res = res
 	return err
-}
-
-// emitAt emits outputs with the event time of their element, in Unix ms.
-func emitAt(ms int64, outputs []any, emit func(beam.EventTime, beam.Z)) {
-	ts := mtime.Time(ms)
-	for _, o := range outputs {
-		emit(ts, o)
-	}
 }

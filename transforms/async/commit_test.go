@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 
 	"github.com/asyncbeam/asyncbeam/state"
@@ -117,23 +117,62 @@ func TestCommitSeveralOutputsAndFinishBundle(t *testing.T) {
 	}
 }
 
-func TestDuplicateRunsOnceAndEmitsOnce(t *testing.T) {
+// TestEqualRecordsAreSeparateElements: two input records with equal keys and
+// values are two elements, as under a plain ParDo, whether the first is
+// still pending when the second arrives or not: each is called and emitted.
+func TestEqualRecordsAreSeparateElements(t *testing.T) {
 	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
 	f := h.stream()
 	h.process(f, "a", 5)
-	h.process(f, "a", 5) // same (key, value): one element
+	h.process(f, "a", 5) // pending at the same time as the first
 	id := gateID(t.Name(), "a", 5)
 	book.open(id)
 	h.waitFinished("a", 5)
-	h.process(f, "a", 5) // a slow duplicate, after the first finished
-	if got, want := mustFire(t, h, f, "a"), []string{"a:5#0"}; !reflect.DeepEqual(got, want) {
+	h.process(f, "a", 5) // after the first two finished (and were committed by this call)
+	h.waitFinished("a", 5)
+	got := mustFire(t, h, f, "a") // with what the third's ProcessElement committed
+	if want := []string{"a:5#0", "a:5#0", "a:5#0"}; !reflect.DeepEqual(sorted(got), want) {
+		t.Errorf("commits = %v, want %v", got, want)
+	}
+	if n := book.count(id); n != 3 {
+		t.Errorf("the fn ran %d times for three equal records, want 3", n)
+	}
+	if n := h.st("a").size(); n != 0 {
+		t.Errorf("bag state holds %d entries after the commit, want 0", n)
+	}
+}
+
+// TestRetriedBundleTakesOverItsCalls: a bundle that fails after accepting an
+// element leaves its call running; the runner retries the bundle with the
+// same state and elements, which gives the element the same ID, so the
+// retry takes the running call over instead of calling again.
+func TestRetriedBundleTakesOverItsCalls(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	f := h.stream()
+	st := h.st("a")
+	before := &memState{bags: map[string][]any{}}
+	for k, v := range st.bags {
+		before.bags[k] = append([]any(nil), v...)
+	}
+	ts := mtime.FromTime(h.clock.Now())
+	f.StartBundle(context.Background(), nil, nil)
+	if err := f.ProcessElement(context.Background(), ts, st, h.tm("a"), "a", 1, h.emitter("a"), h.fail); err != nil {
+		t.Fatal(err)
+	}
+	h.states["a"] = before // the bundle failed: its state writes are dropped
+	g := h.stream()          // the runner retries it on another instance
+	g.StartBundle(context.Background(), nil, nil)
+	if err := g.ProcessElement(context.Background(), ts, h.st("a"), h.tm("a"), "a", 1, h.emitter("a"), h.fail); err != nil {
+		t.Fatal(err)
+	}
+	id := gateID(t.Name(), "a", 1)
+	book.open(id)
+	h.waitFinished("a", 1)
+	if got, want := mustFire(t, h, g, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("commit = %v, want %v", got, want)
 	}
 	if n := book.count(id); n != 1 {
-		t.Errorf("the fn ran %d times for one element delivered three times, want 1", n)
-	}
-	if n := h.st("a").size(); n != 0 {
-		t.Errorf("bag state holds %d duplicate entries after the commit, want 0", n)
+		t.Errorf("the fn ran %d times, want 1: the retried bundle's element should take over the running call", n)
 	}
 }
 
@@ -232,8 +271,7 @@ func TestStaleLocalWorkIsCancelled(t *testing.T) {
 			h.process(f, tc.key, 1)
 			h.process(f, tc.key, 2)
 			// Another worker committed element 1: drop it from this key's state.
-			vb, _ := encode(h.c.valEnc, 1)
-			h.st(tc.key).filter(func(env state.Envelope) bool { return env.ID != state.DefaultID(vb) })
+			h.dropValue(tc.key, 1)
 			p, _ := h.c.pool()
 			before := p.Buffered()
 			if got := mustFire(t, h, f, tc.key); len(got) != 0 {
@@ -380,32 +418,6 @@ func TestFailureFailsCommitThenRetrySucceeds(t *testing.T) {
 	}
 }
 
-func TestDrainCommitsEverything(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithParallelism(2), WithMaxItemsToBuffer(2))
-	f := h.batch()
-	var want []string
-	for v := 0; v < 9; v++ {
-		h.process(f, "a", v)
-		want = append(want, fmt.Sprintf("a:%d#0", v))
-	}
-	h.process(f, "a", 3) // a copy of a pending element
-	openAll(t.Name(), "a", 9)
-	got, err := h.drain(f, "a")
-	if err != nil {
-		t.Fatalf("drain: %v", err)
-	}
-	if got := sorted(got); !reflect.DeepEqual(got, want) {
-		t.Errorf("drain emitted %v, want %v", got, want)
-	}
-	if n := h.st("a").size(); n != 0 {
-		t.Errorf("bag state holds %d entries after the drain, want 0", n)
-	}
-	p, _ := h.c.pool()
-	if p.Len() != 0 || p.Buffered() != 0 {
-		t.Errorf("pool after drain: %d tasks, %d buffered; want none", p.Len(), p.Buffered())
-	}
-}
-
 func TestConcurrentKeysLoad(t *testing.T) {
 	const keys, perKey = 20, 25
 	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithParallelism(8), WithMaxItemsToBuffer(1000))
@@ -428,19 +440,19 @@ func TestConcurrentKeysLoad(t *testing.T) {
 			defer wg.Done()
 			key := fmt.Sprint("k", k)
 			f := h.stream()
-			ctx, w, st, tm := context.Background(), window.GlobalWindow{}, h.states[key], h.timers[key]
+			ctx, st, tm := context.Background(), h.states[key], h.timers[key]
 			emit := func(_ beam.EventTime, z beam.Z) { results[k] = append(results[k], z.(string)) }
 			fail := func(beam.EventTime, Failure) {}
 			for v := 0; v < perKey; v++ {
 				f.StartBundle(ctx, nil, nil)
-				if err := f.ProcessElement(ctx, w, 0, st, tm, key, v, emit, fail); err != nil {
+				if err := f.ProcessElement(ctx, 0, st, tm, key, v, emit, fail); err != nil {
 					errs[k] = err
 					return
 				}
 			}
 			for round := 0; round < 1000 && st.size() > 0; round++ {
 				f.StartBundle(ctx, nil, nil)
-				if err := f.OnTimer(ctx, w, st, tm, key, beamtimers.Context{Family: commitFamily}, emit, fail); err != nil {
+				if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: commitFamily}, emit, fail); err != nil {
 					errs[k] = err
 					return
 				}
@@ -477,7 +489,7 @@ func TestQueueSummariesStayBounded(t *testing.T) {
 	most := 0
 	for i := 1; i <= 30; i++ { // one bundle each
 		vs := views{}
-		ks, _, v, err := h.c.openKey(context.Background(), &f.Pending, &f.Queued, &vs, h.st("a"), "a", window.GlobalWindow{}, false)
+		ks, _, v, err := h.c.openKey(context.Background(), &f.Pending, &f.Queued, &vs, h.st("a"), "a", false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -492,37 +504,26 @@ func TestQueueSummariesStayBounded(t *testing.T) {
 	}
 }
 
-// TestDrainOfEvictedWorkFailsItsBundle: work of a key being drained that is
-// evicted meanwhile (its key taken for gone) was never called to an end; the
-// drain fails, so the runner retries the bundle, instead of writing a final
-// failure for an element that did not fail.
-func TestDrainOfEvictedWorkFailsItsBundle(t *testing.T) {
+// TestLateTimerFindsItsResult: a key whose timer comes later than the stale
+// period (a runner that lags) still finds its finished result, as long as
+// no element needed its place meanwhile: nothing sweeps results on a timer,
+// so the key commits without calling again.
+func TestLateTimerFindsItsResult(t *testing.T) {
 	name := t.Name()
-	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1))
-	f := h.batch()
-	h.process(f, "a", 1) // its gate stays shut: the call runs until evicted
-	p, _ := h.c.pool()
-	done := make(chan error, 1)
-	go func() {
-		_, err := h.drain(f, "a")
-		done <- err
-	}()
-	deadline := time.After(10 * time.Second)
-	for ended := false; !ended; {
-		h.clock.Advance(time.Hour) // past any touch of the key, the drain's own included
-		p.EvictIdle(h.clock.Now().Add(-time.Minute))
-		select {
-		case err := <-done:
-			ended = true
-			if err == nil || !strings.Contains(err.Error(), "interrupted") {
-				t.Errorf("drain = %v, want an error saying its element was interrupted", err)
-			}
-		case <-deadline:
-			t.Fatal("the drain did not end after its work was evicted")
-		case <-time.After(time.Millisecond):
-		}
+	h := newHarness(t, &gated{Name: name}, stringKey)
+	f := h.stream()
+	h.process(f, "a", 1)
+	book.open(gateID(name, "a", 1))
+	h.waitFinished("a", 1)
+	for _, k := range []string{"b", "c", "d"} { // other keys' callbacks go on, a second or more apart
+		h.clock.Advance(3 * h.c.staleAfter())
+		book.open(gateID(name, k, 1))
+		h.process(f, k, 1)
 	}
-	if len(h.failed) != 0 {
-		t.Errorf("failure records %v; want none: the element never failed", h.failed)
+	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("late commit of a = %v, want %v", got, want)
+	}
+	if n := book.count(gateID(name, "a", 1)); n != 1 {
+		t.Errorf("a's element was called %d times, want 1: its result was dropped while its timer was late", n)
 	}
 }

@@ -47,16 +47,12 @@ type config struct {
 	// bounded input, whose bundles have no later callback to write a retry
 	// back to (see retry.go).
 	RetryInWorker bool
-	// FixedWindow is the size of the input's fixed windows when they were
-	// moved to the global window for the bundle path (rewindow.go), zero
-	// otherwise: the element's window, derived from its timestamp as Beam
-	// assigns it, is then part of its identity, so that copies of a value in
-	// two windows stay two elements.
-	FixedWindow time.Duration
-	// QuietUntilDrain marks the drain DoFn, whose keys are quiet between
-	// their last element and their drain without having gone anywhere: its
-	// work is never evicted (see core.evictIdle).
-	QuietUntilDrain bool
+	// Carried is set when the input is not in the global window: each
+	// element then arrives with its window (a windowed value), and each
+	// output leaves as a windowed value encoded with OutputType's coder, to
+	// be put back in its element's window (windows.go).
+	Carried    bool
+	OutputType *beam.EncodedType
 }
 
 // newConfig checks everything about the transform that is not the input and

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
@@ -32,9 +33,12 @@ type core struct {
 	keyDec   beam.ElementDecoder
 	valEnc   beam.ElementEncoder
 	valDec   beam.ElementDecoder
+	outEnc   beam.ElementEncoder // outputs, when the input carries windows
 	// lastEvict is when this instance last looked for work to evict; the
 	// scan is over the whole pool, so it runs at most once a second.
 	lastEvict time.Time
+	// waitPeriod, when set, replaces the bundle path's waitPeriod (tests).
+	waitPeriod time.Duration
 }
 
 // Setup rebuilds the wrapped fn, forwards its Setup, prepares coders, and
@@ -53,6 +57,9 @@ func (f *core) Setup(ctx context.Context) error {
 	f.keyDec = beam.NewElementDecoder(f.KeyType.T)
 	f.valEnc = beam.NewElementEncoder(f.ValueType.T)
 	f.valDec = beam.NewElementDecoder(f.ValueType.T)
+	if f.Carried {
+		f.outEnc = beam.NewElementEncoder(f.OutputType.T)
+	}
 	if f.Listener != nil {
 		if _, err := f.reg().SharedValue(f.ID, func() (any, error) { return newHub(f.Listener) }); err != nil {
 			return err
@@ -76,8 +83,10 @@ func (f *core) pool() (*state.Pool, error) {
 	return f.reg().Shared(f.ID, f.poolConfig(f.clock.Now))
 }
 
-// prepare encodes one input element (kb: its key, if already encoded) and
-// computes its identity and priority.
+// prepare encodes one input element (kb: its key, if already encoded),
+// takes its window from it when the input carries windows, and computes its
+// value's ID (see identify) and its priority. The caller makes the ID
+// unique among its key's elements (see withOccurrence).
 func (f *core) prepare(key, value any, kb []byte, ts beam.EventTime) (element, error) {
 	if kb == nil {
 		var err error
@@ -85,9 +94,23 @@ func (f *core) prepare(key, value any, kb []byte, ts beam.EventTime) (element, e
 			return element{}, fmt.Errorf("async: encoding key %v: %w", key, err)
 		}
 	}
-	vb, err := encode(f.valEnc, value)
-	if err != nil {
-		return element{}, fmt.Errorf("async: encoding value of key %v: %w", key, err)
+	var vb []byte
+	var win string
+	if f.Carried {
+		wv, ok := value.(windowed)
+		if !ok {
+			return element{}, fmt.Errorf("async: an element of key %v reached the transform without its window (got %T)", key, value)
+		}
+		win, vb = wv.Window, wv.Value
+		var err error
+		if value, err = f.decodeValue(key, vb); err != nil {
+			return element{}, err
+		}
+	} else {
+		var err error
+		if vb, err = encode(f.valEnc, value); err != nil {
+			return element{}, fmt.Errorf("async: encoding value of key %v: %w", key, err)
+		}
 	}
 	id, err := f.identify(value, vb)
 	if err != nil {
@@ -97,7 +120,7 @@ func (f *core) prepare(key, value any, kb []byte, ts beam.EventTime) (element, e
 	if err != nil {
 		return element{}, err
 	}
-	return element{key: key, value: value, kb: kb, vb: vb, id: id, ts: ts, priority: prio}, nil
+	return element{key: key, value: value, kb: kb, vb: vb, id: id, window: win, ts: ts, priority: prio}, nil
 }
 
 // element is one element about to be started.
@@ -105,9 +128,11 @@ type element struct {
 	k          state.TaskKey
 	key, value any
 	// kb and vb are the key and value encoded with the input's coders, id
-	// the element's identity within its key, ts its event time.
+	// the element's ID within its key and window, window that window
+	// (windowText), ts its event time.
 	kb, vb []byte
 	id     string
+	window string
 	ts     beam.EventTime
 	// done is how many attempts of the element failed before (from bag
 	// state); fromState marks an element started from bag state by a
@@ -115,15 +140,33 @@ type element struct {
 	done      int
 	priority  int
 	fromState bool
-	// window names the element's fixed window on the bundle path in the
-	// global window (see taskID), empty otherwise.
-	window string
 }
 
-// taskID identifies the element within a bundle: its key, its window when
-// known (see config.FixedWindow) and its ID.
+// identity is the element's identity within its key: window and ID.
+func (el element) identity() string { return state.Identity(el.window, el.id) }
+
+// taskID identifies the element within a bundle: its key, its window and
+// its ID.
 func (el element) taskID() string {
-	return string(binary.AppendUvarint(nil, uint64(len(el.kb)))) + string(el.kb) + el.window + el.id
+	return string(binary.AppendUvarint(nil, uint64(len(el.kb)))) + string(el.kb) + el.identity()
+}
+
+// emitOutputs emits one element's outputs with its timestamp (Unix ms),
+// each wrapped with the element's window when the input carries windows.
+func (f *core) emitOutputs(tsMs int64, win string, outputs []any, emit func(beam.EventTime, beam.Z)) error {
+	ts := mtime.Time(tsMs)
+	for _, o := range outputs {
+		if !f.Carried {
+			emit(ts, o)
+			continue
+		}
+		ob, err := encode(f.outEnc, o)
+		if err != nil {
+			return fmt.Errorf("async: encoding an output of type %v: %w", f.OutputType.T, err)
+		}
+		emit(ts, windowed{Window: win, Value: ob})
+	}
+	return nil
 }
 
 // submit starts the wrapped fn for one element, taking one of the pool's
@@ -146,26 +189,48 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait ti
 	return t, adm, err
 }
 
-// evictIdle removes, at most once a second, the work of owners gone from
-// this worker (see state.Pool.EvictIdle), and reports whether it freed any
-// place. The drain DoFn never evicts: its keys are quiet until their drain
-// (leftovers of a drain retried elsewhere stay until this worker drains that
-// key again or the job ends).
+// evictIdle removes, at most once a second, the work of owners that showed
+// no sign of life for the stale period (see state.Pool.EvictIdle), and
+// reports whether it freed any place. It is called for room only: when an
+// element finds no place. A quiet owner's finished results stay as long as
+// nobody needs their places, so a key whose callbacks come late still finds
+// them (a sweep on a timer would evict them, and a late key would call again
+// and again without ever committing).
 func (f *core) evictIdle(ctx context.Context, pool *state.Pool) bool {
-	if f.QuietUntilDrain {
-		return false
-	}
 	now := f.clock.Now()
 	if now.Sub(f.lastEvict) < time.Second {
 		return false
 	}
 	f.lastEvict = now
 	evicted := pool.EvictIdle(now.Add(-f.staleAfter()))
+	f.reportEvicted(ctx, evicted)
+	return len(evicted) > 0
+}
+
+// reportEvicted counts evicted tasks and tells the listener.
+func (f *core) reportEvicted(ctx context.Context, evicted []*state.Task) {
 	f.metrics.evicted.Inc(ctx, int64(len(evicted)))
 	for _, t := range evicted {
-		f.event(EventCancelled, f.decodeKey(keyOfOwner(t.Key.Owner)), t.Key.ID, t.Attempts(), nil)
+		kb, id := f.splitTaskKey(t.Key)
+		f.event(EventCancelled, f.decodeKey(kb), id, t.Attempts(), nil)
 	}
-	return len(evicted) > 0
+}
+
+// splitTaskKey returns the encoded key and the element ID of a task. On
+// unbounded input the owner is the key and the task ID the element's
+// identity; on the bundle path the task ID is the key, then the identity
+// (see element.taskID).
+func (f *core) splitTaskKey(k state.TaskKey) (kb, id string) {
+	if !f.RetryInWorker {
+		_, id = state.SplitIdentity(k.ID)
+		return k.Owner, id
+	}
+	n, m := binary.Uvarint([]byte(k.ID))
+	if m <= 0 || n > uint64(len(k.ID)-m) {
+		return k.ID, k.ID
+	}
+	_, id = state.SplitIdentity(k.ID[m+int(n):])
+	return k.ID[m : m+int(n)], id
 }
 
 // startUnbuffered starts the wrapped fn for one element without taking a
@@ -186,7 +251,7 @@ func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, el element
 
 // job is what the pool runs for one element.
 func (f *core) job(el element) state.Job {
-	return state.Job{Work: f.work(el), Retry: f.inWorkerRetry(el.k, el.key, el.done), Priority: el.priority}
+	return state.Job{Work: f.work(el), Retry: f.inWorkerRetry(el), Priority: el.priority}
 }
 
 // work is one element's call; attempt n of the task is attempt done+n of the

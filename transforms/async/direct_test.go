@@ -16,21 +16,25 @@ import (
 
 // TestOnBeamsDirectRunner pins down what the README says happens when a
 // user calls Beam's legacy Go direct runner themselves (outside runner.Run,
-// which runs --runner=direct on prism): bounded input in the global window
-// or in fixed windows, without WithOrdered, runs, since that path has no
-// state; any path with state fails the pipeline with Beam's nil-pointer
-// error, returned by direct.Execute, before the wrapped fn is called.
+// which runs --runner=direct on prism): bounded input without WithOrdered,
+// in any windowing, runs, since that path has no state; a path with state
+// (WithOrdered; unbounded input, which that runner cannot read) fails the
+// pipeline with Beam's nil-pointer error, returned by direct.Execute, before
+// the wrapped fn is called. Outputs are counted per window (stamp observes
+// it), so an element in two sliding windows counts twice.
 func TestOnBeamsDirectRunner(t *testing.T) {
 	tests := []struct {
 		name    string
 		ordered bool
 		windows *window.Fn
+		perElem int
 		wantErr string
 	}{
-		{name: "global window", wantErr: ""},
-		{name: "fixed windows", windows: window.NewFixedWindows(time.Minute), wantErr: ""},
-		{name: "WithOrdered", ordered: true, wantErr: "nil pointer dereference"},
-		{name: "sliding windows", windows: window.NewSlidingWindows(30*time.Second, time.Minute), wantErr: "nil pointer dereference"},
+		{name: "global window", perElem: 1},
+		{name: "fixed windows", windows: window.NewFixedWindows(time.Minute), perElem: 1},
+		{name: "sliding windows", windows: window.NewSlidingWindows(30*time.Second, time.Minute), perElem: 2},
+		{name: "session windows", windows: window.NewSessions(time.Minute), perElem: 1},
+		{name: "WithOrdered", ordered: true, perElem: 1, wantErr: "nil pointer dereference"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,7 +48,7 @@ func TestOnBeamsDirectRunner(t *testing.T) {
 				opts = append(opts, async.WithOrdered())
 			}
 			out := async.ParDo(s, &slowLabel{SleepMs: 1}, in, opts...)
-			passert.Count(s, beam.WindowInto(s, window.NewGlobalWindows(), out), "outputs", 40)
+			passert.Count(s, beam.WindowInto(s, window.NewGlobalWindows(), beam.ParDo(s, stamp{}, out)), "outputs", 40*tc.perElem)
 			_, err := direct.Execute(context.Background(), p)
 			switch {
 			case tc.wantErr == "" && err != nil:

@@ -14,8 +14,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
-
-	"github.com/asyncbeam/asyncbeam/state"
 )
 
 // recorder is a Listener that keeps the events it sees per Name, so that a
@@ -34,15 +32,16 @@ func (r *recorder) OnEvent(e Event) {
 }
 
 // trail returns the types (with attempt numbers) of the events of the
-// element with value v of key, in order.
-func trail(name, key string, v int, valEnc beam.ElementEncoder) []string {
-	vb, _ := encode(valEnc, v)
-	id := fmt.Sprintf("%x", state.DefaultID(vb))
+// elements with value v of key, in order.
+func trail(h *harness, name, key string, v int) []string {
+	vb, _ := encode(h.c.valEnc, v)
+	base, _ := h.c.identify(v, vb)
+	id := fmt.Sprintf("%x", base)
 	recorded.Lock()
 	defer recorded.Unlock()
 	var out []string
 	for _, e := range recorded.events[name] {
-		if e.KeyText == key && e.ElementID == id {
+		if e.KeyText == key && strings.HasPrefix(e.ElementID, id) { // the value's hash, then its place
 			out = append(out, fmt.Sprintf("%s/%d", e.Type, e.Attempt))
 		}
 	}
@@ -68,7 +67,11 @@ func (*progressing) ProcessElement(ctx context.Context, key string, v int, emit 
 	return nil
 }
 
+// valueID is an ID function: elements with equal values are one.
+func valueID(v int) string { return fmt.Sprint(v) }
+
 func init() {
+	register.Function1x1(valueID)
 	beam.RegisterType(reflect.TypeOf(recorder{}))
 	beam.RegisterType(reflect.TypeOf(panicky{}))
 	register.DoFn4x1[context.Context, string, int, func(string), error](&progressing{})
@@ -79,8 +82,10 @@ func init() {
 // events each one produced, in order.
 func TestEventsOfEachPath(t *testing.T) {
 	name := t.Name()
+	// By WithIDFn, so that a copy of a pending element is one element with
+	// it (without an ID function every record is an element of its own).
 	h := newHarnessFailures(t, true, &gated{Name: name}, reflect.TypeOf(""), WithListener(&recorder{Name: name}),
-		WithMaxAttempts(3), WithBackoff(FixedBackoff(time.Second)))
+		WithMaxAttempts(3), WithBackoff(FixedBackoff(time.Second)), WithIDFn(valueID))
 	f := h.stream()
 	book.mu.Lock()
 	book.plan[gateID(name, "k", 2)] = []error{errors.New("transient")}
@@ -111,7 +116,7 @@ func TestEventsOfEachPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.waitFinished("k", 2)
-	dropFromBag(t, h, "k", 4) // committed elsewhere, say
+	h.dropValue("k", 4) // committed elsewhere, say
 	if _, err := h.fire(f, "k"); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +130,7 @@ func TestEventsOfEachPath(t *testing.T) {
 		{4, []string{"accepted/0", "started/1", "cancelled/1"}},
 	}
 	for _, tc := range tests {
-		if got := trail(name, "k", tc.v, h.c.valEnc); !reflect.DeepEqual(got, tc.want) {
+		if got := trail(h, name, "k", tc.v); !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("events of element %d = %v, want %v", tc.v, got, tc.want)
 		}
 	}
@@ -143,29 +148,19 @@ func TestEventsOfEachPath(t *testing.T) {
 	}
 }
 
-// dropFromBag removes the entry of (key, v) from the key's bag state.
-func dropFromBag(t *testing.T, h *harness, key string, v int) {
-	t.Helper()
-	vb, _ := encode(h.c.valEnc, v)
-	id := state.DefaultID(vb)
-	h.st(key).filter(func(env state.Envelope) bool { return env.ID != id })
-}
-
 // TestLocalRetryEvents: with bounded input the retry happens in the pool,
 // and its event comes from there.
 func TestLocalRetryEvents(t *testing.T) {
 	name := t.Name()
 	h := newHarness(t, &gated{Name: name}, reflect.TypeOf(""), WithListener(&recorder{Name: name}),
 		WithMaxAttempts(2), WithBackoff(FixedBackoff(time.Millisecond)))
-	f := h.batch()
 	book.planErrors(gateID(name, "k", 1), errors.New("transient"))
 	book.open(gateID(name, "k", 1))
-	h.process(f, "k", 1)
-	if out, err := h.drain(f, "k"); err != nil || len(out) != 1 {
-		t.Fatalf("drain = %v, %v; want one output", out, err)
+	if out, err := h.runBundle(h.bundleFn(), []bundleElem{{key: "k", v: 1}}); err != nil || len(out.outputs) != 1 {
+		t.Fatalf("bundle = %v, %v; want one output", out.outputs, err)
 	}
 	want := []string{"accepted/0", "started/1", "retrying/1", "started/2", "succeeded/2", "committed/2"}
-	if got := trail(name, "k", 1, h.c.valEnc); !reflect.DeepEqual(got, want) {
+	if got := trail(h, name, "k", 1); !reflect.DeepEqual(got, want) {
 		t.Errorf("events = %v, want %v", got, want)
 	}
 }

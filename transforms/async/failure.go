@@ -16,8 +16,13 @@ import (
 type Failure struct {
 	Key, Value         []byte
 	KeyText, ValueText string
-	// ElementID is the element's identity within its key, in hex.
+	// ElementID is the element's identity within its key and window, in hex.
 	ElementID string
+	// Window is the element's window, "[start, end)" in Unix milliseconds
+	// of event time, or empty for the global window. The record is in that
+	// window (and has the element's timestamp), as a plain ParDo's output
+	// would be.
+	Window string
 	// Error is the text of the last attempt's error; Kind is one of KindError,
 	// KindTimeout, KindPanic and KindPermanent.
 	Error, Kind string
@@ -30,6 +35,9 @@ type Failure struct {
 	// an error or panicked.
 	CompensationError string
 }
+
+// failureType is the type of the failure output's elements.
+var failureType = reflect.TypeOf(Failure{})
 
 // FailureError is the error the wrapped DoFn's Revert method receives: the
 // element's committed failure record. errors.As gives its Kind, Attempts and
@@ -84,7 +92,7 @@ func (f *core) failureRecord(key any, kb []byte, env state.Envelope, kind string
 	}
 	return &Failure{
 		Key: kb, Value: env.Value, KeyText: fmt.Sprint(key), ValueText: fmt.Sprint(value),
-		ElementID: hex.EncodeToString([]byte(env.ID)), Error: env.LastError, Kind: kind,
+		ElementID: hex.EncodeToString([]byte(env.ID)), Window: env.Window, Error: env.LastError, Kind: kind,
 		Attempts: env.Attempts, FirstAttemptUnixMs: env.FirstAttemptMs, LastAttemptUnixMs: env.LastAttemptMs,
 	}, nil
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
@@ -370,8 +369,6 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 
 func (h *harness) stream() *streamFn { return newStreamFn(h.c) }
 
-func (h *harness) batch() *drainFn { return newDrainFn(h.c) }
-
 func (h *harness) st(key any) *memState {
 	if h.states[key] == nil {
 		h.states[key] = &memState{}
@@ -386,24 +383,13 @@ func (h *harness) tm(key any) *memTimers {
 	return h.timers[key]
 }
 
-// process feeds one element to fn (a *streamFn or *drainFn), in a bundle of
-// its own, at the clock's time. What its commit emits is kept for the key's
-// next fire or drain.
-func (h *harness) process(fn any, key any, v int) {
+// process feeds one element to f, in a bundle of its own, at the clock's
+// time. What its commit emits is kept for the key's next fire.
+func (h *harness) process(f *streamFn, key any, v int) {
 	h.t.Helper()
-	var err error
 	ts := mtime.FromTime(h.clock.Now())
-	w := window.GlobalWindow{}
-	emit := h.emitter(key)
-	switch f := fn.(type) {
-	case *streamFn:
-		f.StartBundle(context.Background(), nil, nil)
-		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, emit, h.fail)
-	case *drainFn:
-		f.StartBundle(context.Background(), nil, nil)
-		err = f.ProcessElement(context.Background(), w, ts, h.st(key), h.tm(key), key, v, emit, h.fail)
-	}
-	if err != nil {
+	f.StartBundle(context.Background(), nil, nil)
+	if err := f.ProcessElement(context.Background(), ts, h.st(key), h.tm(key), key, v, h.emitter(key), h.fail); err != nil {
 		h.t.Fatalf("ProcessElement(%v, %d): %v", key, v, err)
 	}
 }
@@ -420,16 +406,7 @@ func (h *harness) emitter(key any) func(beam.EventTime, beam.Z) {
 // what it emitted, after what ProcessElement committed since the last fire.
 func (h *harness) fire(f *streamFn, key any) ([]string, error) {
 	f.StartBundle(context.Background(), nil, nil)
-	err := f.OnTimer(context.Background(), window.GlobalWindow{}, h.st(key), h.tm(key), key, beamtimers.Context{Family: commitFamily}, h.emitter(key), h.fail)
-	out := h.early[key]
-	delete(h.early, key)
-	return out, err
-}
-
-// drain runs the key's drain, as fire does its commit.
-func (h *harness) drain(f *drainFn, key any) ([]string, error) {
-	f.StartBundle(context.Background(), nil, nil)
-	err := f.OnTimer(context.Background(), window.GlobalWindow{}, h.st(key), h.tm(key), key, beamtimers.Context{Family: drainFamily}, h.emitter(key), h.fail)
+	err := f.OnTimer(context.Background(), h.st(key), h.tm(key), key, beamtimers.Context{Family: commitFamily}, h.emitter(key), h.fail)
 	out := h.early[key]
 	delete(h.early, key)
 	return out, err
@@ -456,10 +433,10 @@ func (h *harness) revert(fr Failure) Failure {
 	return out[0]
 }
 
-// owner is the pool owner of a key in the global window.
+// owner is the pool owner of a key: the key, encoded.
 func (h *harness) owner(key any) string {
 	kb, _ := encode(h.c.keyEnc, key)
-	return ownerOf(kb, window.GlobalWindow{})
+	return string(kb)
 }
 
 // waitKey waits until every local task of key has finished.
@@ -475,20 +452,46 @@ func (h *harness) waitKey(key any) {
 	}
 }
 
-// waitFinished waits until the pool's task for (key, v) has finished.
+// pendingOf returns the pending elements of key whose value is v, from its
+// bag state.
+func (h *harness) pendingOf(key any, v int) []state.Envelope {
+	var out []state.Envelope
+	for _, env := range h.st(key).envelopes() {
+		if got, err := decode(h.c.valDec, env.Value); err == nil && got == v {
+			out = append(out, env)
+		}
+	}
+	return out
+}
+
+// dropValue removes the elements of key whose value is v from its bag
+// state, as another worker's commit of them would.
+func (h *harness) dropValue(key any, v int) {
+	h.st(key).filter(func(env state.Envelope) bool {
+		got, err := decode(h.c.valDec, env.Value)
+		return err != nil || got != v
+	})
+}
+
+// waitFinished waits until the pool's tasks for the pending elements (key,
+// v) have finished.
 func (h *harness) waitFinished(key any, v int) {
 	h.t.Helper()
 	p, _ := h.c.pool()
-	vb, _ := encode(h.c.valEnc, v)
-	id, _ := h.c.identify(v, vb)
-	t := p.Lookup(state.TaskKey{Owner: h.owner(key), ID: id})
-	if t == nil {
-		h.t.Fatalf("element (%v, %d) is not known to the pool", key, v)
+	envs := h.pendingOf(key, v)
+	if len(envs) == 0 {
+		h.t.Fatalf("element (%v, %d) is not pending", key, v)
 	}
-	select {
-	case <-t.Done():
-	case <-time.After(10 * time.Second):
-		h.t.Fatalf("element (%v, %d) did not finish", key, v)
+	for _, env := range envs {
+		t := p.Lookup(state.TaskKey{Owner: h.owner(key), ID: env.Identity()})
+		if t == nil {
+			h.t.Fatalf("element (%v, %d) is not known to the pool", key, v)
+		}
+		select {
+		case <-t.Done():
+		case <-time.After(10 * time.Second):
+			h.t.Fatalf("element (%v, %d) did not finish", key, v)
+		}
 	}
 }
 

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 )
 
 // checkKeyType returns why values of t cannot key the transform's state, or
@@ -67,14 +65,4 @@ func nondeterministic(t reflect.Type, seen map[reflect.Type]bool) string {
 		return fmt.Sprintf("%v is a pointer (key by the value it points to)", t)
 	}
 	return fmt.Sprintf("%v is a %v", t, t.Kind())
-}
-
-// checkWindowing refuses windowing the transform cannot keep state for.
-func checkWindowing(col beam.PCollection) error {
-	ws := col.WindowingStrategy()
-	if ws != nil && ws.Fn != nil && ws.Fn.Kind == window.Sessions {
-		return fmt.Errorf("the input is in session windows, which merge: Beam defines no state for merging windows, and the transform keeps every pending element in state. " +
-			"Apply async.ParDo before beam.WindowInto(s, window.NewSessions(...), ...), or window the input in fixed or sliding windows")
-	}
-	return nil
 }

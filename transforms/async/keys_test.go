@@ -4,10 +4,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 )
 
 type orderKey struct {
@@ -59,24 +55,5 @@ func TestCheckKeyType(t *testing.T) {
 	}
 	if err := checkKeyType(reflect.TypeOf((*any)(nil)).Elem()); err == nil || !strings.Contains(err.Error(), "interface") {
 		t.Errorf("checkKeyType(any) = %v, want an error naming the interface", err)
-	}
-}
-
-// TestSessionWindowsAreRefused: Beam defines no state for merging windows.
-func TestSessionWindowsAreRefused(t *testing.T) {
-	_, s := beam.NewPipelineWithRoot()
-	kv := beam.ParDo(s, func(i int) (string, int) { return "k", i }, beam.Create(s, 1, 2))
-	for _, tc := range []struct {
-		fn   *window.Fn
-		want string
-	}{
-		{window.NewSessions(time.Minute), "session windows"},
-		{window.NewFixedWindows(time.Minute), ""},
-		{window.NewSlidingWindows(time.Minute, 2*time.Minute), ""},
-	} {
-		err := checkWindowing(beam.WindowInto(s, tc.fn, kv))
-		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("checkWindowing(%v) = %v, want %q", tc.fn, err, tc.want)
-		}
 	}
 }

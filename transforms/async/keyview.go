@@ -1,9 +1,9 @@
 package async
 
-// What one bundle of a stateful DoFn (streamFn, drainFn) knows of a key and
-// window's state: its pending elements, read once at the bundle's first
-// touch of the key and window and then kept exact by applying the bundle's
-// own changes, which write writes back.
+// What one bundle of the stateful DoFn (streamFn) knows of a key's state:
+// its pending elements (of every window: the DoFn runs in the global window,
+// see windows.go), read once at the bundle's first touch of the key and then
+// kept exact by applying the bundle's own changes, which write writes back.
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 
 	"github.com/asyncbeam/asyncbeam/state"
 )
@@ -31,7 +30,7 @@ const (
 	queuedStateID = "asyncQueued"
 )
 
-// keyState is the state of one key and window that a callback may write:
+// keyState is the state of one key that a callback may write:
 // the two bags, and nothing else per key (even the order of WithOrdered lives
 // in the elements), so an emptied key leaves no state behind. The provider is
 // the current invocation's.
@@ -46,14 +45,13 @@ type pending struct {
 	env state.Envelope
 }
 
-// keyView is a bundle's view of one key and window.
+// keyView is a bundle's view of one key.
 type keyView struct {
-	owner string // the pool owner of the key and window's tasks
+	owner string // the pool owner of the key's tasks: the encoded key
 	key   any
 	kb    []byte
-	win   typex.Window
-	// entries are the pending elements, one per ID, in the order they were
-	// read or added; byID indexes them.
+	// entries are the pending elements, one per identity (window and ID), in
+	// the order they were read or added; byID indexes them by identity.
 	entries []*pending
 	byID    map[string]*pending
 	maxSeq  int64
@@ -85,16 +83,16 @@ type keyView struct {
 type views struct {
 	byOwner map[string]*keyView
 	// wait is how long an element may still wait for room in this bundle:
-	// WithMaxWait for streamFn until one wait times out (room then comes only
-	// from commits in other bundles, so waiting again would only stretch
-	// this one), zero for drainFn.
+	// WithMaxWait until one wait times out (room then comes only from
+	// commits in other bundles, so waiting again would only stretch this
+	// one).
 	wait time.Duration
 }
 
 // openKey is the first step of every stateful callback (element: a
 // ProcessElement): the state it may write, the transform's pool, and the
-// bundle's view of the key and window.
-func (f *core) openKey(ctx context.Context, bag, queue *beamstate.Bag[[]byte], vs *views, sp beamstate.Provider, key any, w typex.Window, element bool) (keyState, *state.Pool, *keyView, error) {
+// bundle's view of the key.
+func (f *core) openKey(ctx context.Context, bag, queue *beamstate.Bag[[]byte], vs *views, sp beamstate.Provider, key any, element bool) (keyState, *state.Pool, *keyView, error) {
 	ks := keyState{bag: bag, queue: queue, sp: sp}
 	if vs.byOwner == nil {
 		vs.byOwner = map[string]*keyView{}
@@ -103,23 +101,22 @@ func (f *core) openKey(ctx context.Context, bag, queue *beamstate.Bag[[]byte], v
 	if err != nil {
 		return ks, nil, nil, err
 	}
-	v, err := f.view(ctx, pool, vs, ks, key, w, element)
+	v, err := f.view(ctx, pool, vs, ks, key, element)
 	return ks, pool, v, err
 }
 
-// view returns the bundle's view of key in window w, reading the pending
-// bag on the bundle's first touch (which also shows the pool the key is alive
-// here).
-func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyState, key any, w typex.Window, element bool) (*keyView, error) {
+// view returns the bundle's view of key, reading the pending bag on the
+// bundle's first touch (which also shows the pool the key is alive here).
+func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyState, key any, element bool) (*keyView, error) {
 	kb, err := encode(f.keyEnc, key)
 	if err != nil {
 		return nil, fmt.Errorf("async: encoding key %v: %w", key, err)
 	}
-	owner := ownerOf(kb, w)
+	owner := string(kb)
 	if v := vs.byOwner[owner]; v != nil {
 		return v, nil
 	}
-	v := &keyView{owner: owner, key: key, kb: kb, win: w, byID: map[string]*pending{}, seen: pool.Touch(owner, element)}
+	v := &keyView{owner: owner, key: key, kb: kb, byID: map[string]*pending{}, seen: pool.Touch(owner, element)}
 	if err := f.readBag(ctx, ks.bag, ks.sp, v, v.add); err != nil {
 		return nil, err
 	}
@@ -128,9 +125,9 @@ func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyStat
 }
 
 // readBag reads one of the key's bags, handing each element to keep. Of
-// several entries of one ID the first is kept (a later one with more attempts
-// replaces it: a retry written back); the others are copies, counted as
-// deduplicated. The current queue summary goes to v.
+// several entries of one identity the first is kept (a later one with more
+// attempts replaces it: a retry written back); the others are copies,
+// counted as deduplicated. The current queue summary goes to v.
 func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beamstate.Provider, v *keyView, keep func(*pending)) error {
 	raws, _, err := bag.Read(sp)
 	if err != nil {
@@ -155,7 +152,8 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 		}
 		for i, env := range envs {
 			p := &pending{raw: members[i], env: env}
-			if old := seen[env.ID]; old != nil || v.byID[env.ID] != nil {
+			id := env.Identity()
+			if old := seen[id]; old != nil || v.byID[id] != nil {
 				if old != nil && env.Attempts > old.env.Attempts {
 					*old = *p
 				} else {
@@ -165,7 +163,7 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 				v.changed = true
 				continue
 			}
-			seen[env.ID] = p
+			seen[id] = p
 			keep(p)
 		}
 	}
@@ -184,13 +182,14 @@ func (f *core) readQueue(ctx context.Context, ks keyState, v *keyView) error {
 	v.changed = false
 	ids := map[string]bool{}
 	keep := func(p *pending) {
-		if ids[p.env.ID] || v.byID[p.env.ID] != nil {
+		id := p.env.Identity()
+		if ids[id] || v.byID[id] != nil {
 			f.metrics.deduplicated.Inc(ctx, 1)
 			f.event(EventDeduplicated, v.key, p.env.ID, 0, nil)
 			v.changed = true
 			return
 		}
-		ids[p.env.ID] = true
+		ids[id] = true
 		v.queued = append(v.queued, p)
 	}
 	err := f.readBag(ctx, ks.queue, ks.sp, v, keep)
@@ -207,7 +206,7 @@ func (f *core) readQueue(ctx context.Context, ks keyState, v *keyView) error {
 
 func (v *keyView) add(p *pending) {
 	v.entries = append(v.entries, p)
-	v.byID[p.env.ID] = p
+	v.byID[p.env.Identity()] = p
 	v.maxSeq = max(v.maxSeq, p.env.Seq)
 }
 
@@ -217,7 +216,7 @@ func (v *keyView) keep(entries []*pending) {
 	v.entries = entries
 	v.byID = make(map[string]*pending, len(entries))
 	for _, p := range entries {
-		v.byID[p.env.ID] = p
+		v.byID[p.env.Identity()] = p
 	}
 	v.changed = true
 }
@@ -251,9 +250,11 @@ func (v *keyView) dequeue(rest []*pending) {
 	}
 }
 
-// nextSeq is the sequence number of the key's next element (WithOrdered):
-// after every pending or queued one. A key whose bags have emptied starts
-// again at 1, which keeps the order, since nothing of it is pending.
+// nextSeq is the sequence number of the key's next element: after every
+// pending or queued one. It is the element's place in the key's order
+// (WithOrdered) and part of its default ID (see acceptedID). A key whose bags
+// have emptied starts again at 1, which keeps the order, since nothing of it
+// is pending.
 func (v *keyView) nextSeq() int64 {
 	if v.queue.Count > 0 {
 		return max(v.maxSeq, v.queue.MaxSeq) + 1
@@ -371,15 +372,19 @@ func raws(ps []*pending) [][]byte {
 	return out
 }
 
-// cancelStale removes the key's local tasks whose element is no longer
-// pending: they were committed elsewhere (a key that moved between workers,
-// or a retried bundle), and running them on would only waste a slot.
+// cancelStale removes the key's local tasks whose element is not pending:
+// committed elsewhere (a key that moved between workers and back), or
+// started by a bundle that failed and was not retried here. Only the key's
+// timer calls it: a ProcessElement may belong to the retry of a failed
+// bundle, whose elements are about to be accepted again and should find
+// their calls running (see acceptedID).
 func (f *core) cancelStale(ctx context.Context, pool *state.Pool, v *keyView) {
 	for _, t := range pool.ForOwner(v.owner) {
 		if v.byID[t.Key.ID] == nil {
 			pool.Remove(t)
 			f.metrics.cancelled.Inc(ctx, 1)
-			f.event(EventCancelled, v.key, t.Key.ID, t.Attempts(), nil)
+			_, id := state.SplitIdentity(t.Key.ID)
+			f.event(EventCancelled, v.key, id, t.Attempts(), nil)
 		}
 	}
 }

@@ -104,26 +104,22 @@ func TestOrderedStreamRandomLatenciesAndRestart(t *testing.T) {
 	}
 }
 
-// TestOrderedBatchDrainRandomLatencies drains keys whose calls finish out of
-// order, with a window smaller than a key's input.
-func TestOrderedBatchDrainRandomLatencies(t *testing.T) {
+// TestOrderedBundleRandomLatencies runs keys whose calls finish out of
+// order through one bundle, with a buffer smaller than a key's input.
+func TestOrderedBundleRandomLatencies(t *testing.T) {
 	const keys, perKey = 2, 20
 	h := newHarness(t, &jittery{Seed: 7}, reflect.TypeOf(""), WithOrdered(), WithParallelism(4), WithMaxItemsToBuffer(5))
-	f := h.batch()
+	var in []bundleElem
 	for v := 0; v < perKey; v++ {
 		for k := 0; k < keys; k++ {
-			h.process(f, fmt.Sprint("k", k), v)
+			in = append(in, bundleElem{key: fmt.Sprint("k", k), v: v})
 		}
 	}
-	var outputs []string
-	for k := 0; k < keys; k++ {
-		out, err := h.drain(f, fmt.Sprint("k", k))
-		if err != nil {
-			t.Fatal(err)
-		}
-		outputs = append(outputs, out...)
+	out, err := h.runBundle(h.bundleFn(), in)
+	if err != nil {
+		t.Fatal(err)
 	}
-	checkKeyOrder(t, outputs, keys, perKey)
+	checkKeyOrder(t, out.outputs, keys, perKey)
 }
 
 // TestOrderedHeadStartsWithoutRoom sets up the one case where order could

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 )
 
@@ -83,9 +82,6 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 	if err := checkKeyType(keyT); err != nil {
 		return nil, err
 	}
-	if err := checkWindowing(col); err != nil {
-		return nil, err
-	}
 	set, err := resolve(opts)
 	if err != nil {
 		return nil, err
@@ -119,23 +115,24 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 	return []beam.PCollection{outs[0], reverted[0]}, nil
 }
 
-// apply applies the DoFn chooseDoFn picks for col; bounded input in fixed
-// windows goes through the global window (see rewindow.go).
+// apply applies the DoFn chooseDoFn picks for col. Input that is not in the
+// global window goes through the global window, each element with its
+// window, and each output comes back to its element's window (windows.go).
 func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) ([]beam.PCollection, error) {
-	in := col
-	if rewindowsByTime(col) {
+	in, inner := col, outT
+	if carriesWindows(col) {
 		var err error
-		if in, err = toGlobal(s, col); err != nil {
+		if in, err = carryWindows(s, col, c.ValueType.T); err != nil {
 			return nil, err
 		}
-		c.FixedWindow = col.WindowingStrategy().Fn.Size
+		c.Carried, c.OutputType, inner = true, &beam.EncodedType{T: outT}, reflect.TypeOf(windowed{})
 	}
-	outs, err := beam.TryParDo(s, chooseDoFn(c, in), in, beam.TypeDefinition{Var: beam.ZType, T: outT})
-	if err != nil || c.FixedWindow == 0 {
+	outs, err := beam.TryParDo(s, chooseDoFn(c, in), in, beam.TypeDefinition{Var: beam.ZType, T: inner})
+	if err != nil || !c.Carried {
 		return outs, err
 	}
-	for i := range outs {
-		if outs[i], err = backToWindows(s, col, outs[i]); err != nil {
+	for i, t := range []reflect.Type{outT, failureType} {
+		if outs[i], err = restoreWindows(s, col, outs[i], t); err != nil {
 			return nil, err
 		}
 	}
@@ -143,15 +140,13 @@ func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) ([]bea
 }
 
 // chooseDoFn picks the DoFn for the input (see the package doc, "How it
-// works"). The stateful ones declare a single timer family each: Beam Go
-// v2.77.0 hangs a bundle on prism when a DoFn declares two (the SDK expects
-// one end-of-timers signal per transform, prism sends one per family).
+// works"). The stateful one declares a single timer family: Beam Go v2.77.0
+// hangs a bundle on prism when a DoFn declares two (the SDK expects one
+// end-of-timers signal per transform, prism sends one per family).
 func chooseDoFn(c core, col beam.PCollection) any {
 	switch {
 	case isUnbounded(col):
 		return newStreamFn(c)
-	case col.WindowingStrategy().Fn.Kind != window.GlobalWindows:
-		return newDrainFn(c)
 	case c.Ordered:
 		return newKeyedBundleFn(c)
 	}

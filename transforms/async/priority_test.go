@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 )
 
@@ -58,41 +58,21 @@ func TestPriorityStartOrder(t *testing.T) {
 	tests := []struct {
 		name   string
 		buffer int
-		batch  bool
+		bundle bool
 	}{
 		{"waiting for a slot", 10, false},
 		{"queued in bag state under a full buffer", 1, false},
-		{"bounded drain under a full buffer", 1, true},
+		{"bounded input under a full buffer", 1, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			name := t.Name()
 			h := newHarness(t, &startLog{Name: name}, reflect.TypeOf(""), WithPriority(tens), WithParallelism(1), WithMaxItemsToBuffer(tc.buffer))
-			stream, batch := h.stream(), h.batch()
-			var fn any = stream
-			if tc.batch {
-				fn = batch
-			}
-			h.process(fn, "k", blockerValue)
-			waitStarts(t, name, 1)
-			for _, v := range input {
-				h.process(fn, "k", v)
-			}
-			book.open(gateID(name, "k", blockerValue))
 			var outputs []string
-			for round := 0; len(outputs) < len(input)+1 && round < 20; round++ {
-				h.waitKey("k")
-				var out []string
-				var err error
-				if tc.batch {
-					out, err = h.drain(batch, "k")
-				} else {
-					out, err = h.fire(stream, "k")
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
-				outputs = append(outputs, out...)
+			if tc.bundle {
+				outputs = priorityBundle(t, h, name, input)
+			} else {
+				outputs = priorityStream(t, h, name, input)
 			}
 			starts.Lock()
 			got := starts.order[name]
@@ -105,6 +85,51 @@ func TestPriorityStartOrder(t *testing.T) {
 			}
 		})
 	}
+}
+
+// priorityStream runs the blocker, then input, on unbounded input.
+func priorityStream(t *testing.T, h *harness, name string, input []int) []string {
+	f := h.stream()
+	h.process(f, "k", blockerValue)
+	waitStarts(t, name, 1)
+	for _, v := range input {
+		h.process(f, "k", v)
+	}
+	book.open(gateID(name, "k", blockerValue))
+	var outputs []string
+	for round := 0; len(outputs) < len(input)+1 && round < 20; round++ {
+		h.waitKey("k")
+		out, err := h.fire(f, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		outputs = append(outputs, out...)
+	}
+	return outputs
+}
+
+// priorityBundle runs the blocker, then input, in one bundle of bounded
+// input.
+func priorityBundle(t *testing.T, h *harness, name string, input []int) []string {
+	f := h.bundleFn()
+	var outputs []string
+	emit := func(_ beam.EventTime, z beam.Z) { outputs = append(outputs, z.(string)) }
+	ctx := context.Background()
+	f.StartBundle(ctx, emit, nil)
+	if err := f.ProcessElement(ctx, 0, "k", blockerValue, emit, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitStarts(t, name, 1)
+	for _, v := range input {
+		if err := f.ProcessElement(ctx, 0, "k", v, emit, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	book.open(gateID(name, "k", blockerValue))
+	if err := f.FinishBundle(ctx, emit, nil); err != nil {
+		t.Fatal(err)
+	}
+	return outputs
 }
 
 func waitStarts(t *testing.T, name string, n int) {
@@ -127,7 +152,7 @@ func TestPriorityFunctionPanicFailsTheElement(t *testing.T) {
 	h := newHarness(t, &startLog{Name: t.Name()}, reflect.TypeOf(""), WithPriority(explodingPriority))
 	f := h.stream()
 	f.StartBundle(context.Background(), nil, nil)
-	err := f.ProcessElement(context.Background(), window.GlobalWindow{}, 0, h.st("k"), h.tm("k"), "k", 1, h.emitter("k"), h.fail)
+	err := f.ProcessElement(context.Background(), 0, h.st("k"), h.tm("k"), "k", 1, h.emitter("k"), h.fail)
 	if err == nil || !strings.Contains(err.Error(), "priority function") {
 		t.Errorf("accept with a panicking priority function = %v, want an error naming it", err)
 	}

@@ -269,11 +269,12 @@ func (f *core) retryable(kind string, attempts int, err error) (ok bool, why str
 // inWorkerRetry is the pool's retry policy for a task when RetryInWorker is
 // set (nil otherwise): the same decision and backoff as a retry through bag
 // state, counting the done attempts made before this task.
-func (f *core) inWorkerRetry(k state.TaskKey, key any, done int) state.Retry {
+func (f *core) inWorkerRetry(el element) state.Retry {
 	if !f.RetryInWorker {
 		return nil
 	}
-	seed := []byte(k.Owner + k.ID)
+	key, id, done := el.key, el.id, el.done
+	seed := append(append([]byte(nil), el.kb...), el.identity()...)
 	return func(attempt int, err error) (time.Duration, bool) {
 		total := done + attempt
 		kind := kindOf(err)
@@ -281,7 +282,7 @@ func (f *core) inWorkerRetry(k state.TaskKey, key any, done int) state.Retry {
 			return 0, false
 		}
 		delay := f.Backoff.Delay(total, seed)
-		f.event(EventRetrying, key, k.ID, total, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, err.Error() })
+		f.event(EventRetrying, key, id, total, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, err.Error() })
 		return delay, true
 	}
 }

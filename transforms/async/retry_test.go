@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/asyncbeam/asyncbeam/state"
-	"github.com/asyncbeam/asyncbeam/timers"
 )
 
 var errFlaky = errors.New("flaky backend")
@@ -309,44 +308,6 @@ func TestAttemptCountSurvivesRestart(t *testing.T) {
 	}
 }
 
-func TestDrainRetriesAndFailures(t *testing.T) {
-	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(2), WithBackoff(FixedBackoff(20*time.Millisecond)), WithParallelism(2))
-	h.c.clock = timers.System{} // the drain waits for backoffs in real time
-	f := h.batch()
-	for v := 0; v < 6; v++ {
-		id := gateID(t.Name(), "a", v)
-		book.mu.Lock()
-		switch v {
-		case 1:
-			book.plan[id] = []error{errFlaky} // succeeds on the retry
-		case 2:
-			book.plan[id] = []error{errFlaky, errFlaky} // fails for good
-		case 3:
-			book.plan[id] = []error{Permanent(errFlaky)}
-		}
-		book.mu.Unlock()
-		book.open(id)
-		h.process(f, "a", v)
-	}
-	got, err := h.drain(f, "a")
-	if err != nil {
-		t.Fatalf("drain: %v", err)
-	}
-	if want := []string{"a:0#0", "a:1#0", "a:4#0", "a:5#0"}; !reflect.DeepEqual(sorted(got), want) {
-		t.Errorf("drain emitted %v, want %v", sorted(got), want)
-	}
-	kinds := map[string]int{}
-	for _, fr := range h.failed {
-		kinds[fmt.Sprintf("%s/%s/%d", fr.ValueText, fr.Kind, fr.Attempts)]++
-	}
-	if want := map[string]int{"2/error/2": 1, "3/permanent/1": 1}; !reflect.DeepEqual(kinds, want) {
-		t.Errorf("failures = %v, want %v", kinds, want)
-	}
-	if h.st("a").size() != 0 {
-		t.Error("bag state is not empty after the drain")
-	}
-}
-
 func TestFinalFailureWithoutFailureOutputFailsCommit(t *testing.T) {
 	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(1))
 	f := h.stream()
@@ -361,11 +322,11 @@ func TestFinalFailureWithoutFailureOutputFailsCommit(t *testing.T) {
 	}
 }
 
-// TestCopyWaitsOutTheBackoff: a copy of an element that waits out its
-// backoff in bag state is one element with it: it does not start the element
-// early.
+// TestCopyWaitsOutTheBackoff: with WithIDFn, a copy (an element of equal ID)
+// of an element that waits out its backoff in bag state is one element with
+// it: it does not start the element early.
 func TestCopyWaitsOutTheBackoff(t *testing.T) {
-	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(3), WithBackoff(FixedBackoff(5*time.Second)))
+	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithIDFn(parity), WithMaxAttempts(3), WithBackoff(FixedBackoff(5*time.Second)))
 	f := h.stream()
 	id := gateID(t.Name(), "a", 1)
 	book.planErrors(id, errFlaky)

@@ -1,26 +1,28 @@
 package async
 
-// The simulator's runner for bounded input in the global window (bundleFn):
-// the input is cut into bundles, each run on one DoFn instance of a worker
-// and committed whole (its input consumed, its outputs kept) only if it
-// reaches the end of FinishBundle without an error. Faults: a bundle that
-// fails midway (its instance reused or dropped by the runner), a worker
-// restarting in the middle of a bundle, two bundles running at once on one
-// worker, copies of an element within a bundle, and worker restarts between
-// bundles. A failed bundle is retried at once, on any worker.
+// The simulator's runner for bounded input (bundleFn): the input is cut into
+// bundles, each run on a DoFn instance of a worker and committed whole (its
+// input consumed, its outputs kept) only if it reaches the end of
+// FinishBundle without an error. As in Beam Go's harness, the instance of a
+// failed bundle is dropped (never called again, never torn down) and the
+// bundle is retried on a new instance of any worker. Faults: a bundle that
+// fails silently midway (an earlier step of its stage failed: the transform
+// is not told, its work is left to eviction), one whose emit panics midway (a
+// later step failed: the transform sees it and must release its work at
+// once), a worker restarting in the middle of a bundle, two bundles running
+// at once on one worker, duplicate records within a bundle, and worker
+// restarts between bundles. A bundle that waits for room makes the
+// simulated clock move (real elapsed time), and may not wait longer than
+// the stale period.
 
 import (
 	"context"
 	"fmt"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
 	"github.com/asyncbeam/asyncbeam/state"
 )
@@ -28,7 +30,6 @@ import (
 // bundleWorker is one worker process: its registry and its DoFn instances.
 type bundleWorker struct {
 	registry *state.Registry
-	base     core
 	fns      []*bundleFn
 }
 
@@ -38,24 +39,29 @@ type bundleWorld struct {
 	workers []*bundleWorker
 	queue   []simElem // input not yet consumed by a committed bundle
 	// the next bundle's faults
-	failAt, crashAt int // fail (or restart the worker) after this many elements; -1: no
-	dropOnFail      bool
-	dupNext, pair   bool
-	// twice lists the elements a bundle met twice after the first copy had
-	// been emitted: the copy was a new element, with an output of its own.
-	twice map[string]bool
+	silentAt, panicAt, crashAt int // after this many elements (or outputs, for panicAt); -1: no
+	dupNext, pair              bool
+	delivered                  map[string]int // records, by element name
 }
 
 func newBundleWorld(t *testing.T, s simSchedule) *bundleWorld {
-	w := &bundleWorld{simWorld: newWorld(t, s), failAt: -1, crashAt: -1, twice: map[string]bool{}}
-	for _, sw := range w.simWorld.workers {
-		c := sw.stream.core
-		wk := &bundleWorker{registry: sw.registry, base: c}
-		wk.fns = []*bundleFn{newBundleFn(c), newBundleFn(c)}
+	w := &bundleWorld{simWorld: newSimWorld(t, s), silentAt: -1, panicAt: -1, crashAt: -1, delivered: map[string]int{}}
+	for i := 0; i < s.worker; i++ {
+		wk := &bundleWorker{registry: w.newRegistry()}
+		wk.fns = []*bundleFn{w.newBundleFn(wk), w.newBundleFn(wk)}
 		w.workers = append(w.workers, wk)
 	}
 	w.queue = append(w.queue, w.input...)
+	for _, e := range w.input {
+		w.delivered[e.name()]++
+	}
 	return w
+}
+
+func (w *bundleWorld) newBundleFn(wk *bundleWorker) *bundleFn {
+	c := w.instance(wk.registry)
+	c.RetryInWorker = true
+	return &bundleFn{core: c}
 }
 
 // simBundle is one bundle about to run: where, and on what.
@@ -65,7 +71,7 @@ type simBundle struct {
 	elems []simElem
 }
 
-// take cuts the next bundle of up to n elements from the queue, leaving out
+// take cuts the next bundle of up to n records from the queue, leaving out
 // the keys in skip (two bundles running at once on ordered input must not
 // share a key, as a runner that groups by key guarantees).
 func (w *bundleWorld) take(n int, skip map[string]bool) []simElem {
@@ -90,7 +96,7 @@ func keysOf(elems []simElem) map[string]bool {
 }
 
 // deliver runs the next bundle (two at once after "pair"), retrying a failed
-// one at once until it commits.
+// one until it commits.
 func (w *bundleWorld) deliver(n, worker, inst int) {
 	first := simBundle{wk: w.workers[worker%len(w.workers)], inst: inst % 2, elems: w.take(n, nil)}
 	if len(first.elems) == 0 {
@@ -107,166 +113,186 @@ func (w *bundleWorld) deliver(n, worker, inst int) {
 	}
 	second := simBundle{wk: first.wk, inst: 1 - first.inst, elems: w.take(n, skip)}
 	var wg sync.WaitGroup
-	var mu sync.Mutex
-	results := map[int]bundleResult{}
-	for i, b := range []simBundle{first, second} {
+	results := make([]bundleResult, 2)
+	bundles := []simBundle{first, second}
+	done := make(chan struct{})
+	for i, b := range bundles {
 		if len(b.elems) == 0 {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := w.run(b, -1, -1, false)
-			mu.Lock()
-			results[i] = r
-			mu.Unlock()
+			results[i] = w.run(b, -1, -1, -1)
 		}()
 	}
-	wg.Wait()
-	for i, b := range []simBundle{first, second} {
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	w.await(done)
+	for i, b := range bundles {
 		if len(b.elems) == 0 {
 			continue
 		}
 		r := results[i]
 		w.problems = append(w.problems, r.problems...)
 		if r.ok {
-			w.commit(r)
+			w.commits = append(w.commits, r.commits...)
 		} else {
 			w.untilCommitted(b, worker+1)
 		}
 	}
 }
 
-// untilCommitted runs b, with the pending faults on its first try, and
-// retries it until it commits: first on the same instance (which drops the
-// failed bundle's work at its next StartBundle) unless the runner dropped
-// that instance, then on the next worker.
-func (w *bundleWorld) untilCommitted(b simBundle, worker int) {
-	failAt, crashAt, drop := w.failAt, w.crashAt, w.dropOnFail
-	w.failAt, w.crashAt = -1, -1
-	if w.dupNext && len(b.elems) > 0 {
-		w.dupNext = false
-		b.elems = append(b.elems, b.elems[len(b.elems)/2]) // a copy, in the same bundle
-	}
-	for try := 0; try < 6; try++ {
-		r := w.run(b, failAt, crashAt, drop)
-		w.problems = append(w.problems, r.problems...)
-		if r.ok {
-			w.commit(r)
+// await waits for done while the bundles run. When nothing moves for a few
+// milliseconds (no task of any worker changes, no output is emitted) a
+// bundle is waiting for time to pass, for room: the simulated clock then
+// moves a second. A wait of more than the stale period and a few seconds is
+// a violation: the places of a dead bundle are evicted once it has been
+// silent for the stale period, and a bundle that saw its failure holds none.
+func (w *bundleWorld) await(done <-chan struct{}) {
+	limit := w.base.staleAfter() + 5*time.Second
+	waited := time.Duration(0)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	last, still := w.progress(), 0
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		if p := w.progress(); p != last {
+			last, still = p, 0
+			continue
+		}
+		if still++; still < 5 {
+			continue
+		}
+		if waited >= limit {
+			w.violation("a bundle waited more than %v of simulated time for room", limit)
+			<-done
 			return
 		}
-		failAt, crashAt = -1, -1
-		if try > 0 || drop {
-			worker++
-			b.wk = w.workers[worker%len(w.workers)]
+		w.clock.Advance(time.Second)
+		waited += time.Second
+	}
+}
+
+// progress is a fingerprint of what the workers' pools hold and of what the
+// bundles emitted: it changes while anything moves.
+func (w *bundleWorld) progress() [5]int {
+	var p [5]int
+	for _, wk := range w.workers {
+		for _, pool := range wk.registry.Pools() {
+			p[0] += pool.Len()
+			p[1] += pool.Buffered()
+			p[2] += pool.InFlight()
+			p[3] += pool.Unfinished()
 		}
+	}
+	p[4] = int(emitted.Load())
+	return p
+}
+
+// emitted counts the outputs and failure records of every bundle the
+// simulator ran: progress, for await.
+var emitted atomic.Int64
+
+// untilCommitted runs b, with the pending faults on its first try, and
+// retries it until it commits, each retry on a new instance of the next
+// worker (the failed instance is dropped).
+func (w *bundleWorld) untilCommitted(b simBundle, worker int) {
+	silentAt, panicAt, crashAt := w.silentAt, w.panicAt, w.crashAt
+	w.silentAt, w.panicAt, w.crashAt = -1, -1, -1
+	if w.dupNext && len(b.elems) > 0 && !w.s.ordered {
+		w.dupNext = false
+		dup := b.elems[len(b.elems)/2] // a second record of an element, in the same bundle
+		b.elems = append(b.elems, dup)
+		w.delivered[dup.name()]++
+	}
+	for try := 0; try < 6; try++ {
+		var r bundleResult
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			r = w.run(b, silentAt, panicAt, crashAt)
+		}()
+		w.await(done)
+		w.problems = append(w.problems, r.problems...)
+		if r.ok {
+			w.commits = append(w.commits, r.commits...)
+			return
+		}
+		b.wk.fns[b.inst] = w.newBundleFn(b.wk) // the harness drops the failed instance
+		silentAt, panicAt, crashAt = -1, -1, -1
+		worker++
+		b.wk = w.workers[worker%len(w.workers)]
 	}
 	w.violation("a bundle of %d elements never committed", len(b.elems))
 }
 
 type bundleResult struct {
 	ok       bool
-	outputs  []string
-	failures []Failure
-	problems []string        // violations seen while it ran
-	twice    map[string]bool // see bundleWorld.twice
+	commits  []commitRecord
+	problems []string // violations seen while it ran
 }
 
-func (w *bundleWorld) commit(r bundleResult) {
-	w.outputs = append(w.outputs, r.outputs...)
-	w.failures = append(w.failures, r.failures...)
-	for e := range r.twice {
-		w.twice[e] = true
-	}
-}
-
-// run runs one bundle on b's instance. failAt stops it after that many
-// elements without FinishBundle (the runner then drops the instance or
-// reuses it); crashAt restarts the worker after that many elements.
-func (w *bundleWorld) run(b simBundle, failAt, crashAt int, drop bool) bundleResult {
+// run runs one bundle on b's instance. silentAt stops it after that many
+// elements without a word to the DoFn; panicAt makes the emit of that many
+// outputs panic; crashAt restarts the worker after that many elements.
+func (w *bundleWorld) run(b simBundle, silentAt, panicAt, crashAt int) (r bundleResult) {
 	f := b.wk.fns[b.inst]
-	r := bundleResult{twice: map[string]bool{}}
-	emit := func(ts beam.EventTime, z beam.Z) {
-		o := z.(string)
-		r.outputs = append(r.outputs, o)
-		if want := mtime.FromMilliseconds(int64(1000 + indexOfOutput(o))); ts != want {
-			r.problems = append(r.problems, fmt.Sprintf("output %s has timestamp %v, want its element's %v", o, ts, want))
-		}
-	}
-	fail := func(_ beam.EventTime, fr Failure) { r.failures = append(r.failures, fr) }
+	c := w.collector()
+	c.panicAt = panicAt
 	ctx := context.Background()
-	if err := f.StartBundle(ctx, emit, fail); err != nil {
+	var runID string
+	defer func() {
+		r.commits, r.problems = c.commits, append(r.problems, c.problems...)
+		if p := recover(); p != nil { // the runner's side of a panicking emit: the bundle failed
+			r.ok = false
+			r.problems = append(r.problems, w.leftBehind(b.wk, runID)...)
+		}
+	}()
+	if err := f.StartBundle(ctx, c.emit, c.fail); err != nil {
 		return r
 	}
+	runID = f.run.id
 	for i, e := range b.elems {
-		if i == failAt {
-			if drop { // the runner replaces the instance; the old one is never called again
-				b.wk.fns[b.inst] = newBundleFn(b.wk.base)
-				w.clock.Advance(f.staleAfter() + time.Second)
-			}
-			return r
+		if i == silentAt {
+			return r // the bundle failed elsewhere in its stage; the DoFn is never told
 		}
 		if i == crashAt {
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			b.wk.registry.Reset(rctx)
 			cancel()
 		}
-		if err := f.ProcessElement(ctx, mtime.FromMilliseconds(int64(1000+e.v)), e.key, e.v, emit, fail); err != nil {
-			return r
-		}
-		// A copy is one element with the first while the first is pending;
-		// once the first was emitted (before this call's check, which is
-		// the only emitting a deduplicated copy's call does) it is a new
-		// element.
-		if name := fmt.Sprintf("%s:%d", e.key, e.v); seenBefore(b.elems[:i], e) && (contains(r.outputs, name) || containsFailure(r.failures, name)) {
-			r.twice[name] = true
+		for _, in := range w.inputsOf(e) {
+			if err := f.ProcessElement(ctx, e.ts(), e.key, w.value(in), c.emit, c.fail); err != nil {
+				r.problems = append(r.problems, w.leftBehind(b.wk, runID)...)
+				return r
+			}
 		}
 		r.problems = append(r.problems, w.bundleBounds()...)
 	}
-	if err := f.FinishBundle(ctx, emit, fail); err != nil {
+	if err := f.FinishBundle(ctx, c.emit, c.fail); err != nil {
+		r.problems = append(r.problems, w.leftBehind(b.wk, runID)...)
 		return r
 	}
 	r.ok = true
 	return r
 }
 
-func seenBefore(elems []simElem, e simElem) bool {
-	for _, x := range elems {
-		if x == e {
-			return true
+// leftBehind: a bundle that saw its own failure keeps no work in its pool.
+func (w *bundleWorld) leftBehind(wk *bundleWorker, runID string) []string {
+	var out []string
+	for _, p := range wk.registry.Pools() {
+		if n := len(p.ForOwner(runID)); n > 0 {
+			out = append(out, fmt.Sprintf("a bundle that failed in its own methods left %d tasks in its pool", n))
 		}
 	}
-	return false
-}
-
-func contains(outputs []string, o string) bool {
-	for _, x := range outputs {
-		if x == o {
-			return true
-		}
-	}
-	return false
-}
-
-func containsFailure(fs []Failure, name string) bool {
-	for _, f := range fs {
-		if f.KeyText+":"+f.ValueText == name {
-			return true
-		}
-	}
-	return false
-}
-
-// indexOfOutput reads v from an output "key:v".
-func indexOfOutput(o string) int {
-	var v int
-	for i := len(o) - 1; i >= 0; i-- {
-		if o[i] == ':' {
-			fmt.Sscanf(o[i+1:], "%d", &v)
-			break
-		}
-	}
-	return v
+	return out
 }
 
 // bundleBounds checks that no worker holds more than WithMaxItemsHeld.
@@ -284,12 +310,16 @@ func (w *bundleWorld) bundleBounds() []string {
 
 func (w *bundleWorld) apply(a simAction) {
 	switch a.Kind {
-	case "deliver", "fire":
+	case "deliver", "fire", "lag":
 		w.deliver(1+a.B%5, a.A, a.B)
 	case "dup":
 		w.dupNext = true
 	case "failnext":
-		w.failAt, w.dropOnFail = a.B%4, a.A%2 == 0
+		if a.A%2 == 0 {
+			w.silentAt = a.B % 4
+		} else {
+			w.panicAt = a.B % 4
+		}
 	case "twice":
 		w.crashAt = a.B % 4
 	case "move":
@@ -303,44 +333,9 @@ func (w *bundleWorld) apply(a simAction) {
 			w.violation("restart: %v", err)
 		}
 		cancel()
-	}
-}
-
-// checkBundles is check, but an element that a bundle met again after its
-// first copy was emitted is committed twice.
-func (w *bundleWorld) checkBundles() {
-	seen := w.committed()
-	for _, e := range w.input {
-		name := fmt.Sprintf("%s:%d", e.key, e.v)
-		want := 1
-		if w.twice[name] {
-			want = 2
+		for i := range wk.fns { // a new process: new instances
+			wk.fns[i] = w.newBundleFn(wk)
 		}
-		if n := seen[name]; n != want {
-			w.violation("element %s committed %d times, want %d", name, n, want)
-		}
-	}
-	if w.s.ordered {
-		w.checkOrderOnce()
-	}
-	w.checkCalls()
-}
-
-// checkOrderOnce is checkOrder, leaving out the output of a copy that was a
-// new element (its place in the order is the copy's).
-func (w *bundleWorld) checkOrderOnce() {
-	last, seen := map[string]int{}, map[string]bool{}
-	for _, o := range w.outputs {
-		if seen[o] {
-			continue
-		}
-		seen[o] = true
-		key, v, _ := strings.Cut(o, ":")
-		n, _ := strconv.Atoi(v)
-		if prev, ok := last[key]; ok && n < prev {
-			w.violation("ordered: key %s committed %d after %d", key, n, prev)
-		}
-		last[key] = n
 	}
 }
 
@@ -355,12 +350,11 @@ func runBundleSchedule(t *testing.T, s simSchedule) []string {
 	for i := 0; len(w.queue) > 0; i++ {
 		w.deliver(5, i, i)
 	}
-	w.checkBundles()
+	w.check(w.delivered)
+	var regs []*state.Registry
 	for _, wk := range w.workers {
-		for _, f := range wk.fns {
-			f.Teardown(context.Background())
-		}
+		regs = append(regs, wk.registry)
 	}
-	w.simWorld.close(baseline)
+	w.release(regs, baseline)
 	return w.problems
 }

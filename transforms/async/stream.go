@@ -1,9 +1,10 @@
 package async
 
-// The DoFn for unbounded input: elements wait in bag state, and each key and
-// window commits its finished elements from its own callbacks: a
-// processing-time timer on round increments of the callback frequency, and
-// the first ProcessElement of the key in each bundle.
+// The DoFn for unbounded input: elements wait in bag state, and each key
+// commits its finished elements from its own callbacks: a processing-time
+// timer on round increments of the callback frequency, and the first
+// ProcessElement of the key in each bundle. It runs in the global window,
+// each element with its own window (windows.go).
 
 import (
 	"context"
@@ -28,8 +29,8 @@ const commitFamily = "asyncCommit"
 // same state and commits atomically with its bundle just the same.
 type streamFn struct {
 	core
-	// Pending holds every accepted element of a key (and window) until its
-	// output is committed: the durable queue of in-flight work.
+	// Pending holds every accepted element of a key until its output is
+	// committed: the durable queue of in-flight work.
 	Pending beamstate.Bag[[]byte]
 	// Queued holds the elements that found no room, until a callback of
 	// their key has room to start them (see queuedStateID).
@@ -37,7 +38,8 @@ type streamFn struct {
 	// Commit fires on round increments of the callback frequency.
 	Commit beamtimers.ProcessingTime
 
-	views views // this bundle's keys
+	views     views     // this bundle's keys
+	lastSweep time.Time // see sweepUnbuffered
 }
 
 func newStreamFn(c core) *streamFn {
@@ -51,36 +53,29 @@ func (f *streamFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z)
 	f.views = views{wait: f.MaxWait}
 }
 
-// ProcessElement commits the key and window at its first touch in the
-// bundle, then accepts the element and sets the key's timer.
-func (f *streamFn) ProcessElement(ctx context.Context, w beam.Window, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	pool, v, err := f.takeElement(ctx, &f.Pending, &f.Queued, &f.views, sp, w, ts, key, value, true, emit, fail)
+// ProcessElement commits the key at its first touch in the bundle, then
+// accepts the element and sets the key's timer.
+func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+	pool, v, err := f.takeElement(ctx, &f.Pending, &f.Queued, &f.views, sp, ts, key, value, emit, fail)
 	if err != nil {
 		return err
 	}
 	f.arm(tp, pool, v, true)
-	f.evictIdle(ctx, pool)
+	f.sweepUnbuffered(ctx, pool)
 	return nil
 }
 
-// OnTimer commits the key and window.
-//
-// Both callbacks also drop, at most once a second, the work of keys that had
-// no callback on this worker for the stale period (core.evictIdle): keys
-// that moved to another worker, whose tasks may hold no place (an ordered
-// key's earliest element) and so would never be evicted for room. The bundle
-// DoFn evicts only for room (the work of bundles of dropped instances), and
-// the drain DoFn never: a key there is quiet until its drain, not gone.
-func (f *streamFn) OnTimer(ctx context.Context, w beam.Window, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+// OnTimer commits the key.
+func (f *streamFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 	if timer.Family != commitFamily {
 		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
 	}
-	ks, pool, v, err := f.openKey(ctx, &f.Pending, &f.Queued, &f.views, sp, key, w, false)
+	ks, pool, v, err := f.openKey(ctx, &f.Pending, &f.Queued, &f.views, sp, key, false)
 	if err != nil {
 		return err
 	}
 	v.committed = false // a timer always commits, even after a ProcessElement of this bundle
-	f.evictIdle(ctx, pool)
+	f.sweepUnbuffered(ctx, pool)
 	if err := f.commitOnce(ctx, pool, ks, v, true, emit, fail); err != nil {
 		return err
 	}
@@ -89,6 +84,21 @@ func (f *streamFn) OnTimer(ctx context.Context, w beam.Window, sp beamstate.Prov
 	}
 	f.arm(tp, pool, v, false)
 	return nil
+}
+
+// sweepUnbuffered drops, at most once a minute, the tasks that hold no place
+// (an ordered key's earliest element, started without one) of keys that had
+// no callback on this worker for ten stale periods: keys that moved to
+// another worker. Eviction for room never reaches them, since removing them
+// frees no place; the long wait keeps a key whose callbacks come late from
+// losing its result to the sweep and calling again.
+func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
+	now := f.clock.Now()
+	if !f.Ordered || now.Sub(f.lastSweep) < time.Minute {
+		return
+	}
+	f.lastSweep = now
+	f.reportEvicted(ctx, pool.EvictIdleUnbuffered(now.Add(-10*f.staleAfter())))
 }
 
 // arm sets the key's timer while it has pending or queued elements (an
