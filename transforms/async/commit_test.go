@@ -160,7 +160,7 @@ func TestRetriedBundleTakesOverItsCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.states["a"] = before // the bundle failed: its state writes are dropped
-	g := h.stream()          // the runner retries it on another instance
+	g := h.stream()        // the runner retries it on another instance
 	g.StartBundle(context.Background(), nil, nil)
 	if err := g.ProcessElement(context.Background(), ts, h.st("a"), h.tm("a"), "a", 1, h.emitter("a"), h.fail); err != nil {
 		t.Fatal(err)
