@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -230,25 +231,46 @@ func TestEnrichWithDirectRunner(t *testing.T) {
 
 // TestBenchSmoke runs the benchmark program on a tiny workload: every
 // contender of the batch and stream suites must produce a row with all its
-// elements, and the targets are judged.
+// elements (the bench checks each element came out once per window), the
+// targets are judged, and one run on a prism job server splits CPU between
+// the worker and the runner process.
 func TestBenchSmoke(t *testing.T) {
 	bench := build(t, "./pipelines/bench")
 	jsonPath := filepath.Join(t.TempDir(), "bench.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bench, "--suites=batch,stream", "--batch_n=200", "--batch_keys=10,n", "--batch_contenders=sync,floor,bundle,async",
-		"--latency=5ms", "--p=16", "--stream_for=2s", "--stream_rates=0.5", "--stream_keys=10", "--stream_contenders=floor,bundle,async", "--repeat=1", "--json", jsonPath)
+	cmd := exec.CommandContext(ctx, bench, "--suites=batch,stream", "--batch_n=200", "--batch_keys=10,n", "--batch_contenders=passthrough,timeronly,bundle,eager,async", "--batch_sync=false",
+		"--latency=5ms", "--p=16", "--stream_for=2s", "--lead=500ms", "--stream_rates=0.5", "--stream_keys=10", "--stream_contenders=passthrough,timeronly,bundle,eager,async",
+		"--repeat=1", "--json", jsonPath, "--allow_dirty")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, tail(out, 4000))
 	}
-	for _, row := range []string{"| N=200 keys=10 | sync |", "| N=200 keys=200 (one per element) | floor |", "| N=200 keys=10 | bundle |",
-		"| N=200 keys=200 (one per element) | async |", "| 0.5×P/L keys=10 for=2s | floor |", "| 0.5×P/L keys=10 for=2s | async |", "targets met"} {
+	for _, row := range []string{"| N=200 keys=10 | passthrough |", "| N=200 keys=200 (one per element) | timeronly |", "| N=200 keys=10 | bundle |", "| N=200 keys=10 | eager |",
+		"| N=200 keys=200 (one per element) | async |", "| 0.5×P/L keys=10 for=2s | passthrough |", "| 0.5×P/L keys=10 for=2s | async |", "targets met"} {
 		if !strings.Contains(string(out), row) {
 			t.Errorf("bench output lacks the row %q:\n%s", row, tail(out, 2000))
 		}
 	}
 	if b, err := os.ReadFile(jsonPath); err != nil || !strings.Contains(string(b), `"ratio_to_limit"`) {
 		t.Errorf("bench JSON missing or without results: %v", err)
+	}
+	// On a job server of its own, the runner's CPU and memory are its process's.
+	cmd = exec.CommandContext(ctx, bench, "--suites=stream", "--prism=jobserver", "--latency=5ms", "--p=16", "--stream_for=2s", "--lead=1s",
+		"--stream_rates=0.5", "--stream_keys=10", "--stream_contenders=async", "--repeat=1", "--json", jsonPath, "--allow_dirty")
+	if out, err = cmd.CombinedOutput(); err != nil {
+		t.Fatalf("bench --prism=jobserver: %v\n%s", err, tail(out, 4000))
+	}
+	var doc struct {
+		Rows []struct {
+			Runs []struct {
+				Runner float64 `json:"cpu_runner_s_per_1k"`
+				RSS    float64 `json:"peak_rss_runner_mb"`
+			} `json:"runs"`
+		} `json:"rows"`
+	}
+	if b, err := os.ReadFile(jsonPath); err != nil || json.Unmarshal(b, &doc) != nil || len(doc.Rows) != 1 || len(doc.Rows[0].Runs) != 1 ||
+		doc.Rows[0].Runs[0].Runner <= 0 || doc.Rows[0].Runs[0].RSS <= 0 {
+		t.Errorf("bench --prism=jobserver JSON = %+v (%v); want one run with the runner's CPU and RSS", doc, err)
 	}
 }

@@ -24,14 +24,17 @@ import (
 
 // writeCharts draws every chart the run has rows for into dir, and returns
 // the files written.
-func writeCharts(dir string, rows []row) ([]string, error) {
+func writeCharts(dir, commit string, rows []row) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	caption := fmt.Sprintf("commit %s, %d cores, %s, L=%v, P=%d", commit(), runtime.NumCPU(), runtime.Version(), rows[0].Latency, rows[0].P)
+	caption := fmt.Sprintf("commit %s, %d cores, %s, L=%v, P=%d", commit, runtime.NumCPU(), runtime.Version(), rows[0].Latency, rows[0].P)
+	if splitRuns(rows) {
+		caption += "; worker and prism job server in processes of their own"
+	}
 	var written []string
 	for _, c := range []struct {
 		file string
@@ -60,6 +63,19 @@ func writeCharts(dir string, rows []row) ([]string, error) {
 		written = append(written, path)
 	}
 	return written, nil
+}
+
+// splitRuns reports whether the rows were measured with the runner in a
+// process of its own (files written before have no runner figures).
+func splitRuns(rows []row) bool {
+	for _, r := range rows {
+		for _, x := range r.Runs {
+			if x.PeakRSSRunnerMB > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // series is one contender's line: x and the median, min and max of y.
@@ -159,10 +175,12 @@ func figure(caption string, panels ...*plot.Plot) *vgimg.Canvas {
 }
 
 // streamChart: sustained throughput and p99 latency against the offered
-// rate (the stream and overload suites, 100 keys).
+// rate (the stream and overload suites, 100 keys, the global window).
+// passthrough's line is the floor: what the runner alone allows.
 func streamChart(rows []row, caption string) (*vgimg.Canvas, bool) {
 	keep := func(r row) bool {
-		return !r.Bounded && r.Keys == 100 && r.C == *freq && r.SlowEvery == 0 && (r.Suite == "stream" || r.Suite == "overload")
+		return !r.Bounded && r.Keys == 100 && r.C == *freq && r.SlowEvery == 0 && r.window().Kind == "global" &&
+			(r.Suite == "stream" || r.Suite == "overload")
 	}
 	rate := func(r row) float64 { return r.ratePerS() }
 	tput := collect(rows, keep, rate, sustained)
@@ -191,11 +209,14 @@ func streamChart(rows []row, caption string) (*vgimg.Canvas, bool) {
 }
 
 // batchChart: share of the limit N x L / P against the number of keys, per
-// input size.
+// input size, for the contenders that make calls (passthrough and
+// timeronly make none: the limit does not bound them).
 func batchChart(rows []row, caption string) (*vgimg.Canvas, bool) {
 	var panels []*plot.Plot
 	for _, n := range intList(*batchNs) {
-		keep := func(r row) bool { return r.Suite == "batch" && r.N == n && r.Contender != "floor" }
+		keep := func(r row) bool {
+			return r.Suite == "batch" && r.N == n && r.Contender != "passthrough" && r.Contender != "timeronly" && r.Contender != "sync"
+		}
 		ss := collect(rows, keep, func(r row) float64 { return float64(r.Keys) }, ratio)
 		if len(ss) == 0 {
 			continue
@@ -213,7 +234,8 @@ func batchChart(rows []row, caption string) (*vgimg.Canvas, bool) {
 	return figure(caption, panels...), true
 }
 
-// csweepChart: p99 latency and CPU against the callback frequency.
+// csweepChart: p99 latency and CPU (worker + runner) against the callback
+// frequency, for async and timeronly (both commit on timers every C).
 func csweepChart(rows []row, caption string) (*vgimg.Canvas, bool) {
 	keep := func(r row) bool { return r.Suite == "csweep" }
 	c := func(r row) float64 { return float64(r.C) / float64(time.Millisecond) }
@@ -223,7 +245,7 @@ func csweepChart(rows []row, caption string) (*vgimg.Canvas, bool) {
 		return nil, false
 	}
 	a, err1 := panel("p99 latency against C (0.8 × P/L, 100 keys)", "callback frequency C (ms, log scale)", "p99 latency (ms)", lat, true)
-	b, err2 := panel("CPU against C", "callback frequency C (ms, log scale)", "CPU s per 1,000 elements", cost, true)
+	b, err2 := panel("CPU (worker + runner) against C", "callback frequency C (ms, log scale)", "CPU s per 1,000 outputs", cost, true)
 	if err1 != nil || err2 != nil {
 		return nil, false
 	}

@@ -1,15 +1,17 @@
 package main
 
+// The contenders other than async and python: what a Go user writes
+// without this project (sync, bundle, eager), the runner's own cost of this
+// pipeline shape (passthrough), and a timer-only stateful design without
+// calls (timeronly).
+
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
@@ -17,48 +19,7 @@ import (
 	"github.com/asyncbeam/asyncbeam/timers"
 )
 
-// An element's value is "createdUnixMicros/index"; every contender returns
-// it unchanged after the call, so the sink can measure end-to-end latency.
-func value(created time.Time, i int) string {
-	return strconv.FormatInt(created.UnixMicro(), 10) + "/" + strconv.Itoa(i)
-}
-
-func createdOf(v string) time.Time {
-	us, _ := strconv.ParseInt(v[:strings.IndexByte(v, '/')], 10, 64)
-	return time.UnixMicro(us)
-}
-
-func indexOf(v string) int {
-	i, _ := strconv.Atoi(v[strings.IndexByte(v, '/')+1:])
-	return i
-}
-
-// caller makes the slow call: a sleep, or a request to the loopback service.
-// Every SlowEvery-th element (by index) takes SlowX times as long.
-type caller struct {
-	LatencyUs int64
-	SlowEvery int
-	SlowX     float64
-	URL       string
-}
-
-func (c caller) call(ctx context.Context, v string) error {
-	d := time.Duration(c.LatencyUs) * time.Microsecond
-	if c.SlowEvery > 0 && indexOf(v)%c.SlowEvery == c.SlowEvery/2 {
-		d = time.Duration(float64(d) * c.SlowX)
-	}
-	if c.URL == "" {
-		select {
-		case <-time.After(d):
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return httpCall(ctx, c.URL, d)
-}
-
-// syncFn calls one element at a time: a plain ParDo.
+// syncFn calls one element at a time: a plain ParDo. async wraps it too.
 type syncFn struct{ Caller caller }
 
 func (f *syncFn) ProcessElement(ctx context.Context, _ string, v string, emit func(string)) error {
@@ -69,8 +30,15 @@ func (f *syncFn) ProcessElement(ctx context.Context, _ string, v string, emit fu
 	return nil
 }
 
+// passthroughFn emits its input at once, with no call: every contender does
+// at least this much in this pipeline shape, so its latency and CPU are a
+// lower bound for all of them (what the runner costs to move the elements).
+type passthroughFn struct{}
+
+func (*passthroughFn) ProcessElement(_ string, v string, emit func(string)) { emit(v) }
+
 // bundleFn runs calls on goroutines inside the bundle, at most P at once, and
-// emits everything in FinishBundle: what Go users hand-roll today.
+// emits everything in FinishBundle: the simplest thing a Go user hand-rolls.
 type bundleFn struct {
 	Caller caller
 	P      int
@@ -90,7 +58,7 @@ func (f *bundleFn) StartBundle(_ context.Context, _ func(string)) {
 func (f *bundleFn) ProcessElement(ctx context.Context, _ string, v string, _ func(string)) {
 	f.sem <- struct{}{}
 	f.wg.Add(1)
-	go func() {
+	go func() { // waited for by FinishBundle (f.wg)
 		defer f.wg.Done()
 		defer func() { <-f.sem }()
 		err := f.Caller.call(context.WithoutCancel(ctx), v)
@@ -115,38 +83,130 @@ func (f *bundleFn) FinishBundle(_ context.Context, emit func(string)) error {
 	return nil
 }
 
-// floorBatch is the runner's own cost of a bag-state design on bounded
-// input, with no calls: each element is added to its key's bag and sets an
-// end-of-window timer; the timer reads, emits and clears the bag.
-type floorBatch struct {
+// eagerFn is bundleFn as a competent Go user writes it: every
+// ProcessElement, before it starts its own call (and while it waits for a
+// free slot), and FinishBundle emit every result finished so far, each with
+// its own element's timestamp; FinishBundle waits for the rest. Emitting
+// happens on the bundle's goroutine only: Beam Go emitters are not safe for
+// concurrent use, so call goroutines hand their results over. FinishBundle's
+// outputs would carry timestamp 0 (and the global window, as any
+// FinishBundle output in Beam Go) if the emitter did not set the timestamp.
+type eagerFn struct {
+	Caller caller
+	P      int
+
+	sem   chan struct{} // a slot per call in flight, at most P
+	ready chan struct{} // a call finished (capacity 1: a hint, not a count)
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	done  []eagerResult
+	errs  []error
+}
+
+type eagerResult struct {
+	ts beam.EventTime
+	v  string
+}
+
+func (f *eagerFn) StartBundle(_ context.Context, _ func(beam.EventTime, string)) {
+	f.sem, f.ready = make(chan struct{}, f.P), make(chan struct{}, 1)
+	f.done, f.errs = nil, nil
+}
+
+func (f *eagerFn) ProcessElement(ctx context.Context, ts beam.EventTime, _ string, v string, emit func(beam.EventTime, string)) error {
+	for {
+		if err := f.emitFinished(emit); err != nil {
+			return err
+		}
+		select {
+		case f.sem <- struct{}{}:
+			f.start(ctx, ts, v)
+			return nil
+		case <-f.ready: // a result to emit before waiting on
+		}
+	}
+}
+
+func (f *eagerFn) start(ctx context.Context, ts beam.EventTime, v string) {
+	f.wg.Add(1)
+	go func() { // waited for by FinishBundle (f.wg)
+		defer f.wg.Done()
+		err := f.Caller.call(context.WithoutCancel(ctx), v)
+		f.mu.Lock()
+		if err != nil {
+			f.errs = append(f.errs, err)
+		} else {
+			f.done = append(f.done, eagerResult{ts, v})
+		}
+		f.mu.Unlock()
+		<-f.sem
+		select {
+		case f.ready <- struct{}{}:
+		default: // a hint is already pending
+		}
+	}()
+}
+
+// emitFinished emits the results finished so far, on the bundle's
+// goroutine, and returns the first call error.
+func (f *eagerFn) emitFinished(emit func(beam.EventTime, string)) error {
+	f.mu.Lock()
+	done, errs := f.done, f.errs
+	f.done = nil
+	f.mu.Unlock()
+	for _, r := range done {
+		emit(r.ts, r.v)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%d calls failed, first: %w", len(errs), errs[0])
+	}
+	return nil
+}
+
+func (f *eagerFn) FinishBundle(_ context.Context, emit func(beam.EventTime, string)) error {
+	f.wg.Wait()
+	return f.emitFinished(emit)
+}
+
+// timerOnlyBatch is a timer-only stateful design on bounded input, without
+// calls: each element is added to its key's bag and sets an end-of-window
+// timer; the timer emits and clears the bag. It shows what such a design
+// costs prism; it is no lower bound for async, which also commits from
+// ProcessElement.
+type timerOnlyBatch struct {
 	Pending beamstate.Bag[string]
 	Drain   beamtimers.EventTime
 }
 
-func (f *floorBatch) ProcessElement(w beam.Window, sp beamstate.Provider, tp beamtimers.Provider, _ string, v string, _ func(string)) error {
+func (f *timerOnlyBatch) ProcessElement(w beam.Window, sp beamstate.Provider, tp beamtimers.Provider, _ string, v string, _ func(string)) error {
 	f.Drain.Set(tp, w.MaxTimestamp().ToTime())
 	return f.Pending.Add(sp, v)
 }
 
-func (f *floorBatch) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _ string, _ beamtimers.Context, emit func(string)) error {
+func (f *timerOnlyBatch) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _ string, _ beamtimers.Context, emit func(string)) error {
 	return emitAndClear(sp, &f.Pending, emit)
 }
 
-// floorStream is the same on unbounded input: the timer is a processing-time
-// timer at the key's next round of C (one of four instants), as async's.
-type floorStream struct {
+// timerOnlyStream is the same on unbounded input: the timer is a
+// processing-time timer at the key's next round of C (one of four instants
+// in each round, as async's). In windows other than the global one it loses
+// elements, and the exactly-once check fails it: prism garbage-collects a
+// window's state and timers once its output watermark passes the window's
+// end, and with them what the bag still holds when the timer is later than
+// that (in fixed 1 s windows, about half of them).
+type timerOnlyStream struct {
 	Pending beamstate.Bag[string]
 	Commit  beamtimers.ProcessingTime
 	CNs     int64
 }
 
-func (f *floorStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Provider, k string, v string, _ func(string)) error {
+func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Provider, k string, v string, _ func(string)) error {
 	c := time.Duration(f.CNs)
 	f.Commit.Set(tp, timers.NextRound(time.Now(), c, timers.Phase([]byte(k), c)))
 	return f.Pending.Add(sp, v)
 }
 
-func (f *floorStream) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _ string, _ beamtimers.Context, emit func(string)) error {
+func (f *timerOnlyStream) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _ string, _ beamtimers.Context, emit func(string)) error {
 	return emitAndClear(sp, &f.Pending, emit)
 }
 
@@ -161,64 +221,13 @@ func emitAndClear(sp beamstate.Provider, bag *beamstate.Bag[string], emit func(s
 	return bag.Clear(sp)
 }
 
-// sink records each output's end-to-end latency in this process (the bench
-// runs prism in LOOPBACK, so the worker is this process).
-type sink struct{}
-
-var outputs struct {
-	sync.Mutex
-	samples []sample
-}
-
-func (*sink) ProcessElement(v string) {
-	s := sample{createdUs: createdOf(v).UnixMicro(), committedUs: time.Now().UnixMicro()}
-	outputs.Lock()
-	outputs.samples = append(outputs.samples, s)
-	outputs.Unlock()
-}
-
-// keyBy spreads values over Keys keys; for the batch scenario it also stamps
-// the creation time when the element enters the pipeline.
-type keyBy struct{ Keys int }
-
-func (f *keyBy) ProcessElement(i int) (string, string) {
-	return "k" + strconv.Itoa(i%f.Keys), value(time.Now(), i)
-}
-
-// minuteOf gives element i the event time of minute i % Windows.
-type minuteOf struct{ Windows int }
-
-func (f *minuteOf) ProcessElement(k, v string, emit func(beam.EventTime, string, string)) {
-	emit(mtime.FromTime(time.Unix(0, 0).Add(time.Duration(indexOf(v)%f.Windows)*time.Minute)), k, v)
-}
-
-// ticks turns each impulse of the stream scenario into PerTick elements
-// created at the impulse's time.
-type ticks struct {
-	PerTick, Keys int
-	StartUs       int64
-	IntervalUs    int64
-}
-
-func (f *ticks) ProcessElement(ts beam.EventTime, _ []byte, emit func(string, string)) {
-	tick := int((ts.ToTime().UnixMicro() - f.StartUs) / f.IntervalUs)
-	created := ts.ToTime()
-	for j := 0; j < f.PerTick; j++ {
-		i := tick*f.PerTick + j
-		emit("k"+strconv.Itoa(i%f.Keys), value(created, i))
-	}
-}
-
 func init() {
 	register.DoFn4x1[context.Context, string, string, func(string), error](&syncFn{})
+	register.DoFn3x0[string, string, func(string)](&passthroughFn{})
 	register.DoFn4x0[context.Context, string, string, func(string)](&bundleFn{})
-	register.DoFn1x0[string](&sink{})
-	register.DoFn6x1[beam.Window, beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&floorBatch{})
-	register.DoFn5x1[beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&floorStream{})
-	register.DoFn1x2[int, string, string](&keyBy{})
-	register.DoFn3x0[beam.EventTime, []byte, func(string, string)](&ticks{})
-	register.DoFn3x0[string, string, func(beam.EventTime, string, string)](&minuteOf{})
-	register.Emitter3[beam.EventTime, string, string]()
+	register.DoFn5x1[context.Context, beam.EventTime, string, string, func(beam.EventTime, string), error](&eagerFn{})
+	register.DoFn6x1[beam.Window, beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&timerOnlyBatch{})
+	register.DoFn5x1[beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&timerOnlyStream{})
 	register.Emitter1[string]()
-	register.Emitter2[string, string]()
+	register.Emitter2[beam.EventTime, string]()
 }

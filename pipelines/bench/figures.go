@@ -1,95 +1,125 @@
 package main
 
 import (
-	"bufio"
-	"fmt"
-	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 )
 
-// sample is one output: when its element was created and when the output
-// reached the sink (was committed), in Unix microseconds (16 bytes a sample:
-// the memory check keeps 100,000 of them).
-type sample struct{ createdUs, committedUs int64 }
-
-func (s sample) created() time.Time   { return time.UnixMicro(s.createdUs) }
-func (s sample) committed() time.Time { return time.UnixMicro(s.committedUs) }
-
-// result is what one run measured.
+// result is what one run measured. The child fills in what its outputs
+// show; the parent adds the CPU time and RSS of the worker (the child, or
+// the python process) and of the runner (the prism job server).
 type result struct {
 	spec
-	WallS float64 `json:"wall_s"`
-	// Throughput is N / wall (for a source, the wall is at least its
-	// duration); RatioToLimit is limitSeconds / wall.
+	// WallS runs from the job's submission to its end; StartupS from the
+	// submission to the source's first element (at least Lead on an
+	// unbounded source).
+	WallS    float64 `json:"wall_s"`
+	StartupS float64 `json:"startup_s,omitempty"`
+	// Throughput is outputs per second: on bounded input over WallS, on an
+	// unbounded source from the first element's creation to the last
+	// output. RatioToLimit (bounded) is limitSeconds / WallS.
 	Throughput   float64 `json:"throughput"`
 	RatioToLimit float64 `json:"ratio_to_limit"`
-	P50Ms        float64 `json:"p50_ms"`
-	P99Ms        float64 `json:"p99_ms"`
+	// Latency runs from an element's creation (on an unbounded source, its
+	// tick's scheduled time) to its output reaching the sink.
+	P50Ms  float64 `json:"p50_ms"`
+	P99Ms  float64 `json:"p99_ms"`
+	P999Ms float64 `json:"p999_ms"`
+	MaxMs  float64 `json:"max_ms"`
 	// Sustained (unbounded input) is the output rate while the source runs:
 	// outputs committed from the first creation plus settle to the last
 	// creation, per second of that window. A contender that keeps up, with
 	// latencies below settle, shows the source rate.
 	Sustained float64 `json:"sustained,omitempty"`
-	// Backlog (unbounded input) is how many elements were not committed when
+	// Backlog (unbounded input) is how many outputs were not committed when
 	// the source stopped, and Drain the rate at which they were committed
 	// after (zero without a backlog).
-	Backlog   int     `json:"backlog,omitempty"`
-	Drain     float64 `json:"drain,omitempty"`
-	CPUSPer1k float64 `json:"cpu_s_per_1k"`
-	PeakRSSMB float64 `json:"peak_rss_mb"`
+	Backlog int     `json:"backlog,omitempty"`
+	Drain   float64 `json:"drain,omitempty"`
+	// CPU time (user + system) per 1,000 outputs: CPUSPer1k is the sum of
+	// the worker's and the runner's, which are kept apart too. Files
+	// written before the split have only the sum, of one process holding
+	// both.
+	CPUSPer1k       float64 `json:"cpu_s_per_1k"`
+	CPUWorkerSPer1k float64 `json:"cpu_worker_s_per_1k"`
+	CPURunnerSPer1k float64 `json:"cpu_runner_s_per_1k"`
+	// Peak RSS; PeakRSSMB is the worker's, as in files written before the
+	// split (when it held the runner too).
+	PeakRSSMB       float64 `json:"peak_rss_mb"`
+	PeakRSSWorkerMB float64 `json:"peak_rss_worker_mb"`
+	PeakRSSRunnerMB float64 `json:"peak_rss_runner_mb"`
+	// RunnerShare is the runner's share of the child's CPU time on embedded
+	// prism, from its CPU profile (cpusplit.go); zero on a job server.
+	RunnerShare float64 `json:"runner_share,omitempty"`
+	// CPUSeries samples the CPU time of both processes every 500 ms from
+	// the worker's start (SeriesStartUs, Unix microseconds); LastOutputUs
+	// is when the last output reached the sink.
+	CPUSeries     []cpuPoint `json:"cpu_series,omitempty"`
+	SeriesStartUs int64      `json:"series_start_us,omitempty"`
+	LastOutputUs  int64      `json:"last_output_us,omitempty"`
+	// Quiet CPU (the quiet suite) is CPU seconds per second from 2 s after
+	// the last output to the run's end, from CPUSeries; QuietS is how long
+	// that was (0: under a second, not measured).
+	QuietS             float64 `json:"quiet_s,omitempty"`
+	QuietCPUPerS       float64 `json:"quiet_cpu_per_s,omitempty"`
+	QuietCPUWorkerPerS float64 `json:"quiet_cpu_worker_per_s,omitempty"`
+	QuietCPURunnerPerS float64 `json:"quiet_cpu_runner_per_s,omitempty"`
 	// PeakHeld (async) is the most elements the transform's pool held at
 	// once: the memory its options bound.
-	PeakHeld int    `json:"peak_held,omitempty"`
-	Note     string `json:"note,omitempty"`
+	PeakHeld int `json:"peak_held,omitempty"`
+	// Failed marks a run that did not complete, or whose outputs failed the
+	// exactly-once check; Note says why.
+	Failed bool   `json:"failed,omitempty"`
+	Note   string `json:"note,omitempty"`
 }
+
+// measured reports whether the run got as far as figures (a run that
+// failed the exactly-once check did; one that crashed did not).
+func (r result) measured() bool { return r.WallS > 0 }
 
 // settle is how long after the source starts the sustained rate begins to
 // count: the commit delay a contender may have by design.
 func (s spec) settle() time.Duration { return s.C + 500*time.Millisecond }
 
-// measure turns one run's samples into its result.
-func measure(s spec, samples []sample, wall, cpu time.Duration, rssMB float64) result {
-	r := result{spec: s, WallS: wall.Seconds(), CPUSPer1k: cpu.Seconds() / float64(s.elements()) * 1000, PeakRSSMB: rssMB}
+// measure turns one run's outputs into its figures.
+func measure(s spec, outs []output, wall time.Duration) result {
+	r := result{spec: s, WallS: wall.Seconds()}
 	r.RatioToLimit = s.limitSeconds() / wall.Seconds()
-	wallForRate := wall
-	if !s.Bounded {
-		wallForRate = max(wall, s.For)
-	}
-	r.Throughput = float64(s.elements()) / wallForRate.Seconds()
-	if len(samples) == 0 {
+	r.Throughput = float64(len(outs)) / wall.Seconds()
+	if len(outs) == 0 {
 		return r
 	}
-	lat := make([]float64, len(samples))
-	first, last := samples[0].createdUs, samples[0].createdUs
-	for i, x := range samples {
-		lat[i] = float64(x.committedUs-x.createdUs) / 1000
-		first, last = min(first, x.createdUs), max(last, x.createdUs)
+	lat := make([]float64, len(outs))
+	first, last := outs[0].createdUs, outs[0].createdUs
+	for i, o := range outs {
+		lat[i] = float64(o.latencyUs) / 1000
+		first, last = min(first, o.createdUs), max(last, o.createdUs)
+		r.LastOutputUs = max(r.LastOutputUs, o.committedUs())
 	}
 	sort.Float64s(lat)
-	r.P50Ms, r.P99Ms = pct(lat, 0.50), pct(lat, 0.99)
+	r.P50Ms, r.P99Ms, r.P999Ms, r.MaxMs = pct(lat, 0.50), pct(lat, 0.99), pct(lat, 0.999), lat[len(lat)-1]
 	if s.Bounded {
 		return r
 	}
+	if r.LastOutputUs > first {
+		r.Throughput = float64(len(outs)) / (float64(r.LastOutputUs-first) / 1e6)
+	}
 	from, to := first+s.settle().Microseconds(), last
-	var lastCommit int64
 	in := 0
-	for _, x := range samples {
-		if x.committedUs >= from && x.committedUs <= to {
+	for _, o := range outs {
+		c := o.committedUs()
+		if c >= from && c <= to {
 			in++
 		}
-		if x.committedUs > to {
+		if c > to {
 			r.Backlog++
 		}
-		lastCommit = max(lastCommit, x.committedUs)
 	}
 	if to > from {
 		r.Sustained = float64(in) / (float64(to-from) / 1e6)
 	}
-	if r.Backlog > 0 && lastCommit > to {
-		r.Drain = float64(r.Backlog) / (float64(lastCommit-to) / 1e6)
+	if r.Backlog > 0 && r.LastOutputUs > to {
+		r.Drain = float64(r.Backlog) / (float64(r.LastOutputUs-to) / 1e6)
 	}
 	return r
 }
@@ -99,29 +129,4 @@ func pct(sorted []float64, q float64) float64 {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
-}
-
-// readSamples reads "created_us committed_us" lines, as the python
-// contender's sink writes them.
-func readSamples(path string) ([]sample, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []sample
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) != 2 {
-			continue
-		}
-		c, err1 := strconv.ParseInt(fields[0], 10, 64)
-		d, err2 := strconv.ParseInt(fields[1], 10, 64)
-		if err1 != nil || err2 != nil {
-			return nil, fmt.Errorf("%s: bad line %q", path, sc.Text())
-		}
-		out = append(out, sample{c, d})
-	}
-	return out, sc.Err()
 }

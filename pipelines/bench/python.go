@@ -1,15 +1,30 @@
 package main
 
 import (
-	"bytes"
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/asyncbeam/asyncbeam/runner"
 )
+
+// pythonNote is said on every python row. Beam Python's AsyncWrapper sets
+// its key's timer, on every element, to the next multiple of C plus a fixed
+// per-key offset o_k in [0, C) (next_time_to_fire: random.seed(key), then
+// random.random() × C). An element that arrives before that fire time
+// pushes the timer to the next round, so a key whose elements come every
+// d ≤ o_k seconds never fires while the source runs. At R = 2,560/s
+// (0.8 × P/L), d = K/R is 0.039 s at 100 keys (about 96% of keys never
+// fire), 0.39 s at 1,000 (about 61%) and 3.9 s at 10,000 (every key fires).
+// Its default callback_frequency is 5 s; the bench passes C.
+const pythonNote = "AsyncWrapper re-arms a key's timer on every element (next round of C + a fixed per-key offset o_k): a key whose elements come every d ≤ o_k never fires while the source runs"
 
 // pythonBin finds the interpreter of the virtual environment that
 // pipelines/bench/python/setup.sh makes, or $BENCH_PYTHON.
@@ -24,67 +39,92 @@ func pythonBin() (string, error) {
 	return p, nil
 }
 
-// runPython runs the Beam Python AsyncWrapper contender on its own prism
-// binary, built from the same Go module, and returns its result.
-func runPython(sp spec) (result, error) {
+// pythonWorker runs the Beam Python AsyncWrapper contender against the job
+// server on port, with the same source, lead time and experiment as the Go
+// rows; its sink writes each output to a file the parent reads.
+func pythonWorker(ctx context.Context, sp spec, port int) (worker, error) {
 	py, err := pythonBin()
 	if err != nil {
-		return result{}, err
+		return worker{}, err
+	}
+	if sp.Bounded || sp.Idle > 0 || sp.window().Kind != "global" {
+		return worker{}, fmt.Errorf("the python contender runs an unbounded source in the global window only")
 	}
 	dir, err := os.MkdirTemp("", "bench-python-")
 	if err != nil {
-		return result{}, err
+		return worker{}, err
 	}
-	defer os.RemoveAll(dir)
-	prism, err := buildPrism(dir)
-	if err != nil {
-		return result{}, fmt.Errorf("building prism for Beam Python: %w", err)
-	}
-	scenario := "stream"
-	if sp.Bounded {
-		scenario = "batch"
-	}
+	outsPath, firstPath := filepath.Join(dir, "outputs.txt"), filepath.Join(dir, "first.txt")
 	args := []string{filepath.Join("pipelines", "bench", "python", "asyncwrapper_bench.py"),
-		"--scenario=" + scenario, fmt.Sprint("--n=", sp.N), fmt.Sprint("--keys=", sp.Keys),
-		fmt.Sprint("--latency_ms=", float64(sp.Latency.Microseconds())/1000), fmt.Sprint("--p=", sp.P), fmt.Sprint("--c_s=", sp.C.Seconds()),
-		fmt.Sprint("--slow_every=", sp.SlowEvery), fmt.Sprint("--slow_x=", sp.SlowX),
-		"--prism=" + prism, "--samples=" + filepath.Join(dir, "samples.txt")}
-	if !sp.Bounded {
-		args = append(args, fmt.Sprint("--per_tick=", sp.perTick()), fmt.Sprint("--tick_s=", tick.Seconds()), fmt.Sprint("--stream_s=", sp.For.Seconds()))
+		fmt.Sprint("--keys=", sp.Keys), fmt.Sprint("--latency_ms=", float64(sp.Latency.Microseconds())/1000),
+		fmt.Sprint("--p=", sp.P), fmt.Sprint("--c_s=", sp.C.Seconds()),
+		fmt.Sprint("--per_tick=", sp.perTick()), fmt.Sprint("--tick_s=", tick.Seconds()),
+		fmt.Sprint("--stream_s=", sp.For.Seconds()), fmt.Sprint("--lead_s=", sp.Lead.Seconds()),
+		fmt.Sprint("--slow_every=", sp.SlowEvery), "--slow_at=" + intsText(sp.SlowAt), fmt.Sprint("--slow_x=", sp.SlowX),
+		"--outputs=" + outsPath, "--first=" + firstPath}
+	// Beam's own options, which the script hands to PipelineOptions: the
+	// job server the parent started, the SDK worker in the python process
+	// (LOOPBACK), and prism's experiment as its own flag, as for the Go rows.
+	args = append(args, "--runner=PortableRunner", "--job_endpoint=localhost:"+strconv.Itoa(port),
+		"--environment_type=LOOPBACK", "--experiments="+runner.PrismExperiment, "--streaming")
+	figures := func(out []byte) (result, error) {
+		var r struct {
+			WallS       float64 `json:"wall_s"`
+			SubmittedUs int64   `json:"submitted_us"`
+		}
+		if err := json.Unmarshal(lastJSONLine(out), &r); err != nil {
+			return result{}, fmt.Errorf("python contender: reading its result: %v (output %q)", err, tailString(string(out), 500))
+		}
+		outs, err := readOutputs(outsPath)
+		if err != nil {
+			return result{}, fmt.Errorf("python contender: %v", err)
+		}
+		res := measure(sp, outs, time.Duration(r.WallS*float64(time.Second)))
+		if b, err := os.ReadFile(firstPath); err == nil {
+			if first, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				res.StartupS = float64(first-r.SubmittedUs) / 1e6
+			}
+		}
+		res.Note = pythonNote
+		if msg := checkOnce(sp, outs); msg != "" {
+			res.Failed, res.Note = true, msg+"; "+pythonNote
+		}
+		return res, nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *pythonTimeout)
-	defer cancel()
-	var out, logs bytes.Buffer
-	cmd := exec.CommandContext(ctx, py, args...)
-	cmd.Stdout, cmd.Stderr = &out, &logs
-	if err := cmd.Run(); err != nil {
-		return result{}, fmt.Errorf("python contender: %v: %s", err, tailString(logs.String(), 2000))
-	}
-	var r struct {
-		WallS     float64 `json:"wall_s"`
-		CPUS      float64 `json:"cpu_s"`
-		PeakRSSMB float64 `json:"peak_rss_mb"`
-	}
-	if err := json.Unmarshal(lastJSONLine(out.Bytes()), &r); err != nil {
-		return result{}, fmt.Errorf("python contender: reading its result: %v", err)
-	}
-	samples, err := readSamples(filepath.Join(dir, "samples.txt"))
-	if err != nil {
-		return result{}, fmt.Errorf("python contender: %v", err)
-	}
-	if len(samples) != sp.elements() {
-		return result{}, fmt.Errorf("python contender: %d outputs for %d elements", len(samples), sp.elements())
-	}
-	res := measure(sp, samples, time.Duration(r.WallS*float64(time.Second)), time.Duration(r.CPUS*float64(time.Second)), r.PeakRSSMB)
-	res.Note = "CPU and RSS of the Python driver process only"
-	return res, nil
+	return worker{cmd: exec.CommandContext(ctx, py, args...), figures: figures, cleanup: func() { os.RemoveAll(dir) }}, nil
 }
 
-// buildPrism builds the prism command from the Go module into dir.
-func buildPrism(dir string) (string, error) {
-	bin := filepath.Join(dir, "prism")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/apache/beam/sdks/v2/go/cmd/prism").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("%v: %s", err, out)
+func intsText(is []int) string {
+	var out []string
+	for _, i := range is {
+		out = append(out, strconv.Itoa(i))
 	}
-	return bin, nil
+	return strings.Join(out, ",")
+}
+
+// readOutputs reads the python sink's lines: "created_us committed_us index
+// window_start_ms window_length_ms" (length -1 for the global window).
+func readOutputs(path string) ([]output, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []output
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		var v [5]int64
+		ok := len(fields) == 5
+		for i := 0; ok && i < 5; i++ {
+			var err error
+			v[i], err = strconv.ParseInt(fields[i], 10, 64)
+			ok = err == nil
+		}
+		if !ok {
+			return nil, fmt.Errorf("%s: bad line %q", path, sc.Text())
+		}
+		out = append(out, output{createdUs: v[0], latencyUs: int32(v[1] - v[0]), index: int32(v[2]), winStart: v[3], winLenMs: int32(v[4])})
+	}
+	return out, sc.Err()
 }

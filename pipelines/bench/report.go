@@ -7,36 +7,98 @@ import (
 	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
-// row is one spec with the results of its runs.
+// row is one spec with the results of its runs, failed ones included.
 type row struct {
 	spec
 	Runs []result `json:"runs"`
-	Note string   `json:"note,omitempty"`
+	// Note says why the row was skipped, or what holds for every run.
+	Note string `json:"note,omitempty"`
 }
 
-func (r row) ran() bool { return len(r.Runs) > 0 }
+// measured is the runs that got as far as figures.
+func (r row) measured() []result {
+	var out []result
+	for _, x := range r.Runs {
+		if x.measured() {
+			out = append(out, x)
+		}
+	}
+	return out
+}
 
-// stat is one figure over a row's runs.
-type stat struct{ med, lo, hi float64 }
+func (r row) ran() bool { return len(r.measured()) > 0 }
+
+// failed reports whether any run failed.
+func (r row) failed() bool {
+	for _, x := range r.Runs {
+		if x.Failed {
+			return true
+		}
+	}
+	return false
+}
+
+// notes is the row's note and why each failed run failed (runs that failed
+// alike are named together).
+func (r row) notes() string {
+	var parts []string
+	if r.Note != "" {
+		parts = append(parts, r.Note)
+	}
+	var order []string
+	which := map[string][]string{}
+	for i, x := range r.Runs {
+		if !x.Failed {
+			continue
+		}
+		if _, ok := which[x.Note]; !ok {
+			order = append(order, x.Note)
+		}
+		which[x.Note] = append(which[x.Note], strconv.Itoa(i+1))
+	}
+	for _, n := range order {
+		parts = append(parts, fmt.Sprintf("FAILED (run %s of %d): %s", strings.Join(which[n], ", "), len(r.Runs), oneLine(n, 600)))
+	}
+	return strings.ReplaceAll(strings.Join(parts, "; "), "|", "/")
+}
+
+// oneLine fits a message (a process's log, say) on one table line of at
+// most n bytes, keeping its end, where the cause usually is.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return "…" + strings.ToValidUTF8(s[len(s)-n:], "")
+	}
+	return s
+}
+
+// stat is one figure over a row's measured runs.
+type stat struct {
+	med, lo, hi float64
+	n           int
+}
 
 func (r row) stat(f func(result) float64) stat {
-	if !r.ran() {
+	runs := r.measured()
+	if len(runs) == 0 {
 		return stat{}
 	}
-	v := make([]float64, len(r.Runs))
-	for i, x := range r.Runs {
+	v := make([]float64, len(runs))
+	for i, x := range runs {
 		v[i] = f(x)
 	}
 	sort.Float64s(v)
-	return stat{med: v[len(v)/2], lo: v[0], hi: v[len(v)-1]}
+	return stat{med: v[len(v)/2], lo: v[0], hi: v[len(v)-1], n: len(v)}
 }
 
 // format prints the median, and the range when there were several runs.
-func (s stat) format(verb string, runs int) string {
-	if runs <= 1 {
+func (s stat) format(verb string) string {
+	if s.n <= 1 {
 		return fmt.Sprintf(verb, s.med)
 	}
 	return fmt.Sprintf(verb+" ("+verb+"–"+verb+")", s.med, s.lo, s.hi)
@@ -45,24 +107,36 @@ func (s stat) format(verb string, runs int) string {
 func (r row) summary() string {
 	switch {
 	case !r.ran():
-		return r.Note
+		return r.notes()
 	case r.Bounded:
-		return fmt.Sprintf("wall=%.2fs ratio_to_limit=%.2f rss=%.0fMB", r.stat(wallS).med, r.stat(ratio).med, r.stat(rss).med)
+		return fmt.Sprintf("startup=%.2fs wall=%.2fs ratio_to_limit=%.2f cpu/1k=%.3f+%.3f rss=%.0f+%.0fMB %s", r.stat(startup).med, r.stat(wallS).med, r.stat(ratio).med,
+			r.stat(cpuWorker).med, r.stat(cpuRunner).med, r.stat(rss).med, r.stat(rssRunner).med, r.notes())
 	}
-	return fmt.Sprintf("sustained=%s/s p99=%sms cpu/1k=%s", r.stat(sustained).format("%.0f", len(r.Runs)), r.stat(p99).format("%.0f", len(r.Runs)), r.stat(cpu).format("%.3f", len(r.Runs)))
+	return fmt.Sprintf("startup=%.2fs sustained=%.0f/s p99=%.0fms max=%.0fms cpu/1k=%.3f+%.3f %s", r.stat(startup).med, r.stat(sustained).med, r.stat(p99).med, r.stat(maxMs).med,
+		r.stat(cpuWorker).med, r.stat(cpuRunner).med, r.notes())
 }
 
-func wallS(x result) float64     { return x.WallS }
-func ratio(x result) float64     { return x.RatioToLimit }
-func rss(x result) float64       { return x.PeakRSSMB }
-func sustained(x result) float64 { return x.Sustained }
-func p50(x result) float64       { return x.P50Ms }
-func p99(x result) float64       { return x.P99Ms }
-func cpu(x result) float64       { return x.CPUSPer1k }
-func tput(x result) float64      { return x.Throughput }
-func drain(x result) float64     { return x.Drain }
-func backlog(x result) float64   { return float64(x.Backlog) }
-func peakHeld(x result) float64  { return float64(x.PeakHeld) }
+func wallS(x result) float64       { return x.WallS }
+func startup(x result) float64     { return x.StartupS }
+func ratio(x result) float64       { return x.RatioToLimit }
+func rss(x result) float64         { return x.PeakRSSMB }
+func rssRunner(x result) float64   { return x.PeakRSSRunnerMB }
+func sustained(x result) float64   { return x.Sustained }
+func p50(x result) float64         { return x.P50Ms }
+func p99(x result) float64         { return x.P99Ms }
+func p999(x result) float64        { return x.P999Ms }
+func maxMs(x result) float64       { return x.MaxMs }
+func cpu(x result) float64         { return x.CPUSPer1k }
+func cpuWorker(x result) float64   { return x.CPUWorkerSPer1k }
+func cpuRunner(x result) float64   { return x.CPURunnerSPer1k }
+func tput(x result) float64        { return x.Throughput }
+func drain(x result) float64       { return x.Drain }
+func backlog(x result) float64     { return float64(x.Backlog) }
+func peakHeld(x result) float64    { return float64(x.PeakHeld) }
+func quiet(x result) float64       { return x.QuietCPUPerS }
+func quietS(x result) float64      { return x.QuietS }
+func quietWorker(x result) float64 { return x.QuietCPUWorkerPerS }
+func quietRunner(x result) float64 { return x.QuietCPURunnerPerS }
 
 // printTables prints one markdown table per suite, in the order of rows.
 func printTables(w io.Writer, rows []row) {
@@ -71,55 +145,135 @@ func printTables(w io.Writer, rows []row) {
 		if r.Suite != suite {
 			suite = r.Suite
 			fmt.Fprintf(w, "\n### %s\n\n", suite)
+			cols := unboundedCols
 			if r.Bounded {
-				fmt.Fprintln(w, "| workload | contender | wall s | throughput /s | ratio to limit | CPU s / 1k | peak RSS MB | note |")
-				fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
-			} else {
-				fmt.Fprintln(w, "| workload | contender | runs | sustained /s | p50 ms | p99 ms | backlog at stop | drain /s | CPU s / 1k | peak RSS MB | note |")
-				fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+				cols = boundedCols
+			} else if suite == "quiet" {
+				cols = quietCols
 			}
+			fmt.Fprintln(w, "| "+strings.Join(cols, " | ")+" |")
+			fmt.Fprintln(w, strings.Repeat("|---", len(cols))+"|")
 		}
 		fmt.Fprintln(w, r.tableRow())
 	}
 }
 
-func (r row) tableRow() string {
-	n := len(r.Runs)
-	if !r.ran() {
-		if r.Bounded {
-			return fmt.Sprintf("| %s | %s | | | | | | %s |", r.shape(), r.Contender, r.Note)
-		}
-		return fmt.Sprintf("| %s | %s | 0 | | | | | | | | %s |", r.shape(), r.Contender, r.Note)
+var (
+	cpuCols       = []string{"CPU s/1k worker", "CPU s/1k runner", "CPU s/1k total", "peak RSS MB worker", "peak RSS MB runner"}
+	boundedCols   = cat([]string{"workload", "contender", "wall s", "startup s", "throughput /s", "ratio to limit"}, cpuCols, []string{"note"})
+	unboundedCols = cat([]string{"workload", "contender", "runs", "sustained /s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "backlog at stop", "drain /s"}, cpuCols, []string{"note"})
+	quietCols     = cat(unboundedCols[:len(unboundedCols)-1], []string{"quiet CPU s/s", "quiet CPU s/s worker", "quiet CPU s/s runner", "note"})
+)
+
+func cat(parts ...[]string) []string {
+	var out []string
+	for _, p := range parts {
+		out = append(out, p...)
 	}
-	if r.Bounded {
-		return fmt.Sprintf("| %s | %s | %.2f | %.0f | %.2f | %.3f | %.0f | %s |", r.shape(), r.Contender,
-			r.stat(wallS).med, r.stat(tput).med, r.stat(ratio).med, r.stat(cpu).med, r.stat(rss).med, r.Note)
-	}
-	return fmt.Sprintf("| %s | %s | %d | %s | %.0f | %s | %.0f | %s | %s | %.0f | %s |", r.shape(), r.Contender, n,
-		r.stat(sustained).format("%.0f", n), r.stat(p50).med, r.stat(p99).format("%.0f", n), r.stat(backlog).med,
-		r.stat(drain).format("%.0f", n), r.stat(cpu).format("%.3f", n), r.stat(rss).med, r.Note)
+	return out
 }
 
-func writeJSON(path string, rows []row, targets []target) error {
-	type targetJSON struct {
-		Name   string `json:"name"`
-		Result string `json:"result"`
-		Detail string `json:"detail"`
+func (r row) tableRow() string {
+	cells := []string{r.shape(), r.Contender}
+	f := func(fn func(result) float64, verb string) string {
+		if !r.ran() {
+			return ""
+		}
+		return fmt.Sprintf(verb, r.stat(fn).med)
 	}
-	var ts []targetJSON
+	rng := func(fn func(result) float64, verb string) string {
+		if !r.ran() {
+			return ""
+		}
+		return r.stat(fn).format(verb)
+	}
+	runnerRSS := f(rssRunner, "%.0f")
+	if r.ran() && !r.JobServer {
+		runnerRSS = "(in worker)" // embedded prism: one process
+	}
+	costs := []string{f(cpuWorker, "%.3f"), f(cpuRunner, "%.3f"), rng(cpu, "%.3f"), f(rss, "%.0f"), runnerRSS}
+	if r.Bounded {
+		cells = append(cells, f(wallS, "%.2f"), f(startup, "%.2f"), f(tput, "%.0f"), f(ratio, "%.2f"))
+	} else {
+		runs := strconv.Itoa(len(r.Runs))
+		if n := len(r.Runs) - len(r.measured()); n > 0 {
+			runs += fmt.Sprintf(" (%d without figures)", n)
+		}
+		cells = append(cells, runs, rng(sustained, "%.0f"), f(p50, "%.0f"), rng(p99, "%.0f"), f(p999, "%.0f"), rng(maxMs, "%.0f"),
+			f(backlog, "%.0f"), rng(drain, "%.0f"))
+	}
+	cells = append(cells, costs...)
+	if !r.Bounded && r.Suite == "quiet" {
+		switch {
+		case r.stat(quietS).hi > 0 && !r.JobServer: // one process: no split while quiet
+			cells = append(cells, rng(quiet, "%.4f"), "(in total)", "(in total)")
+		case r.stat(quietS).hi > 0:
+			cells = append(cells, rng(quiet, "%.4f"), f(quietWorker, "%.4f"), f(quietRunner, "%.4f"))
+		default:
+			cells = append(cells, "no quiet second", "", "")
+		}
+	}
+	cells = append(cells, r.notes())
+	return "| " + strings.Join(cells, " | ") + " |"
+}
+
+// header is the first line of a run's output: the code and the parameters.
+func header(commit string) string {
+	return fmt.Sprintf("bench: commit %s; L=%v P=%d C=%v call=%s lead=%v; %d cores, %s %s/%s",
+		commit, *latency, *par, *freq, *mode, *lead, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// report is the JSON --json writes and --report reads.
+type report struct {
+	Commit  string         `json:"commit"`
+	Started time.Time      `json:"started,omitzero"`
+	Machine map[string]any `json:"machine"`
+	Params  map[string]any `json:"params"`
+	Rows    []row          `json:"rows"`
+	Targets []targetJSON   `json:"targets"`
+}
+
+type targetJSON struct {
+	Name   string `json:"name"`
+	Result string `json:"result"`
+	Detail string `json:"detail"`
+}
+
+func writeJSON(path, commit string, started time.Time, rows []row, targets []target) error {
+	doc := report{
+		Commit:  commit,
+		Started: started,
+		Machine: map[string]any{"cores": runtime.NumCPU(), "go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH},
+		Params: map[string]any{"latency_ms": latency.Milliseconds(), "p": *par, "c_ms": freq.Milliseconds(), "call": *mode,
+			"lead_ms": lead.Milliseconds(), "args": strings.Join(os.Args[1:], " ")},
+		Rows: rows,
+	}
 	for _, t := range targets {
-		ts = append(ts, targetJSON{t.name, t.verdict(), t.detail})
-	}
-	doc := map[string]any{
-		"commit":  commit(),
-		"machine": map[string]any{"cores": runtime.NumCPU(), "go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH},
-		"params":  map[string]any{"latency_ms": latency.Milliseconds(), "p": *par, "c_ms": freq.Milliseconds(), "call": *mode, "args": strings.Join(os.Args[1:], " ")},
-		"rows":    rows,
-		"targets": ts,
+		doc.Targets = append(doc.Targets, targetJSON{t.name, t.verdict(), t.detail})
 	}
 	b, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// readReport reads a file --json wrote. Files from before a field existed
+// read it as zero; the contender called floor then is timeronly now (the
+// same code, renamed).
+func readReport(path string) (report, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return report{}, err
+	}
+	var doc report
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return report{}, fmt.Errorf("%s: %w", path, err)
+	}
+	for i := range doc.Rows {
+		if doc.Rows[i].Contender == "floor" {
+			doc.Rows[i].Contender = "timeronly"
+		}
+	}
+	return doc, nil
 }
