@@ -27,10 +27,15 @@ const (
 // QueueSummary describes the elements of a key that wait in a separate bag
 // for room, so that a callback knows them without reading that bag: how
 // many, their earliest event time (for the timer's watermark hold), their
-// highest sequence number (WithOrdered). It is written into the bag of
+// highest sequence number (WithOrdered). It also carries what the key's
+// elements share: the incarnation of its state (Nonce) and the highest
+// sequence number it has given (HighSeq), which must outlive the elements
+// that had them (see Envelope.TaskID). It is written into the bag of
 // pending elements; of several, the one with the highest Serial is current.
 type QueueSummary struct {
 	Serial, Count, MinEventTimeMs, MaxSeq int64
+	Nonce                                 uint64
+	HighSeq                               int64
 }
 
 // Encode returns the summary's bag entry.
@@ -39,19 +44,25 @@ func (q QueueSummary) Encode() []byte {
 	for _, v := range []int64{q.Serial, q.Count, q.MinEventTimeMs, q.MaxSeq} {
 		buf = binary.AppendVarint(buf, v)
 	}
-	return buf
+	buf = binary.AppendUvarint(buf, q.Nonce)
+	return binary.AppendVarint(buf, q.HighSeq)
 }
 
 // IsQueueSummary reports whether a bag entry is a QueueSummary.
 func IsQueueSummary(b []byte) bool { return len(b) > 0 && b[0] == queueVersion }
 
-// DecodeQueueSummary parses an entry written by QueueSummary.Encode.
+// DecodeQueueSummary parses an entry written by QueueSummary.Encode (or by
+// a version without Nonce and HighSeq, which read as zero).
 func DecodeQueueSummary(b []byte) (QueueSummary, error) {
 	if !IsQueueSummary(b) {
 		return QueueSummary{}, fmt.Errorf("%w: not a queue summary", ErrBadEnvelope)
 	}
 	r := &reader{b: b[1:]}
 	q := QueueSummary{Serial: r.varint("serial"), Count: r.varint("count"), MinEventTimeMs: r.varint("earliest event time"), MaxSeq: r.varint("highest sequence number")}
+	if r.err == nil && len(r.b) > 0 {
+		q.Nonce = r.uvarint("nonce")
+		q.HighSeq = r.varint("highest sequence number given")
+	}
 	if r.err == nil && (len(r.b) != 0 || q.Count < 0) {
 		r.err = fmt.Errorf("%w: bad queue summary", ErrBadEnvelope)
 	}
@@ -81,6 +92,9 @@ type Envelope struct {
 	// (zero in entries written before version 3). A key whose elements are
 	// all committed starts again at 1.
 	Seq int64
+	// Nonce names the incarnation of the key's state the element was
+	// accepted in: a key whose bags empty starts a new one (see TaskID).
+	Nonce uint64
 	// Window is the element's window, encoded by the transform (empty: the
 	// global window). The transform keeps a key's elements of every window
 	// in one state, in the global window, and puts each output back in its
@@ -102,6 +116,30 @@ func Identity(window, id string) string {
 		return "\x00" + id
 	}
 	return string(binary.AppendUvarint(nil, uint64(len(window)))) + window + id
+}
+
+// TaskID is the element's identity in its worker's pool: its Identity, then
+// the incarnation of its key's state and its place in it. A task that an
+// earlier element with an equal identity left on a worker (committed
+// elsewhere after its key moved, say) is never taken for this element,
+// while the retry of a bundle that failed, which reads the same state and
+// gives its records the same places, finds the calls it had started.
+func (e Envelope) TaskID() string {
+	suffix := binary.AppendVarint(binary.AppendUvarint(nil, e.Nonce), e.Seq)
+	return e.Identity() + string(suffix) + string(rune(len(suffix)))
+}
+
+// IdentityOfTask returns the identity a TaskID was made from (for anything
+// else, the whole).
+func IdentityOfTask(taskID string) string {
+	if taskID == "" {
+		return ""
+	}
+	n := int(taskID[len(taskID)-1])
+	if n+1 > len(taskID) {
+		return taskID
+	}
+	return taskID[:len(taskID)-1-n]
 }
 
 // SplitIdentity returns the window and the ID of an identity made by
@@ -134,6 +172,7 @@ func (e Envelope) Encode() []byte {
 	buf = appendString(buf, e.LastError)
 	buf = binary.AppendVarint(buf, e.Seq)
 	buf = appendString(buf, e.Window)
+	buf = binary.AppendUvarint(buf, e.Nonce)
 	return append(buf, e.Value...)
 }
 
@@ -153,6 +192,19 @@ func (r *reader) varint(what string) int64 {
 		return 0
 	}
 	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err = fmt.Errorf("%w: bad %s", ErrBadEnvelope, what)
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) uvarint(what string) uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
 	if n <= 0 {
 		r.err = fmt.Errorf("%w: bad %s", ErrBadEnvelope, what)
 		return 0
@@ -205,6 +257,7 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 	}
 	if b[0] >= envelopeVersion {
 		e.Window = r.str("window")
+		e.Nonce = r.uvarint("nonce")
 	}
 	if r.err != nil {
 		return Envelope{}, r.err

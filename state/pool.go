@@ -82,6 +82,7 @@ type Pool struct {
 	swept    time.Time
 
 	latencyNs atomic.Int64 // moving average of Work durations; 0 until one finishes
+	live      atomic.Int64 // tasks not finished, removed ones included
 }
 
 // NewPool returns an empty pool, or an error naming the invalid setting.
@@ -274,10 +275,10 @@ func (p *Pool) acquireHold(ctx context.Context, wait time.Duration) bool {
 }
 
 // StartUnbuffered starts work for k without taking a Hold or a Buffer place
-// (it waits only for a slot), unless a
-// task for k exists already (returned with existing true). The drain of a key
-// uses it: it emits each result as soon as it finishes, so its records are
-// bounded by its own window rather than by the buffer.
+// (it waits only for a slot), unless a task for k exists already (returned
+// with existing true). An ordered key's earliest element uses it: the key's
+// held results wait for it, so it must start even when every place is
+// taken, and one such task per key is bounded by the keys.
 func (p *Pool) StartUnbuffered(k TaskKey, job Job) (t *Task, existing bool, err error) {
 	return p.start(k, false, job)
 }
@@ -309,10 +310,12 @@ func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 		p.peak = max(p.peak, p.buffered)
 	}
 	p.wg.Add(1)
+	p.live.Add(1)
 	c := newClaim(job.Priority, buffered, nil)
 	c.launch = func() { p.attempt(t, job, c) }
 	t.AfterFinish(func() {
 		p.queue.done(c)
+		p.live.Add(-1)
 		p.wg.Done()
 	})
 	// A task cancelled while no attempt of it runs (queued, or waiting to
@@ -434,19 +437,11 @@ func (p *Pool) evict(cutoff time.Time, which func(*Task) bool) []*Task {
 	return idle
 }
 
-// Unfinished returns how many of the pool's tasks have not finished: waiting
-// for a place or a slot, running, or waiting to retry.
-func (p *Pool) Unfinished() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	n := 0
-	for _, t := range p.tasks {
-		if t.Status() != Finished {
-			n++
-		}
-	}
-	return n
-}
+// Unfinished returns how many of the pool's tasks have not finished:
+// waiting for a place or a slot, running, or waiting to retry, removed ones
+// included (a call that ignores its cancellation runs on after Remove).
+// Close waits for exactly these.
+func (p *Pool) Unfinished() int { return int(p.live.Load()) }
 
 // Close cancels every task, refuses new ones, and waits until all the pool's
 // goroutines have returned or ctx ends (then it returns ctx.Err(); the

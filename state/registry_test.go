@@ -65,3 +65,41 @@ func TestRegistryReleasesIdleIDs(t *testing.T) {
 		t.Errorf("ReleaseIdle = %d, %v (left %d); want the last one released", n, err, r.Len())
 	}
 }
+
+// TestRegistryKeepsPoolsWithRemovedCallsRunning: a pool whose only call was
+// removed but still runs (it ignores its cancellation) is not idle: the
+// registry keeps it, and no lookup of another ID waits for that call.
+func TestRegistryKeepsPoolsWithRemovedCallsRunning(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var mu sync.Mutex
+	r := NewRegistry()
+	r.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	p, _ := r.Shared("a", Config{Parallelism: 1, Buffer: 1})
+	release := make(chan struct{})
+	started := make(chan struct{})
+	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "1"}, 0, Job{Work: func(context.Context, int) ([]any, error) {
+		close(started)
+		<-release // ignores its context
+		return nil, nil
+	}})
+	<-started
+	p.Remove(task)
+	mu.Lock()
+	now = now.Add(ReleaseAfter + time.Minute)
+	mu.Unlock()
+	done := make(chan struct{})
+	go func() {
+		r.Shared("b", Config{Parallelism: 1, Buffer: 1})
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a lookup of another ID waited for a removed call of an idle pool")
+	}
+	if r.Len() != 2 {
+		t.Errorf("the registry holds %d IDs, want 2: the pool still runs a call", r.Len())
+	}
+	close(release)
+	wait(t, task)
+}

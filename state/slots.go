@@ -9,7 +9,7 @@ import (
 
 // runQueue decides when admitted tasks run. A buffered task needs a buffer
 // place (at most Buffer tasks are in flight: waiting for a slot or running)
-// and then a parallelism slot; an unbuffered task (a drain's) needs only the
+// and then a parallelism slot; an unbuffered task (see StartUnbuffered) needs only the
 // slot. At both stages, waiting tasks are served highest priority first,
 // equal priorities in the order they were queued. A task queues when it is
 // started (see Pool.start), so that order is the order of the Submit calls.

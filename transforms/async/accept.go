@@ -42,9 +42,10 @@ func (f *core) takeElement(ctx context.Context, bag, queue *beamstate.Bag[[]byte
 // acceptedID is the ID of an element that its value identifies (no
 // WithIDFn): its value's hash, its event time and its place in its key's
 // order, seq. Two input records with equal values are two elements, and an
-// element that a failed bundle accepted is accepted with the same ID by the
-// bundle's retry (same state, same elements), which so finds its call
-// running or finished on this worker and takes it over.
+// element that a failed bundle accepted is accepted with the same ID and
+// place by the bundle's retry (same state, same elements), which so finds
+// its call running or finished on this worker and takes it over (see
+// state.Envelope.TaskID).
 func (f *core) acceptedID(el *element, seq int64) {
 	if f.IDFn == nil {
 		el.id = state.OccurrenceID(el.id+string(binary.AppendVarint(nil, int64(el.ts))), seq)
@@ -57,7 +58,7 @@ func (f *core) acceptedID(el *element, seq int64) {
 // room (see WithMaxItemsHeld, WithMaxWait) and nothing of its key is queued
 // before it; otherwise it is queued. Nothing is written until write.
 func (f *core) accept(ctx context.Context, pool *state.Pool, vs *views, v *keyView, el element, isCopy bool) error {
-	seq := v.nextSeq()
+	nonce, seq := v.nextSeq()
 	f.acceptedID(&el, seq)
 	f.metrics.accepted.Inc(ctx, 1)
 	f.event(EventAccepted, el.key, el.id, 0, nil)
@@ -66,14 +67,14 @@ func (f *core) accept(ctx context.Context, pool *state.Pool, vs *views, v *keyVi
 		f.event(EventDeduplicated, el.key, el.id, 0, nil)
 		return nil
 	}
-	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb, Seq: seq, Window: el.window}
+	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb, Seq: seq, Window: el.window, Nonce: nonce}
 	p := &pending{raw: env.Encode(), env: env}
 	if v.queue.Count > 0 { // behind its key's queue
 		v.enqueue(p)
 		return nil
 	}
 	wait := vs.wait
-	el.k = state.TaskKey{Owner: v.owner, ID: el.identity()}
+	el.k = state.TaskKey{Owner: v.owner, ID: env.TaskID()}
 	_, adm, err := f.submit(ctx, pool, el, wait)
 	if err != nil {
 		return err

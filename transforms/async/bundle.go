@@ -305,6 +305,7 @@ type bundleRun struct {
 type bundleItem struct {
 	el        element
 	task      *state.Task
+	resolved  bool        // it succeeded or failed for good
 	succeeded bool        // its call succeeded; with WithOrdered it may wait its turn
 	copyOf    *bundleItem // set for a copy (WithIDFn) that is one element with a pending one
 }
@@ -418,35 +419,38 @@ func (r *bundleRun) takeFinished() []*bundleItem {
 func (r *bundleRun) resolve(it *bundleItem, succeeded bool) []*bundleItem {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	it.succeeded = succeeded
+	it.resolved, it.succeeded = true, succeeded
 	if !succeeded {
-		delete(r.items, it.el.taskID())
+		r.forget(it) // its ID may serve a later record of the same value at once
 	}
 	if r.queues == nil {
 		if !succeeded {
 			return nil
 		}
-		delete(r.items, it.el.taskID())
+		r.forget(it)
 		return []*bundleItem{it}
 	}
 	return r.popResolved(string(it.el.kb))
 }
 
+// forget removes a resolved element from the unresolved ones (another item
+// may hold its task ID by now: it is left alone); r.mu is held.
+func (r *bundleRun) forget(it *bundleItem) {
+	if id := it.el.taskID(); r.items[id] == it {
+		delete(r.items, id)
+	}
+}
+
 // popResolved removes the resolved head of a key's queue and returns the
 // successful elements among it; r.mu is held. An element is resolved once
-// it succeeded or failed for good (failures leave r.items at once).
+// it succeeded or failed for good.
 func (r *bundleRun) popResolved(kb string) []*bundleItem {
 	q := r.queues[kb]
 	var ready []*bundleItem
-	for len(q) > 0 {
-		head := q[0]
-		_, unresolved := r.items[head.el.taskID()]
-		if unresolved && !head.succeeded {
-			break
-		}
-		if head.succeeded {
+	for len(q) > 0 && q[0].resolved {
+		if head := q[0]; head.succeeded {
 			ready = append(ready, head)
-			delete(r.items, head.el.taskID())
+			r.forget(head)
 		}
 		q = q[1:]
 	}

@@ -2,6 +2,7 @@ package async
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -353,4 +354,52 @@ func (f *quietOnCancel) ProcessElement(ctx context.Context, key string, v int, e
 func init() {
 	register.DoFn4x1[context.Context, string, int, func(string), error](&quietOnCancel{})
 	register.Function1x1(panicOnTwo)
+}
+
+// TestBundleOrderedFailureThenSameValue: with WithOrdered and a failure
+// output, an element that fails for good while an earlier one still runs,
+// followed by a record with the same value (which may take the failed one's
+// ID), resolves in order: the bundle ends with every record accounted for.
+func TestBundleOrderedFailureThenSameValue(t *testing.T) {
+	name := t.Name()
+	h := newHarnessFailures(t, true, &gated{Name: name}, stringKey, WithOrdered(), WithParallelism(4))
+	book.planErrors(gateID(name, "a", 1), Permanent(errors.New("bad record")))
+	book.open(gateID(name, "a", 1))
+	f := h.bundleFn()
+	ctx := context.Background()
+	var outs []string
+	var fails []Failure
+	emit := func(_ typex.EventTime, z typex.Z) { outs = append(outs, z.(string)) }
+	fail := func(_ typex.EventTime, fr Failure) { fails = append(fails, fr) }
+	f.StartBundle(ctx, emit, fail)
+	for _, v := range []int{0, 1} { // 0 runs (its gate shut); 1 fails for good
+		if err := f.ProcessElement(ctx, 0, "a", v, emit, fail); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, _ := h.c.pool()
+	for deadline := time.Now().Add(10 * time.Second); len(fails) == 0 && time.Now().Before(deadline); {
+		if err := f.flush(ctx, f.run, emit, fail); err != nil { // as the next ProcessElement would
+			t.Fatal(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	book.planErrors(gateID(name, "a", 1)) // the next record of value 1 succeeds
+	if err := f.ProcessElement(ctx, 0, "a", 1, emit, fail); err != nil {
+		t.Fatal(err)
+	}
+	book.open(gateID(name, "a", 0))
+	done := make(chan error, 1)
+	go func() { done <- f.FinishBundle(ctx, emit, fail) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("FinishBundle hangs with %d elements unresolved (pool %d tasks)", f.run.unresolved(), p.Len())
+	}
+	if want := []string{"a:0#0", "a:1#0"}; !reflect.DeepEqual(outs, want) || len(fails) != 1 {
+		t.Errorf("outputs %v, failures %d; want %v in order and one failure", outs, len(fails), want)
+	}
 }

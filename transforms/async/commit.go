@@ -82,7 +82,11 @@ func (f *core) settleFinished(ctx context.Context, pool *state.Pool, v *keyView,
 	var scan commitScan
 	blocked := false // an earlier element of the key is unresolved (WithOrdered)
 	for _, p := range entries {
-		t := pool.Lookup(state.TaskKey{Owner: v.owner, ID: p.env.Identity()})
+		t := pool.Lookup(state.TaskKey{Owner: v.owner, ID: p.env.TaskID()})
+		if t != nil && t.Interrupted() { // closed under us (a reset): not an attempt of the element
+			pool.Remove(t)
+			t = nil
+		}
 		switch {
 		case t == nil:
 			if due := time.UnixMilli(p.env.NextAttemptMs); p.env.NextAttemptMs != 0 && due.After(now) {
@@ -274,7 +278,7 @@ func (f *core) decodeItem(v *keyView, it *startItem) (err error) {
 // fromState is the element of a bag entry of the view's key, to be started
 // by a callback.
 func (f *core) fromState(v *keyView, p *pending, value any, priority int) element {
-	return element{k: state.TaskKey{Owner: v.owner, ID: p.env.Identity()}, key: v.key, value: value, kb: v.kb, vb: p.env.Value,
+	return element{k: state.TaskKey{Owner: v.owner, ID: p.env.TaskID()}, key: v.key, value: value, kb: v.kb, vb: p.env.Value,
 		id: p.env.ID, window: p.env.Window, ts: beam.EventTime(p.env.EventTimeMs), done: p.env.Attempts, priority: priority, fromState: true}
 }
 

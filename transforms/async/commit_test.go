@@ -144,11 +144,15 @@ func TestEqualRecordsAreSeparateElements(t *testing.T) {
 
 // TestRetriedBundleTakesOverItsCalls: a bundle that fails after accepting an
 // element leaves its call running; the runner retries the bundle with the
-// same state and elements, which gives the element the same ID, so the
-// retry takes the running call over instead of calling again.
+// same state and elements, which gives the element the same ID and place,
+// so the retry takes the running call over instead of calling again. (The
+// key has an element pending: a key whose state is empty starts a new
+// incarnation in each try, and its retry calls again.)
 func TestRetriedBundleTakesOverItsCalls(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	name := t.Name()
+	h := newHarness(t, &gated{Name: name}, stringKey)
 	f := h.stream()
+	h.process(f, "a", 0) // pending throughout: its gate stays shut until the end
 	st := h.st("a")
 	before := &memState{bags: map[string][]any{}}
 	for k, v := range st.bags {
@@ -165,14 +169,51 @@ func TestRetriedBundleTakesOverItsCalls(t *testing.T) {
 	if err := g.ProcessElement(context.Background(), ts, h.st("a"), h.tm("a"), "a", 1, h.emitter("a"), h.fail); err != nil {
 		t.Fatal(err)
 	}
-	id := gateID(t.Name(), "a", 1)
-	book.open(id)
+	book.open(gateID(name, "a", 1))
+	book.open(gateID(name, "a", 0))
+	h.waitFinished("a", 0)
 	h.waitFinished("a", 1)
-	if got, want := mustFire(t, h, g, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
+	if got, want := mustFire(t, h, g, "a"), []string{"a:0#0", "a:1#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("commit = %v, want %v", got, want)
 	}
-	if n := book.count(id); n != 1 {
+	if n := book.count(gateID(name, "a", 1)); n != 1 {
 		t.Errorf("the fn ran %d times, want 1: the retried bundle's element should take over the running call", n)
+	}
+}
+
+// TestStaleTaskIsNotTakenForANewElement: a task an earlier element left on
+// this worker (committed elsewhere, after its key moved) is never taken for
+// a later record, even one with an equal value and event time (or, with
+// WithIDFn, an equal ID): the key's state emptied in between, so the new
+// record belongs to a new incarnation of it, and is called.
+func TestStaleTaskIsNotTakenForANewElement(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		v2   int
+	}{
+		{"equal value", nil, 1},
+		{"equal ID, other value", []Option{WithIDFn(parity)}, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			name := t.Name()
+			h := newHarness(t, &gated{Name: name}, stringKey, tc.opts...)
+			f := h.stream()
+			book.open(gateID(name, "a", 1))
+			book.open(gateID(name, "a", 3))
+			h.process(f, "a", 1)
+			h.waitFinished("a", 1)
+			h.dropValue("a", 1) // committed by another worker: this one keeps the finished task
+			h.process(f, "a", tc.v2)
+			h.waitFinished("a", tc.v2)
+			want := []string{fmt.Sprintf("a:%d#0", tc.v2)}
+			if got := mustFire(t, h, f, "a"); !reflect.DeepEqual(got, want) {
+				t.Errorf("commit = %v, want %v", got, want)
+			}
+			if n := book.count(gateID(name, "a", tc.v2)); n != map[bool]int{true: 2, false: 1}[tc.v2 == 1] {
+				t.Errorf("value %d was called %d times; the new record was not called", tc.v2, n)
+			}
+		})
 	}
 }
 

@@ -222,7 +222,7 @@ func (f *core) reportEvicted(ctx context.Context, evicted []*state.Task) {
 // (see element.taskID).
 func (f *core) splitTaskKey(k state.TaskKey) (kb, id string) {
 	if !f.RetryInWorker {
-		_, id = state.SplitIdentity(k.ID)
+		_, id = state.SplitIdentity(state.IdentityOfTask(k.ID))
 		return k.Owner, id
 	}
 	n, m := binary.Uvarint([]byte(k.ID))
@@ -234,7 +234,7 @@ func (f *core) splitTaskKey(k state.TaskKey) (kb, id string) {
 }
 
 // startUnbuffered starts the wrapped fn for one element without taking a
-// place (a drain's, or an ordered key's earliest element).
+// place (an ordered key's earliest element).
 func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, el element) (*state.Task, error) {
 	if !f.user.hold() {
 		return nil, fmt.Errorf("async: %s is already torn down", f.user.name)

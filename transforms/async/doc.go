@@ -12,104 +12,111 @@
 // # How it works
 //
 // Calls run on a pool of goroutines shared by all instances of the
-// transform in the worker process (at most WithParallelism at once). What
-// commits their outputs depends on the input, and the transform picks one of
-// three DoFns at construction:
+// transform in the worker process (at most WithParallelism at once). The
+// transform's DoFn runs in the global window whatever the input's windowing
+// (windows.go): on windowed input a step before it wraps each element with
+// its window, and steps after it put each output back in exactly that
+// window, with the input's windowing strategy. What commits outputs depends
+// on the input; the transform picks one of two DoFns at construction:
 //
-//   - Bounded input in the global window (bundle.go): the bundle is the unit
-//     of commit and retry, so an element whose call finishes inside its
-//     bundle needs no state at all. ProcessElement starts the element and
-//     emits every result of its bundle that has finished since;
-//     FinishBundle waits for the rest. When WithMaxItemsHeld elements are
-//     held, ProcessElement waits for a place while emitting its bundle's
-//     results, which bounds memory whatever the bundle's size. Prism hands a
-//     bounded stage's whole input to one bundle; Dataflow runs a stateful
-//     DoFn over input grouped by key, one key after another, where a design
-//     that waits for a key's end-of-window timer runs one key at a time; and
-//     a bag write and a timer per element cost prism more than the calls
-//     themselves at one element per key (BENCHMARKS.md: 13 s of floor for
-//     100,000 elements against a 31 s limit, where this path needs none).
-//     This DoFn is stateless, so runners do not shuffle its input; with
-//     WithOrdered a variant declares state so that they group it by key.
-//     Bounded input in fixed windows takes this path too (rewindow.go): it
-//     is moved to the global window, and each output is put back in the
-//     window its timestamp falls in, which for fixed windows is its
-//     element's (an element whose timestamp lies outside its window fails
-//     its bundle with a message that says so).
+//   - Bounded input (bundle.go): the bundle is the unit of commit and
+//     retry, so an element whose call finishes inside its bundle needs no
+//     state at all. ProcessElement starts the element and emits every
+//     result of its bundle that has finished since; FinishBundle waits for
+//     the rest. When WithMaxItemsHeld elements are held, ProcessElement
+//     waits for a place while emitting its bundle's results, which bounds
+//     memory whatever the bundle's size. Prism hands a bounded stage's whole
+//     input to one bundle; Dataflow runs a stateful DoFn over input grouped
+//     by key, one key after another, and never fires processing-time timers
+//     in batch: this path needs neither state nor timers, so both run it at
+//     the pool's speed, at every key shape and in every windowing. With
+//     WithOrdered a variant declares state so that runners group its input
+//     by key.
 //   - Unbounded input (stream.go): every accepted element is added to bag
-//     state under its key and window, the durable record of work in flight.
-//     The first ProcessElement of a key in each bundle reads the key's bag
-//     once and commits its finished results (keyview.go, commit.go): it holds
-//     the same state as a timer callback and commits atomically with its
-//     bundle. A processing-time timer commits keys whose elements have
-//     stopped coming; for a busy key it is a backstop set beyond the key's
-//     next bundle, because prism never fires the timer of a key in a bundle
-//     in progress and re-queues it in a loop meanwhile. Elements that find
-//     no room wait in a second bag, summarized in the first, so that a
-//     commit never reads a key's backlog unless it can start some of it.
-//   - Bounded input in sliding windows (drain.go): outputs must be emitted by
-//     a callback of their own key and window, so elements wait in bag state
-//     as on unbounded input; the key's ProcessElement commits what has
-//     finished, and an event-time timer at the end of the window drains the
-//     rest. It is the one callback runners that never fire processing-time
-//     timers in batch (Dataflow) deliver.
+//     state under its key (one state for all the key's windows), the
+//     durable record of work in flight. The first ProcessElement of a key in
+//     each bundle reads the key's bag once and commits its finished results
+//     (keyview.go, commit.go): it holds the same state as a timer callback
+//     and commits atomically with its bundle. A processing-time timer, held
+//     at the earliest pending element's event time, commits keys whose
+//     elements have stopped coming; for a busy key it is a backstop set
+//     beyond the key's next bundle, because prism never fires the timer of a
+//     key in a bundle in progress and re-queues it in a loop meanwhile.
+//     Elements that find no room wait in a second bag, summarized in the
+//     first, so that a commit never reads a key's backlog unless it can
+//     start some of it.
 //
 // An element in bag state that the worker does not know (after a restart, or
 // a key that moved) is started again; local work for an element no longer
-// in bag state is cancelled through its context. Each stateful DoFn declares
-// a single timer family: Beam Go v2.77.0 hangs a bundle on prism when a DoFn
-// declares two.
+// in bag state is cancelled through its context by the key's timer. The
+// stateful DoFn declares a single timer family: Beam Go v2.77.0 hangs a
+// bundle on prism when a DoFn declares two.
 //
-// One element's path through the stateful DoFns, by file, in order:
+// One element's path through the stateful DoFn, by file, in order:
 //
 //  1. pardo.go: construction checks the input (keys.go), the options
 //     (options.go, retry.go, priority.go) and the wrapped fn (userfn.go),
-//     builds the configuration shipped to workers (config.go) and picks the
-//     DoFn.
-//  2. stream.go or drain.go: ProcessElement. accept.go: takeElement opens the
-//     key and window (keyview.go: openKey reads its bag once per bundle),
-//     commits what has finished (commit.go), encodes and identifies the
-//     element (core.go: prepare; codec.go), then accept adds it to bag state
-//     and submits it, or queues it when there is no room.
+//     builds the configuration shipped to workers (config.go), wraps
+//     windowed input with its windows (windows.go) and picks the DoFn.
+//  2. stream.go: ProcessElement. accept.go: takeElement opens the key
+//     (keyview.go: openKey reads its bag once per bundle), commits what has
+//     finished (commit.go), encodes and identifies the element (core.go:
+//     prepare; codec.go; accept.go: acceptedID), then accept adds it to bag
+//     state and submits it, or queues it when there is no room.
 //  3. core.go: submit hands the element to the worker's pool (package state),
 //     which runs work, the call of the wrapped fn with its timeout; a failed
 //     attempt is retried as retry.go describes, and events.go and metrics.go
 //     report each step.
 //  4. commit.go: a later callback of the key (its next ProcessElement, or its
 //     timer: stream.go arm) emits the finished element's outputs with its
-//     timestamp and removes it from bag state in the same bundle; a final
-//     failure becomes a Failure record (failure.go), compensated after its
-//     commit by revert.go. On bounded input in sliding windows the
-//     end-of-window timer drains what is left (drain.go).
+//     timestamp and window and removes it from bag state in the same bundle;
+//     a final failure becomes a Failure record (failure.go), compensated
+//     after its commit by revert.go. windows.go puts each output back in its
+//     element's window.
 //
-// On bounded input in the global window or fixed windows, bundle.go does
-// steps 2 and 4 in the element's own bundle, without state.
+// On bounded input, bundle.go does steps 2 and 4 in the element's own
+// bundle, without state.
 //
 // # Guarantees
 //
 //   - Outputs are committed exactly once per element, provided the runner
 //     commits a bundle's state changes and outputs atomically, and retries a
 //     failed bundle whole (all Beam runners do).
-//   - Each output carries its element's event time and window. The commit
-//     timer holds the watermark at the earliest pending element, so outputs
-//     are never late for what follows.
+//   - Each output carries its element's event time and window, as a plain
+//     ParDo's would, in the global, fixed, sliding and session windows (an
+//     element in two sliding windows is called once per window, and gives
+//     outputs in each). The commit timer holds the watermark at the earliest
+//     pending element, so outputs are never late for what follows.
+//   - Panes are not kept: Beam Go lets a DoFn set an output's timestamp,
+//     not its pane, so an output carries the pane of whatever the transform
+//     is processing when it emits it (another input element's, or, from a
+//     timer or the end of a bundle, Beam's "no firing" pane: timing
+//     unknown, first and last).
 //   - Calls are made at least once: a worker restart, a failed bundle or a
 //     moved key runs an element again, so side effects must be idempotent.
-//   - Identity is (key, window, ID). The ID is the SHA-256 of the encoded
-//     value, or what WithIDFn returns. Copies of one element pending at the
-//     same time are one element: one call, one output; on bounded input in
-//     the global window that means pending in the same bundle. A copy that
-//     arrives after the first was committed (emitted) is a new element.
+//   - Identity is (key, window, ID). Without WithIDFn every input record is
+//     an element of its own, as under a plain ParDo: two records with equal
+//     keys and values are called and emitted twice. An element that a failed
+//     bundle accepted is recognised when the runner retries that bundle on
+//     the same worker (same state, same records: the same ID), and takes
+//     its running or finished call over. WithIDFn states which records are
+//     one element: records of one key and window with equal IDs pending at
+//     the same time are one element (one call, one output); a record whose
+//     ID arrives after the first was committed is a new element.
 //   - A failed attempt (an error, a panic, or a timeout from WithCallTimeout)
 //     is retried up to WithMaxAttempts after WithBackoff, unless WithRetryIf
 //     says no or the fn returned Permanent(err). With unbounded input the
 //     retry waits in bag state, with its attempt count and due time, holding
 //     no pool slot; with bounded input it waits in the worker on a timer,
 //     holding neither a slot nor a place in flight.
+//   - A call that the worker interrupts (an eviction, a restart) never
+//     counts as a success, whatever the fn returns: its element is started
+//     again, or its bundle fails.
 //   - An element that fails for good is written to the failure output of
-//     ParDoWithFailures exactly once; without a failure output it fails its
-//     key's commit (or its bundle) with the cause (a panic with its stack),
-//     so the runner retries it. Nothing is dropped silently.
+//     ParDoWithFailures exactly once, in its element's window (the record's
+//     Window names it); without a failure output it fails its key's commit
+//     (or its bundle) with the cause (a panic with its stack), so the runner
+//     retries it. Nothing is dropped silently.
 //   - The fn's Revert method (compensation for a saga) runs only for an
 //     element whose failure is final: in a step after the transform, behind
 //     a reshuffle, over the failure records the runner has committed, so never for an element
@@ -138,14 +145,22 @@
 // awaiting their commit. Of those, at most WithMaxItemsToBuffer (default
 // 2 x parallelism, as in Beam Python's AsyncWrapper) are in flight, handed to
 // the slots; the others wait in the worker, by priority, for a place. A
-// waiting element has no goroutine. For each key being drained at that
-// moment the worker holds at most WithMaxItemsToBuffer more (WithMaxItemsHeld
-// more with WithOrdered), and with WithOrdered on unbounded input one more
-// per key (its earliest element, started so the key cannot be stuck; two for
-// a moment after a failed callback of the key). On unbounded input,
-// elements beyond that wait in bag state only, which the runner keeps, and
-// are started by their key's callbacks as room frees; on bounded input in
-// the global window, ProcessElement waits for room instead.
+// waiting element has no goroutine. With WithOrdered on unbounded input the
+// worker holds one more element per key (its earliest, started so the key
+// cannot be stuck; two for a moment after a failed callback of the key). On
+// unbounded input, elements beyond that wait in bag state only, which the
+// runner keeps, and are started by their key's callbacks as room frees; on
+// bounded input ProcessElement waits for room instead.
+//
+// Work of an owner that showed no sign of life for the stale period
+// (max(20 x callback frequency, 30 s)): a key that moved to another worker,
+// or a bundle that failed without a word to the transform (an earlier step
+// of its stage failed), is evicted when, and only when, a live owner needs
+// its place. A bundle whose own method fails, or whose emit panics (a later
+// step failed), releases its work at once: Beam Go drops a failed bundle's
+// DoFn instance and never calls its Teardown. A process keeps a transform's
+// pool and listener for ReleaseAfter (10 minutes) after the last use, once
+// nothing in it is running (state.Registry).
 //
 // # Order, priority, events
 //
@@ -162,18 +177,13 @@
 //
 //   - Input must be KV with a key type whose encoding is deterministic
 //     (integers, strings, bools, []byte, and arrays, slices and structs of
-//     those); session windows are refused (Beam has no state for merging
-//     windows).
-//   - For unbounded input in non-global windows on a runner that collects a
-//     window's state when the input watermark passes its end (prism holds it
-//     while elements are pending; Dataflow does not), an element must be
-//     committed before its window expires plus the allowed lateness.
-//   - With bounded input in sliding windows, a key and window is drained
-//     when the input ends, one after another, and results of keys not yet
-//     drained hold their places: with many keys and more input than
-//     WithMaxItemsHeld, the pool idles between drains, down to about one
-//     call at a time with one element per key (BENCHMARKS.md measures this
-//     path at 0.02 of the limit there, and 0.71 at 100 keys).
+//     those).
+//   - Session windows work before a GroupByKey merges them (each element in
+//     [t, t+gap)); an element in a merged session, or one whose timestamp a
+//     DoFn moved out of its window, cannot get its window back from its
+//     timestamp, and fails its bundle with the reason.
+//   - In sliding windows the wrapped fn is called once per window an element
+//     is in (a plain ParDo whose fn ignores windows is called once).
 //   - Prism (v2.77.0) splits slow stateful bundles in a way that can run two
 //     bundles of one key at once and drop bag state writes; run it with
 //     --experiments=prism_disable_sdf_split (runner.Run adds it).

@@ -483,7 +483,7 @@ func (h *harness) waitFinished(key any, v int) {
 		h.t.Fatalf("element (%v, %d) is not pending", key, v)
 	}
 	for _, env := range envs {
-		t := p.Lookup(state.TaskKey{Owner: h.owner(key), ID: env.Identity()})
+		t := p.Lookup(state.TaskKey{Owner: h.owner(key), ID: env.TaskID()})
 		if t == nil {
 			h.t.Fatalf("element (%v, %d) is not known to the pool", key, v)
 		}

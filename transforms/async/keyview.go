@@ -8,6 +8,7 @@ package async
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"time"
 
@@ -55,6 +56,9 @@ type keyView struct {
 	entries []*pending
 	byID    map[string]*pending
 	maxSeq  int64
+	// nonce names the incarnation of the key's state (see
+	// state.Envelope.TaskID): read from it, or new for a key found empty.
+	nonce uint64
 	// queue summarizes the queued elements; queued holds them once read
 	// in this bundle (queueRead).
 	queue     state.QueueSummary
@@ -143,6 +147,10 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 			if q.Serial >= v.queue.Serial {
 				v.queue = q
 			}
+			v.maxSeq = max(v.maxSeq, q.HighSeq)
+			if v.nonce == 0 {
+				v.nonce = q.Nonce
+			}
 			v.summaries++
 			continue
 		}
@@ -208,6 +216,9 @@ func (v *keyView) add(p *pending) {
 	v.entries = append(v.entries, p)
 	v.byID[p.env.Identity()] = p
 	v.maxSeq = max(v.maxSeq, p.env.Seq)
+	if v.nonce == 0 {
+		v.nonce = p.env.Nonce
+	}
 }
 
 // keep replaces the entries with those given (the others were committed,
@@ -250,17 +261,25 @@ func (v *keyView) dequeue(rest []*pending) {
 	}
 }
 
-// nextSeq is the sequence number of the key's next element: after every
-// pending or queued one. It is the element's place in the key's order
-// (WithOrdered) and part of its default ID (see acceptedID). A key whose bags
-// have emptied starts again at 1, which keeps the order, since nothing of it
-// is pending.
-func (v *keyView) nextSeq() int64 {
-	if v.queue.Count > 0 {
-		return max(v.maxSeq, v.queue.MaxSeq) + 1
+// nextSeq is the sequence number of the key's next element: after every one
+// this incarnation of the key's state has given (the summary keeps the
+// highest, see writePending). It is the element's place in the key's order
+// (WithOrdered), and with the nonce its place in the pool (TaskID). A key
+// whose bags have emptied starts a new incarnation, with a new nonce, at 1,
+// which keeps the order, since nothing of it is pending.
+func (v *keyView) nextSeq() (nonce uint64, seq int64) {
+	if v.nonce == 0 {
+		v.nonce = newNonce()
 	}
-	return v.maxSeq + 1
+	if v.queue.Count > 0 {
+		return v.nonce, max(v.maxSeq, v.queue.MaxSeq) + 1
+	}
+	return v.nonce, v.maxSeq + 1
 }
+
+// newNonce names a new incarnation of a key's state: random, never zero
+// (zero marks state written before nonces).
+func newNonce() uint64 { return rand.Uint64() | 1 }
 
 // empty reports whether the key has nothing pending or queued.
 func (v *keyView) empty() bool { return len(v.entries) == 0 && v.queue.Count == 0 }
@@ -323,7 +342,9 @@ func (v *keyView) writePending(ks keyState) error {
 		}
 	}
 	v.summaries = 0
-	if v.queue.Count > 0 {
+	if v.queue.Count > 0 || len(v.entries) > 0 {
+		// Also with an empty queue: it keeps the highest sequence number
+		// given, which the rewrite may have dropped with its element.
 		return v.writeSummary(ks)
 	}
 	v.summaryChanged = false
@@ -335,6 +356,7 @@ func (v *keyView) writeSummary(ks keyState) error {
 	v.summaryChanged = false
 	v.summaries++
 	v.queue.Serial++
+	v.queue.Nonce, v.queue.HighSeq = v.nonce, max(v.maxSeq, v.queue.MaxSeq)
 	if err := ks.bag.Add(ks.sp, v.queue.Encode()); err != nil {
 		return fmt.Errorf("async: adding to bag state: %w", err)
 	}
@@ -379,11 +401,19 @@ func raws(ps []*pending) [][]byte {
 // bundle, whose elements are about to be accepted again and should find
 // their calls running (see acceptedID).
 func (f *core) cancelStale(ctx context.Context, pool *state.Pool, v *keyView) {
-	for _, t := range pool.ForOwner(v.owner) {
-		if v.byID[t.Key.ID] == nil {
+	tasks := pool.ForOwner(v.owner)
+	if len(tasks) == 0 {
+		return
+	}
+	pending := make(map[string]bool, len(v.entries))
+	for _, p := range v.entries {
+		pending[p.env.TaskID()] = true
+	}
+	for _, t := range tasks {
+		if !pending[t.Key.ID] {
 			pool.Remove(t)
 			f.metrics.cancelled.Inc(ctx, 1)
-			_, id := state.SplitIdentity(t.Key.ID)
+			_, id := state.SplitIdentity(state.IdentityOfTask(t.Key.ID))
 			f.event(EventCancelled, v.key, id, t.Attempts(), nil)
 		}
 	}

@@ -105,12 +105,9 @@ func WithMaxItemsToBuffer(n int) Option {
 // key's next ProcessElement or timer (at most about the callback
 // frequency), so keep it above rate x (latency + frequency); the default
 // allows 64 x parallelism per second at the default 1 s frequency, the limit
-// for calls of 16 ms. On bounded input in the global window or in fixed
-// windows, results are emitted by their own bundle as they finish, and
-// ProcessElement waits for a place when none is free, so the default is
-// enough at any input size. In sliding windows results wait for their key's
-// next element or the drain at the end of the window, which runs with
-// WithMaxItemsToBuffer in flight.
+// for calls of 16 ms. On bounded input (any windowing), results are emitted
+// by their own bundle as they finish, and ProcessElement waits for a place
+// when none is free, so the default is enough at any input size.
 func WithMaxItemsHeld(n int) Option {
 	return func(s *settings) {
 		if n <= 0 {
@@ -126,10 +123,8 @@ func WithMaxItemsHeld(n int) Option {
 // be started by its key's commit callback. Once a wait has timed out, the
 // rest of that bundle does not wait again (room can only come from commits,
 // which run in other bundles). It applies to unbounded input only: on
-// bounded input in the global window or fixed windows ProcessElement always
-// waits for room, which its own bundle's results free, and in sliding
-// windows never, since only its own bundle's commits could free room for its
-// keys.
+// bounded input ProcessElement always waits for room, which its own
+// bundle's results free.
 //
 // Zero never waits. Must be >= 0. Default: DefaultMaxWait (0). A wait stalls
 // the input bundle, and prism (v2.77.0) splits a stalled bundle in a way that

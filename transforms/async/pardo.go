@@ -95,48 +95,63 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 		return nil, err
 	}
 	c := core{config: cfg}
-	outs, err := apply(s, c, col, outT)
-	if err != nil || !hasFailures || !spec.hasRevert() {
-		return outs, err
+	outs, unrestorable, err := apply(s, c, col, outT)
+	if err != nil {
+		return nil, err
 	}
+	if hasFailures && spec.hasRevert() {
+		if outs[1], err = revertStep(s, spec, c, outs[1]); err != nil {
+			return nil, err
+		}
+	}
+	if unrestorable.IsValid() { // never called, so never reverted
+		if outs[1], err = beam.TryFlatten(s, outs[1], unrestorable); err != nil {
+			return nil, err
+		}
+	}
+	return outs, nil
+}
+
+// revertStep runs the wrapped fn's Revert over committed failure records.
+func revertStep(s beam.Scope, spec userSpec, c core, failures beam.PCollection) (beam.PCollection, error) {
 	// The reshuffle is a checkpoint: without it a runner fuses the revert step
 	// into the transform's bundle, and Revert would run before that bundle
 	// (which may yet fail and be retried, and the element then succeed) is
 	// committed.
 	rs := s.Scope("Revert")
-	committed, err := beam.TryReshuffle(rs, outs[1])
+	committed, err := beam.TryReshuffle(rs, failures)
 	if err != nil {
-		return nil, err
+		return beam.PCollection{}, err
 	}
 	reverted, err := beam.TryParDo(rs, &revertFn{User: spec, KeyType: c.KeyType, ValueType: c.ValueType}, committed)
 	if err != nil {
-		return nil, err
+		return beam.PCollection{}, err
 	}
-	return []beam.PCollection{outs[0], reverted[0]}, nil
+	return reverted[0], nil
 }
 
 // apply applies the DoFn chooseDoFn picks for col. Input that is not in the
 // global window goes through the global window, each element with its
-// window, and each output comes back to its element's window (windows.go).
-func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) ([]beam.PCollection, error) {
+// window, and each output comes back to its element's window (windows.go);
+// the failure records of elements whose window cannot come back
+// (unrestorable, with a failure output) are returned apart.
+func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) (outs []beam.PCollection, unrestorable beam.PCollection, err error) {
 	in, inner := col, outT
 	if carriesWindows(col) {
-		var err error
-		if in, err = carryWindows(s, col, c.ValueType.T); err != nil {
-			return nil, err
+		if in, unrestorable, err = carryWindows(s, col, c.config); err != nil {
+			return nil, beam.PCollection{}, err
 		}
 		c.Carried, c.OutputType, inner = true, &beam.EncodedType{T: outT}, reflect.TypeOf(windowed{})
 	}
-	outs, err := beam.TryParDo(s, chooseDoFn(c, in), in, beam.TypeDefinition{Var: beam.ZType, T: inner})
-	if err != nil || !c.Carried {
-		return outs, err
+	if outs, err = beam.TryParDo(s, chooseDoFn(c, in), in, beam.TypeDefinition{Var: beam.ZType, T: inner}); err != nil || !c.Carried {
+		return outs, unrestorable, err
 	}
 	for i, t := range []reflect.Type{outT, failureType} {
 		if outs[i], err = restoreWindows(s, col, outs[i], t); err != nil {
-			return nil, err
+			return nil, beam.PCollection{}, err
 		}
 	}
-	return outs, nil
+	return outs, unrestorable, nil
 }
 
 // chooseDoFn picks the DoFn for the input (see the package doc, "How it

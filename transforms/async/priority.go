@@ -14,8 +14,7 @@ import (
 //     element already in flight keeps its place, so at most buffer minus
 //     parallelism elements can start before a later, higher one);
 //   - the elements a key's callback starts from bag state (left there for
-//     want of room, restarted after a worker restart, retries that are due),
-//     and the elements a bounded key's drain starts.
+//     want of room, restarted after a worker restart, retries that are due).
 //
 // Elements left in bag state for want of room (WithMaxItemsHeld) are started
 // by their own key's callback, so across keys they start as those callbacks
@@ -34,8 +33,8 @@ func (f *core) priority(value any) (int, error) {
 	return callValueFn[int](f.PriorityFn, "priority", value)
 }
 
-// byPriority orders elements about to be started (a callback's or a
-// drain's): highest priority first, equal priorities in their current order.
+// byPriority orders elements about to be started by a callback: highest
+// priority first, equal priorities in their current order.
 func byPriority[T any](items []T, priority func(T) int) {
 	sort.SliceStable(items, func(i, j int) bool { return priority(items[i]) > priority(items[j]) })
 }

@@ -20,7 +20,7 @@ func init() {
 	register.DoFn6x1[context.Context, beam.EventTime, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&bundleFn{})
 	register.DoFn7x1[context.Context, beam.EventTime, beamstate.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&keyedBundleFn{})
 	register.DoFn3x1[context.Context, Failure, func(Failure), error](&revertFn{})
-	register.DoFn5x1[beam.Window, beam.EventTime, beam.X, beam.Y, func(beam.X, windowed), error](&carryFn{})
+	register.DoFn6x1[beam.Window, beam.EventTime, beam.X, beam.Y, func(beam.X, windowed), func(Failure), error](&carryFn{})
 	register.DoFn3x1[beam.Window, windowed, func(beam.Z), error](&restoreFn{})
 	register.DoFn3x0[beam.Window, Failure, func(Failure)](&restoreFailureFn{})
 	register.Emitter2[beam.X, windowed]()

@@ -17,7 +17,7 @@ package async
 // after that time starts it again (commit.go). A waiting retry holds no slot,
 // no place and no memory, and survives a worker restart.
 //
-// Where, on bounded input (bundleFn, drainFn: config.RetryInWorker). A bundle
+// Where, on bounded input (bundleFn: config.RetryInWorker). A bundle
 // has no later callback to write a retry back to, so the retry waits in the
 // worker: inWorkerRetry is the task's state.Retry, and the pool
 // (state/pool.go: attempt) waits out the delay on a timer, holding no
@@ -46,6 +46,11 @@ const (
 	KindTimeout   = "timeout"   // the attempt outlived WithCallTimeout
 	KindPanic     = "panic"     // the fn panicked; the error carries the stack
 	KindPermanent = "permanent" // the fn returned Permanent(err): not retried
+	// KindWindow: the element's window cannot be given back to its outputs
+	// from its timestamp (a session a GroupByKey merged, or a timestamp a
+	// DoFn moved out of its window); it was not called (Attempts 0), and
+	// Revert does not run for it.
+	KindWindow = "window"
 )
 
 // permanentError marks an error that must not be retried.

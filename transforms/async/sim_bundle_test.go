@@ -206,7 +206,7 @@ var emitted atomic.Int64
 func (w *bundleWorld) untilCommitted(b simBundle, worker int) {
 	silentAt, panicAt, crashAt := w.silentAt, w.panicAt, w.crashAt
 	w.silentAt, w.panicAt, w.crashAt = -1, -1, -1
-	if w.dupNext && len(b.elems) > 0 && !w.s.ordered {
+	if w.dupNext && len(b.elems) > 0 {
 		w.dupNext = false
 		dup := b.elems[len(b.elems)/2] // a second record of an element, in the same bundle
 		b.elems = append(b.elems, dup)

@@ -78,15 +78,23 @@ func carriesWindows(col beam.PCollection) bool {
 }
 
 // carryWindows wraps each element of col with its window and moves it to the
-// global window.
-func carryWindows(s beam.Scope, col beam.PCollection, valT reflect.Type) (beam.PCollection, error) {
+// global window. With a failure output (cfg.HasFailures), the elements whose
+// window cannot come back are returned as failure records, in their
+// windows.
+func carryWindows(s beam.Scope, col beam.PCollection, cfg config) (carried, unrestorable beam.PCollection, err error) {
 	fn := col.WindowingStrategy().Fn
-	carried, err := beam.TryParDo(s, &carryFn{ValueType: beam.EncodedType{T: valT}, Kind: string(fn.Kind),
-		Size: fn.Size, Period: fn.Period, Gap: fn.Gap}, col)
+	outs, err := beam.TryParDo(s, &carryFn{KeyType: cfg.KeyType, ValueType: cfg.ValueType, HasFailures: cfg.HasFailures,
+		Kind: string(fn.Kind), Size: fn.Size, Period: fn.Period, Gap: fn.Gap}, col)
 	if err != nil {
-		return beam.PCollection{}, err
+		return beam.PCollection{}, beam.PCollection{}, err
 	}
-	return beam.TryWindowInto(s, window.NewGlobalWindows(), carried[0])
+	if carried, err = beam.TryWindowInto(s, window.NewGlobalWindows(), outs[0]); err != nil {
+		return beam.PCollection{}, beam.PCollection{}, err
+	}
+	if cfg.HasFailures {
+		unrestorable = outs[1]
+	}
+	return carried, unrestorable, nil
 }
 
 // restoreWindows puts each output of out (a PCollection<windowed> holding
@@ -149,26 +157,40 @@ func assignedWindows(kind window.Kind, size, period, gap time.Duration, ts mtime
 
 // carryFn wraps each element's value with its window (see the file's
 // comment), after checking that the window can be restored from the
-// element's timestamp.
+// element's timestamp. An element whose window cannot fails its bundle with
+// the reason, or, with a failure output, becomes a failure record of kind
+// KindWindow (it is never called).
 type carryFn struct {
-	ValueType         beam.EncodedType
-	Kind              string
-	Size, Period, Gap time.Duration
-	enc               beam.ElementEncoder
+	KeyType, ValueType beam.EncodedType
+	HasFailures        bool
+	Kind               string
+	Size, Period, Gap  time.Duration
+	keyEnc, valEnc     beam.ElementEncoder
 }
 
-func (f *carryFn) Setup() { f.enc = beam.NewElementEncoder(f.ValueType.T) }
+func (f *carryFn) Setup() {
+	f.keyEnc, f.valEnc = beam.NewElementEncoder(f.KeyType.T), beam.NewElementEncoder(f.ValueType.T)
+}
 
-func (f *carryFn) ProcessElement(w beam.Window, ts beam.EventTime, key beam.X, value beam.Y, emit func(beam.X, windowed)) error {
-	kind := window.Kind(f.Kind)
-	if !slices.ContainsFunc(assignedWindows(kind, f.Size, f.Period, f.Gap, ts), w.Equals) {
-		return f.unrestorable(w, ts, key)
-	}
-	vb, err := encode(f.enc, value)
+func (f *carryFn) ProcessElement(w beam.Window, ts beam.EventTime, key beam.X, value beam.Y, emit func(beam.X, windowed), fail func(Failure)) error {
+	vb, err := encode(f.valEnc, value)
 	if err != nil {
 		return fmt.Errorf("async: encoding a value of key %v: %w", key, err)
 	}
-	emit(key, windowed{Window: windowText(w), Value: vb})
+	kind := window.Kind(f.Kind)
+	if slices.ContainsFunc(assignedWindows(kind, f.Size, f.Period, f.Gap, ts), w.Equals) {
+		emit(key, windowed{Window: windowText(w), Value: vb})
+		return nil
+	}
+	why := f.unrestorable(w, ts, key)
+	if !f.HasFailures {
+		return why
+	}
+	kb, err := encode(f.keyEnc, key)
+	if err != nil {
+		return fmt.Errorf("async: encoding key %v: %w", key, err)
+	}
+	fail(Failure{Key: kb, Value: vb, KeyText: fmt.Sprint(key), ValueText: fmt.Sprint(value), Window: windowText(w), Error: why.Error(), Kind: KindWindow})
 	return nil
 }
 

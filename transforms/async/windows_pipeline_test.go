@@ -176,3 +176,28 @@ func TestPipelineSlidingWindowsOneKeyPerElement(t *testing.T) {
 	likeParDo(s, &slowLabel{SleepMs: 2}, keyed, async.WithParallelism(64), async.WithMaxItemsHeld(200))
 	ptest.RunAndValidate(t, p)
 }
+
+// failureKind prints a failure record's kind and value.
+func failureKind(fr async.Failure) string { return fr.Kind + ":" + fr.ValueText }
+
+func init() { register.Function1x1(failureKind) }
+
+// TestPipelineMergedSessionsGoToFailures: with a failure output, an element
+// whose window cannot come back is a failure record of kind "window" (it is
+// never called), not a failed bundle that a streaming runner would retry for
+// ever.
+func TestPipelineMergedSessionsGoToFailures(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	ints := make([]int, 10)
+	for i := range ints {
+		ints[i] = i
+	}
+	stamped := beam.ParDo(s, inBursts{}, beam.CreateList(s, ints))
+	keyed := beam.ParDo(s, &keyBy{Keys: 2}, beam.WindowInto(s, window.NewSessions(2*time.Second), stamped))
+	sums := beam.ParDo(s, sumGroup, beam.GroupByKey(s, keyed)) // four merged sessions: two bursts over two keys (sums 6, 4; 14, 21)
+	out, failures := async.ParDoWithFailures(s, &slowLabel{}, sums)
+	passert.Empty(s, out)
+	kinds := beam.ParDo(s, failureKind, failures)
+	passert.Equals(s, beam.WindowInto(s, window.NewGlobalWindows(), kinds), "window:4", "window:6", "window:14", "window:21")
+	ptest.RunAndValidate(t, p)
+}
