@@ -106,7 +106,24 @@ func checkTargets(rows []row) []target {
 				})
 			}
 		case "stream":
+			c.keepUp(a, 400*time.Millisecond)
+			b, missing := c.ref("stream", "bundle", same(a.spec))
+			c.add(fmt.Sprintf("stream %s: async p99 ≤ 3 × bundle's p99", a.shape()), a, missing, func() (bool, string) {
+				return a.stat(p99).med <= 3*b.stat(p99).med, fmt.Sprintf("async %.0f ms, bundle %.0f ms (medians)", a.stat(p99).med, b.stat(p99).med)
+			})
+		case "windows":
 			c.keepUp(a, a.C+time.Second)
+		case "windowed":
+			c.add(fmt.Sprintf("windowed %s: async ≥ 0.85 of the limit", a.shape()), a, "", func() (bool, string) {
+				return a.stat(ratio).med >= 0.85, fmt.Sprintf("%.2f", a.stat(ratio).med)
+			})
+		case "sparse":
+			c.add(fmt.Sprintf("sparse %s: async p99 ≤ 400ms (every run)", a.shape()), a, "", func() (bool, string) {
+				return a.stat(p99).hi <= 400, fmt.Sprintf("worst %.0f ms", a.stat(p99).hi)
+			})
+			c.add(fmt.Sprintf("sparse %s: async ≤ 0.5 CPU s (worker + runner) per 1,000 outputs (every run)", a.shape()), a, "", func() (bool, string) {
+				return a.stat(cpu).hi <= 0.5, fmt.Sprintf("worst %.3f (worker %.3f, runner %.3f)", a.stat(cpu).hi, a.stat(cpuWorker).hi, a.stat(cpuRunner).hi)
+			})
 		case "csweep":
 			if a.C == 100*time.Millisecond {
 				c.keepUp(a, 400*time.Millisecond)
@@ -142,24 +159,23 @@ func checkTargets(rows []row) []target {
 	return c.ts
 }
 
-// againstPython compares async with each python row of the stream suite
-// that the suite means to run (not those it skips by design: other rates,
-// other windows).
+// againstPython compares async with each python row of the python suite
+// (both on a prism job server).
 func (c *checker) againstPython() {
 	for _, py := range c.rows {
-		if py.Suite != "stream" || py.Contender != "python" || strings.HasPrefix(py.Note, "skipped: python runs") {
+		if py.Suite != "python" || py.Contender != "python" || strings.HasPrefix(py.Note, "skipped: python runs") {
 			continue
 		}
-		a, missingA := c.ref("stream", "async", same(py.spec))
+		a, missingA := c.ref("python", "async", same(py.spec))
 		if missingA != "" {
-			c.ts = append(c.ts, target{name: fmt.Sprintf("stream %s: async against python", py.shape()), detail: missingA})
+			c.ts = append(c.ts, target{name: fmt.Sprintf("python %s: async against python", py.shape()), detail: missingA})
 			continue
 		}
-		_, missing := c.ref("stream", "python", same(py.spec))
-		c.add(fmt.Sprintf("stream %s: async p99 below python's", a.shape()), a, missing, func() (bool, string) {
+		_, missing := c.ref("python", "python", same(py.spec))
+		c.add(fmt.Sprintf("python %s: async p99 below python's", a.shape()), a, missing, func() (bool, string) {
 			return a.stat(p99).med < py.stat(p99).med, fmt.Sprintf("async %.0f ms, python %.0f ms", a.stat(p99).med, py.stat(p99).med)
 		})
-		c.add(fmt.Sprintf("stream %s: async throughput ≥ 5 × python's", a.shape()), a, missing, func() (bool, string) {
+		c.add(fmt.Sprintf("python %s: async throughput ≥ 5 × python's", a.shape()), a, missing, func() (bool, string) {
 			return a.stat(tput).med >= 5*py.stat(tput).med, fmt.Sprintf("async %.0f/s, python %.0f/s; sustained while the source ran: async %.0f/s, python %.0f/s",
 				a.stat(tput).med, py.stat(tput).med, a.stat(sustained).med, py.stat(sustained).med)
 		})
