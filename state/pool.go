@@ -137,23 +137,20 @@ func (p *Pool) ForOwner(o string) []*Task {
 }
 
 // owner is the set of tasks one owner holds, when it last showed it is
-// alive (see Touch and EvictIdle), when it last received an element, and
-// the time between its last two elements (zero: fewer than two seen).
+// alive (see Touch and EvictIdle), and when it last received an element.
 type owner struct {
 	tasks       map[string]*Task
 	lastActive  time.Time
 	lastElement time.Time
-	gap         time.Duration
 }
 
 // Touch records that owner o is alive: its key was called back on this
 // worker, or its bundle is still running; element says the callback brought
-// an element. It returns when o last received an element before this touch,
-// and the time between its last two elements then (zero times if the pool
-// does not remember them). Owners whose tasks are not touched for a while
-// are evicted by EvictIdle; an owner without tasks is remembered for
+// an element. It returns when o last received an element, or the zero time
+// if the pool does not remember it. Owners whose tasks are not touched for a
+// while are evicted by EvictIdle; an owner without tasks is remembered for
 // Config.Forget after its last touch.
-func (p *Pool) Touch(o string, element bool) (lastElement time.Time, gap time.Duration) {
+func (p *Pool) Touch(o string, element bool) (lastElement time.Time) {
 	now := p.cfg.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -163,14 +160,11 @@ func (p *Pool) Touch(o string, element bool) (lastElement time.Time, gap time.Du
 		own = &owner{tasks: map[string]*Task{}}
 		p.owners[o] = own
 	}
-	lastElement, gap, own.lastActive = own.lastElement, own.gap, now
+	lastElement, own.lastActive = own.lastElement, now
 	if element {
-		if !own.lastElement.IsZero() {
-			own.gap = now.Sub(own.lastElement)
-		}
 		own.lastElement = now
 	}
-	return lastElement, gap
+	return lastElement
 }
 
 // forgetIdle drops, at most once a second, the owners that hold no task and

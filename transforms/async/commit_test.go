@@ -59,26 +59,25 @@ func TestCommitBasic(t *testing.T) {
 	}
 }
 
-// TestCommitTimerFollowsTheWork: a key's timer comes when its work is
-// expected to have finished (a quarter of C before any call has finished),
-// on a grid of C/20 that keys share; a busy key (its elements come closer
-// than a second) has its bundles commit it, and its timer, a backstop, is
-// set at least 250 ms (and one and a half gaps) ahead, on a quarter round,
-// so that it does not fall due while the key is in a bundle.
-func TestCommitTimerFollowsTheWork(t *testing.T) {
+// TestCommitTimerOnRoundIncrement: a quiet key's timer is set to its next
+// round; a busy key (called back again within max(C/2, 250 ms)) has its
+// bundles commit it, and its timer, a backstop, is set a round that far
+// ahead, so that it does not fall due while the key is in a bundle.
+func TestCommitTimerOnRoundIncrement(t *testing.T) {
 	const c = time.Second
 	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
+	phase := timers.Phase(mustEncode(t, h, "a"), c)
 	h.process(f, "a", 1)
 	first, _ := h.tm("a").take()
-	if want := timers.NextRound(h.clock.Now().Add(c/4), c/20, 0); !first.Equal(want) {
-		t.Errorf("first element armed the timer at %v, want %v (a quarter of C ahead, on the grid)", first, want)
+	if want := timers.NextRound(h.clock.Now(), c, phase); !first.Equal(want) {
+		t.Errorf("first element armed the timer at %v, want the key's next round %v", first, want)
 	}
 	h.clock.Advance(100 * time.Millisecond)
 	h.process(f, "a", 2)
 	second, _ := h.tm("a").take()
-	if want := timers.NextRound(h.clock.Now().Add(250*time.Millisecond), c/timers.PhaseSlots, 0); !second.Equal(want) {
-		t.Errorf("a busy key's timer is at %v, want %v (250 ms ahead, on a quarter round)", second, want)
+	if want := timers.NextRound(h.clock.Now().Add(c/2), c, phase); !second.Equal(want) {
+		t.Errorf("a busy key's timer is at %v, want the round after half a period, %v", second, want)
 	}
 	openAll(t.Name(), "a", 3)
 }
@@ -336,8 +335,8 @@ func TestStaleLocalWorkIsCancelled(t *testing.T) {
 // TestFullBufferQueuesAndRearmsEarly: elements that find no place (here
 // WithMaxItemsHeld(1)) stay in bag state; the timer of a quiet key that
 // leaves some of them queued comes back after the observed call latency, not
-// a whole round later, and so does one that leaves only running work: when
-// that work is expected to have finished.
+// a whole round later, and one that leaves only running work (with the pool
+// busy) at the next quarter round.
 func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	name := t.Name()
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithCallbackFrequency(10*time.Second))
@@ -374,8 +373,8 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	if got, want := mustFire(t, h, f, "a"), []string{"a:2#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("second commit = %v, want %v", got, want)
 	}
-	if next, _ := h.tm("a").take(); !next.After(h.clock.Now()) || !next.Before(quarter) {
-		t.Errorf("re-armed %v ahead with only running work; want when it is expected to finish, before the next quarter round (%v ahead)", next.Sub(h.clock.Now()), quarter.Sub(h.clock.Now()))
+	if next, _ := h.tm("a").take(); quarter.Sub(next).Abs() >= time.Millisecond { // timers keep milliseconds
+		t.Errorf("re-armed %v ahead with only running work; want the next quarter round, %v ahead", next.Sub(h.clock.Now()), quarter.Sub(h.clock.Now()))
 	}
 	book.open(gateID(name, "a", 3))
 	h.waitFinished("a", 3)

@@ -59,14 +59,10 @@ func WithParallelism(n int) Option {
 	}
 }
 
-// WithCallbackFrequency sets C, the scale of the commit timers on unbounded
-// input. A key's timer follows its work (it comes when the work is expected
-// to have finished, on a grid of C/20 that keys share) but never later than
-// the key's next round of C; a busy key's backstop lies on quarter rounds of
-// C. So a quiet key's finished results are committed at the latest about
-// one period after they finish, usually much sooner; a shorter C means a
-// finer grid and more timer callbacks. Must be > 0. Default:
-// DefaultCallbackFrequency (1 s).
+// WithCallbackFrequency sets the period of the commit timers: a key's
+// finished results are committed at the latest one period (plus at most one
+// more, see the package doc) after they finish. Shorter means lower latency and
+// more timer callbacks. Must be > 0. Default: DefaultCallbackFrequency (1 s).
 func WithCallbackFrequency(d time.Duration) Option {
 	return func(s *settings) {
 		if d <= 0 {

@@ -105,39 +105,55 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 // empty key sets none, so that a bounded pipeline can end), held at their
 // earliest event time.
 //
-// The timer follows the key's work: it comes when that work is expected to
-// have finished (the observed call latency, times the waves of work queued
-// before it; see expectedFinish), on a grid of C/20 that all keys share, so
-// that the runner delivers the callbacks of many keys together. A key
-// whose next element is due before then (its elements come closer than its
-// work takes) is committed by that element's bundle, and its timer is a
-// backstop: one and a half gaps ahead, so that it rarely falls due while the
-// key is in a bundle (prism re-queues such a timer in a loop until the
-// bundle ends). A timer that finds elements queued for room, or work still
-// running, comes back when the pool is expected to have reached it; one
-// whose key waits out a retry's backoff, when the first is due. No timer is
-// set beyond the key's next round of C.
+// A quiet key's timer commits it: its ProcessElement sets it to the next
+// round, a round that keys share, so the runner delivers their callbacks
+// together. When the timer finds elements queued for room, it comes back when
+// the pool is expected to have reached the key's running work (the observed
+// call latency times held / 2P), so that they do not wait a whole round for
+// the room it frees, and a backlog of many keys does not ask the runner for a
+// callback per key every call; when it finds work still running, at the next
+// quarter round (also shared), or after that same time if the pool has idle
+// slots (nothing else is waiting: the last results of a backlog need not
+// wait). Retries waiting for their backoff come back when the first is due.
+//
+// A busy key is committed by its own bundles, and its timer is only a
+// backstop for when they stop: it is set beyond the key's next bundle, at
+// least max(C/2, 250 ms) and one and a half times the gap since its last
+// element ahead, on the next quarter round (instants all keys share). A
+// timer that falls due while its key is in a bundle costs the runner dearly
+// (prism re-queues it in a loop until the bundle ends), and under load a
+// busy key nearly always is. A key is busy if it received an element within
+// max(2C, 2 s) before this one (ProcessElement), or within max(C/2, 250 ms)
+// (its timer: a key whose input has stopped is quiet soon, and drains at the
+// quiet pace).
 func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, element bool) {
 	if v.empty() {
 		return
 	}
 	now := f.clock.Now()
-	round := timers.NextRound(now, f.CallbackFrequency, timers.Phase(v.kb, f.CallbackFrequency))
+	phase := timers.Phase(v.kb, f.CallbackFrequency)
+	busyWithin := max(f.CallbackFrequency/2, 250*time.Millisecond)
+	if element {
+		busyWithin = max(2*f.CallbackFrequency, 2*time.Second)
+	}
+	if gap := now.Sub(v.seen); !v.seen.IsZero() && gap < busyWithin {
+		ahead := max(f.CallbackFrequency/2, 250*time.Millisecond, gap*3/2)
+		f.Commit.Set(tp, timers.NextRound(now.Add(ahead), f.CallbackFrequency/timers.PhaseSlots, 0), beamtimers.WithOutputTimestamp(v.hold()))
+		return
+	}
 	var next time.Time
 	if active := len(v.entries) + int(v.queue.Count) - v.res.waitingRetries; active > 0 {
-		ahead := f.expectedFinish(pool, v.res.queued > 0)
-		var gap time.Duration // between the key's elements, while they still come
+		next = timers.NextRound(now, f.CallbackFrequency, phase)
 		switch {
-		case element && !v.seen.IsZero():
-			gap = now.Sub(v.seen)
-		case !element && v.gap > 0 && now.Sub(v.seen) < 2*v.gap:
-			gap = v.gap
-		}
-		if gap > 0 && gap < max(4*ahead, sparseGap) {
-			ahead = max(ahead, busyBackstop, gap*3/2)
-			next = timers.NextRound(now.Add(ahead), f.CallbackFrequency/timers.PhaseSlots, 0)
-		} else if next = timers.NextRound(now.Add(ahead), f.grid(), 0); next.After(round) {
-			next = round
+		case v.res.queued > 0, !element && pool.InFlight() < f.Parallelism:
+			// The key's started work finishes behind what the pool holds:
+			// about held / P calls of latency each (half of that, so that
+			// results are committed, and room freed, before the pool runs
+			// dry).
+			waves := max(1, pool.Len()/(2*f.Parallelism))
+			next = timers.Rearm(now, next, pool.ExpectedLatency()*time.Duration(waves))
+		case !element:
+			next = timers.NextRound(now, f.CallbackFrequency/timers.PhaseSlots, 0)
 		}
 	}
 	if !v.res.dueNext.IsZero() {
@@ -147,34 +163,4 @@ func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, ele
 		}
 	}
 	f.Commit.Set(tp, next, beamtimers.WithOutputTimestamp(v.hold()))
-}
-
-// A key whose elements come less than sparseGap apart (or less than four
-// times its work's expected time) is busy: its own bundles commit it, and
-// its timer is a backstop at least busyBackstop (and one and a half gaps)
-// ahead, on quarter rounds of C.
-const (
-	sparseGap    = time.Second
-	busyBackstop = 250 * time.Millisecond
-)
-
-// grid is the spacing of the instants commit timers fire on: C/20, at least
-// timers.MinRearm.
-func (f *streamFn) grid() time.Duration { return max(timers.MinRearm, f.CallbackFrequency/20) }
-
-// expectedFinish is how long a key's newest work is expected to take: the
-// observed call latency, once per wave of the work the pool has not
-// finished before it (the calls that wait for a slot, or held / 2P when
-// elements wait in bag state for room, queued), and once more for the
-// spread of calls. Before any call has finished, a quarter of C.
-func (f *streamFn) expectedFinish(pool *state.Pool, queued bool) time.Duration {
-	latency := pool.ExpectedLatency()
-	if latency <= 0 {
-		return f.CallbackFrequency / 4
-	}
-	waves := 1 + max(0, pool.Unfinished()-f.Parallelism)/f.Parallelism
-	if queued {
-		waves = max(waves, pool.Len()/(2*f.Parallelism))
-	}
-	return latency * time.Duration(waves+1)
 }
