@@ -69,6 +69,9 @@ type Task struct {
 	removed  bool
 	// interrupted: its context was cancelled (by the pool) when it finished.
 	interrupted bool
+	// cut: it was interrupted during an attempt (not while it waited for
+	// the next one), so its latest attempt did not run to its end.
+	cut bool
 }
 
 func newTask(parent context.Context, k TaskKey, buffered bool) *Task {
@@ -148,6 +151,19 @@ func (t *Task) Attempts() int {
 	return t.attempts
 }
 
+// CompletedAttempts returns how many attempts ran to their end: those
+// started, less the one an interruption cut short (none when the task was
+// interrupted while it waited for its next attempt). An element started
+// again after an interruption counts these as done.
+func (t *Task) CompletedAttempts() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cut {
+		return t.attempts - 1
+	}
+	return t.attempts
+}
+
 // FinishedAt is when the task finished, by the pool's clock, or the zero time.
 func (t *Task) FinishedAt() time.Time {
 	t.mu.Lock()
@@ -222,8 +238,10 @@ func (t *Task) finishAt(outputs []any, err error, now time.Time) {
 
 func (t *Task) finish(outputs []any, err error) {
 	t.mu.Lock()
+	wasRunning := t.status == Running
 	t.status = Finished
 	if t.interrupted = t.ctx.Err() != nil; t.interrupted {
+		t.cut = wasRunning
 		outputs = nil
 		if err == nil {
 			err = ErrInterrupted

@@ -36,16 +36,17 @@ import (
 // earlier step of its stage failed) leaves its work to eviction for room.
 //
 // It is stateless, so runners neither group its input by key nor shuffle
-// it; keyedBundleFn is the variant for WithOrdered.
+// it; keyedBundleFn is the variant for WithOrdered and WithIDFn.
 type bundleFn struct {
 	core
 	run *bundleRun
 }
 
-// keyedBundleFn is bundleFn for WithOrdered: it declares a bag it never
-// uses, which makes runners treat it as stateful and hand each key's
-// elements, in one sequence, to one bundle at a time (Dataflow groups them by
-// key), so the order of a key is the order of one bundle.
+// keyedBundleFn is bundleFn for WithOrdered and WithIDFn: it declares a bag
+// it never uses, which makes runners treat it as stateful and hand each
+// key's elements, in one sequence, to one bundle at a time (Dataflow groups
+// them by key), so the order of a key is the order of one bundle, and copies
+// of one element pending at once meet in one bundle.
 type keyedBundleFn struct {
 	bundleFn
 	// Group is declared, never read or written.
@@ -139,6 +140,11 @@ func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, em
 		if err := f.flush(ctx, run, emit, fail); err != nil {
 			return err
 		}
+		if f.Ordered { // places held by results waiting for an evicted element free only once it is started again
+			if err := f.restartInterrupted(ctx, run, emit, fail); err != nil {
+				return err
+			}
+		}
 	}
 }
 
@@ -146,15 +152,28 @@ func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, em
 // while their bundle lives (it showed no sign of life for the stale period:
 // a slow step fused before it, say). Their calls are made again; nothing is
 // emitted for them until then.
+//
+// With WithOrdered an element starts again without a place: the results
+// after it in its key's order keep theirs until it is resolved, and when
+// they hold every place it would never find one.
 func (f *bundleFn) restartInterrupted(ctx context.Context, run *bundleRun, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 	for {
 		it := run.takeInterrupted()
 		if it == nil {
 			return nil
 		}
-		if err := f.start(ctx, run, it, emit, fail); err != nil {
+		if !f.Ordered {
+			if err := f.start(ctx, run, it, emit, fail); err != nil {
+				return err
+			}
+			continue
+		}
+		t, err := f.startUnbuffered(ctx, run.pool, it.el)
+		if err != nil {
 			return err
 		}
+		it.task = t
+		t.AfterFinish(func() { run.finished(it) })
 	}
 }
 
@@ -220,6 +239,7 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 		_, callErr := t.Result()
 		if t.Interrupted() {
 			run.pool.Remove(t)
+			it.el.done += t.CompletedAttempts() // its failed attempts count; one cut short by the interruption does not
 			run.interrupted(it)
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
 )
 
@@ -351,8 +353,17 @@ func (f *quietOnCancel) ProcessElement(ctx context.Context, key string, v int, e
 	return err
 }
 
+// deafToCancel is gated but ignores its context: an evicted call returns
+// only when its gate opens.
+type deafToCancel struct{ gated }
+
+func (f *deafToCancel) ProcessElement(_ context.Context, key string, v int, emit func(string)) error {
+	return f.run(context.Background(), key, v, emit)
+}
+
 func init() {
 	register.DoFn4x1[context.Context, string, int, func(string), error](&quietOnCancel{})
+	register.DoFn4x1[context.Context, string, int, func(string), error](&deafToCancel{})
 	register.Function1x1(panicOnTwo)
 }
 
@@ -401,5 +412,140 @@ func TestBundleOrderedFailureThenSameValue(t *testing.T) {
 	}
 	if want := []string{"a:0#0", "a:1#0"}; !reflect.DeepEqual(outs, want) || len(fails) != 1 {
 		t.Errorf("outputs %v, failures %d; want %v in order and one failure", outs, len(fails), want)
+	}
+}
+
+// TestBundleOrderedEvictedHeadStartsAgain: with WithOrdered, a key's first
+// element whose call was evicted, and returned only after later results of
+// its key took every place, is started again without a place; the bundle
+// goes on, in order, instead of waiting for room for ever.
+func TestBundleOrderedEvictedHeadStartsAgain(t *testing.T) {
+	name := t.Name()
+	h := newHarness(t, &deafToCancel{gated{Name: name}}, stringKey, WithOrdered(), WithParallelism(2), WithMaxItemsToBuffer(2), WithMaxItemsHeld(2))
+	f := h.bundleFn()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var outs []string
+	emit := func(_ typex.EventTime, z typex.Z) {
+		mu.Lock()
+		defer mu.Unlock()
+		outs = append(outs, z.(string))
+	}
+	f.StartBundle(ctx, emit, nil)
+	if err := f.ProcessElement(ctx, 0, "a", 1, emit, nil); err != nil { // its gate is shut: the call runs
+		t.Fatal(err)
+	}
+	p, _ := h.c.pool()
+	h.clock.Advance(time.Hour)
+	if n := len(p.EvictIdle(h.clock.Now().Add(-time.Minute))); n != 1 {
+		t.Fatalf("evicted %d tasks, want 1", n)
+	}
+	for v := 2; v <= 4; v++ {
+		book.open(gateID(name, "a", v))
+	}
+	for v := 2; v <= 3; v++ { // they take both places, and wait behind a:1
+		if err := f.ProcessElement(ctx, 0, "a", v, emit, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	go func() { // the evicted call returns while a:4 waits for room
+		time.Sleep(50 * time.Millisecond)
+		book.open(gateID(name, "a", 1))
+	}()
+	done := make(chan error, 1)
+	go func() { done <- f.ProcessElement(ctx, 0, "a", 4, emit, nil) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("ProcessElement of a:4: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ProcessElement of a:4 still waits for room after 10 s: the evicted a:1 was never started again, and a:2 and a:3 hold every place behind it")
+	}
+	if err := f.FinishBundle(ctx, emit, nil); err != nil {
+		t.Fatalf("FinishBundle: %v", err)
+	}
+	if want := []string{"a:1#0", "a:2#0", "a:3#0", "a:4#0"}; !reflect.DeepEqual(outs, want) {
+		t.Errorf("outputs = %v, want %v", outs, want)
+	}
+	if got := book.count(gateID(name, "a", 1)); got != 2 {
+		t.Errorf("a:1 was called %d times, want 2 (the evicted call, and once more)", got)
+	}
+}
+
+// TestBundleEvictionKeepsFailedAttempts: attempts that failed before an
+// eviction count toward WithMaxAttempts after it: an element evicted while
+// it waits for its retry is not given a fresh count by being started again.
+func TestBundleEvictionKeepsFailedAttempts(t *testing.T) {
+	name := t.Name()
+	h := newHarnessFailures(t, true, &gated{Name: name}, stringKey, WithMaxAttempts(2), WithBackoff(FixedBackoff(100*time.Hour)))
+	f := h.bundleFn()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var outs []string
+	var fails []Failure
+	emit := func(_ typex.EventTime, z typex.Z) { mu.Lock(); outs = append(outs, z.(string)); mu.Unlock() }
+	fail := func(_ typex.EventTime, fr Failure) { mu.Lock(); fails = append(fails, fr); mu.Unlock() }
+	id := gateID(name, "a", 1)
+	book.planErrors(id, errors.New("first attempt fails"), errors.New("second attempt fails"))
+	book.open(id)
+	f.StartBundle(ctx, emit, fail)
+	if err := f.ProcessElement(ctx, 0, "a", 1, emit, fail); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := h.c.pool()
+	deadline := time.Now().Add(10 * time.Second)
+	for { // the first attempt failed; the task waits 100 hours for its second
+		ts := p.ForOwner(f.run.id)
+		if len(ts) == 1 && ts[0].Attempts() == 1 && ts[0].Status() == state.Waiting { // Waiting after an attempt: for the retry
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the task did not come to wait for its retry (attempts %v)", book.attempts(id))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	h.clock.Advance(time.Hour)
+	if n := len(p.EvictIdle(h.clock.Now().Add(-time.Minute))); n != 1 {
+		t.Fatalf("evicted %d tasks, want 1", n)
+	}
+	done := make(chan error, 1)
+	go func() { done <- f.FinishBundle(ctx, emit, fail) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("FinishBundle: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("FinishBundle still waits after 10 s: the element started again with a fresh count and waits 100 hours for a third attempt (attempts %v)", book.attempts(id))
+	}
+	if len(outs) != 0 || len(fails) != 1 {
+		t.Fatalf("outputs %v, failures %v: want none and one", outs, fails)
+	}
+	if got, want := fails[0].Attempts, 2; got != want {
+		t.Errorf("the failure record counts %d attempts, want %d (calls %v)", got, want, book.attempts(id))
+	}
+}
+
+// TestBoundedDoFnKeyedWhenRecordsMustMeet: bounded input takes the
+// stateless DoFn, unless WithOrdered or WithIDFn needs a key's records in
+// one bundle at a time (the keyed variant: its declared state makes runners
+// group by key), so that copies of one element meet.
+func TestBoundedDoFnKeyedWhenRecordsMustMeet(t *testing.T) {
+	_, s := beam.NewPipelineWithRoot()
+	col := beam.Create(s, 1, 2, 3)
+	for _, tc := range []struct {
+		name string
+		opts []Option
+		want string
+	}{
+		{"defaults", nil, "*async.bundleFn"},
+		{"WithOrdered", []Option{WithOrdered()}, "*async.keyedBundleFn"},
+		{"WithIDFn", []Option{WithIDFn(parity)}, "*async.keyedBundleFn"},
+	} {
+		h := newHarness(t, &gated{Name: t.Name()}, stringKey, tc.opts...)
+		if got := fmt.Sprintf("%T", chooseDoFn(h.c, col)); got != tc.want {
+			t.Errorf("%s: bounded input takes %s, want %s", tc.name, got, tc.want)
+		}
 	}
 }

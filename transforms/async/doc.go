@@ -85,8 +85,12 @@
 //   - Each output carries its element's event time and window, as a plain
 //     ParDo's would, in the global, fixed, sliding and session windows (an
 //     element in two sliding windows is called once per window, and gives
-//     outputs in each). The commit timer holds the watermark at the earliest
-//     pending element, so outputs are never late for what follows.
+//     outputs in each). On unbounded input the commit timer holds the
+//     watermark at the earliest pending element, so an element that arrives
+//     on time gives outputs that are on time for what follows; one that
+//     arrives late (within allowed lateness) gives outputs later still, by
+//     its call and its commit, which a later GroupByKey drops once they are
+//     past its allowed lateness.
 //   - Panes are not kept: Beam Go lets a DoFn set an output's timestamp,
 //     not its pane, so an output carries the pane of whatever the transform
 //     is processing when it emits it (another input element's, or, from a
@@ -96,10 +100,13 @@
 //     moved key runs an element again, so side effects must be idempotent.
 //   - Identity is (key, window, ID). Without WithIDFn every input record is
 //     an element of its own, as under a plain ParDo: two records with equal
-//     keys and values are called and emitted twice. An element that a failed
-//     bundle accepted is recognised when the runner retries that bundle on
-//     the same worker (same state, same records: the same ID), and takes
-//     its running or finished call over. WithIDFn states which records are
+//     keys and values are called and emitted twice. On unbounded input, an
+//     element that a failed bundle accepted is recognised when the runner
+//     retries that bundle on the same worker while its key has other
+//     elements pending (same state, same records: the same ID), and takes
+//     its running or finished call over; a key with nothing pending starts
+//     afresh, and calls again. On bounded input a retried bundle calls
+//     again. WithIDFn states which records are
 //     one element: records of one key and window with equal IDs pending at
 //     the same time are one element (one call, one output); a record whose
 //     ID arrives after the first was committed is a new element.
@@ -129,9 +136,13 @@
 // # The wrapped fn
 //
 // fn is a pointer to a DoFn struct registered in init() (for example with
-// register.DoFn4x1), or a top-level function of the same shape. Its Setup and
-// Teardown are called once per DoFn instance of the transform (Teardown after
-// the instance's last call returns); StartBundle, ProcessElement and
+// register.DoFn4x1), or a top-level function of the same shape. Its Setup is
+// called once per DoFn instance of the transform, and its Teardown after the
+// instance's last call returns, when the runner tears the instance down. Beam
+// Go v2.77.0's harness never does: it drops the instance of a failed bundle
+// and makes a new one (whose Setup runs again) without Teardown. Keep what
+// Setup opens shared and bounded (a process-wide client), not one per
+// instance. StartBundle, ProcessElement and
 // FinishBundle are called in sequence for every element, and concurrently for
 // different elements on one instance: they must be safe for concurrent use.
 // Outputs of FinishBundle belong to that element. The context passed to fn is
@@ -181,7 +192,9 @@
 //   - Session windows work before a GroupByKey merges them (each element in
 //     [t, t+gap)); an element in a merged session, or one whose timestamp a
 //     DoFn moved out of its window, cannot get its window back from its
-//     timestamp, and fails its bundle with the reason.
+//     timestamp: it is a failure record of kind KindWindow (never called)
+//     with ParDoWithFailures, and otherwise fails its bundle with the
+//     reason.
 //   - In sliding windows the wrapped fn is called once per window an element
 //     is in (a plain ParDo whose fn ignores windows is called once).
 //   - Prism (v2.77.0) splits slow stateful bundles in a way that can run two

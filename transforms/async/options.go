@@ -140,10 +140,14 @@ func WithMaxWait(d time.Duration) Option {
 	}
 }
 
-// WithIDFn sets how elements are told apart within a key: fn is a top-level
-// function func(V) string over the input's value type. Elements of one key
-// with equal IDs are one element: run once, output once. Default: the
-// SHA-256 of the value's encoding, so equal values of a key are one element.
+// WithIDFn says which input records are one element: fn is a top-level
+// function func(V) string over the input's value type. Records of one key
+// and window with equal IDs that are pending at the same time are one
+// element: called once, output once; a record whose ID comes after the
+// first was committed is a new element. On bounded input the transform then
+// declares state, so that runners hand a key's records to one bundle at a
+// time (copies in concurrent bundles would not meet). Default: none, every
+// input record is an element of its own, as under a plain ParDo.
 func WithIDFn(fn any) Option {
 	return func(s *settings) { s.idFn = fn }
 }

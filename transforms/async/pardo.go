@@ -162,7 +162,7 @@ func chooseDoFn(c core, col beam.PCollection) any {
 	switch {
 	case isUnbounded(col):
 		return newStreamFn(c)
-	case c.Ordered:
+	case c.Ordered, c.IDFn != nil: // records of one key must meet: one bundle at a time per key
 		return newKeyedBundleFn(c)
 	}
 	return newBundleFn(c)

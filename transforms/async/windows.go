@@ -35,7 +35,9 @@ package async
 // only by a later GroupByKey, which then forms the same sessions as after a
 // plain ParDo). It does not for an element whose timestamp a DoFn moved out
 // of its window, or for sessions a GroupByKey has already merged: carryFn
-// fails the bundle with the reason and what to change.
+// sends such an element to the failure output as KindWindow (never called)
+// with ParDoWithFailures, and otherwise fails the bundle with the reason and
+// what to change.
 
 import (
 	"fmt"
