@@ -251,11 +251,13 @@ func writeJSON(path, commit string, started time.Time, rows []row, targets []tar
 	for _, t := range targets {
 		doc.Targets = append(doc.Targets, targetJSON{t.name, t.verdict(), t.detail})
 	}
-	b, err := json.MarshalIndent(doc, "", "  ")
+	// Compact: indented, the CPU time series of a whole run pass 1 MB, more
+	// than a results file should weigh in the repository.
+	b, err := json.Marshal(doc)
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, b, 0o644)
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
 // readReport reads a file --json wrote. Files from before a field existed
