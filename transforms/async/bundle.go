@@ -140,8 +140,8 @@ func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, em
 		if err := f.flush(ctx, run, emit, fail); err != nil {
 			return err
 		}
-		if f.Ordered { // places held by results waiting for an evicted element free only once it is started again
-			if err := f.restartInterrupted(ctx, run, emit, fail); err != nil {
+		if f.Ordered { // places held by results waiting for an evicted head free only once it is started again
+			if err := f.restartHeads(ctx, run); err != nil {
 				return err
 			}
 		}
@@ -153,21 +153,32 @@ func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, em
 // a slow step fused before it, say). Their calls are made again; nothing is
 // emitted for them until then.
 //
-// With WithOrdered an element starts again without a place: the results
-// after it in its key's order keep theirs until it is resolved, and when
-// they hold every place it would never find one.
+// With WithOrdered a key's earliest unresolved element starts again without
+// a place (see restartHeads); the others wait for one, as new elements do.
 func (f *bundleFn) restartInterrupted(ctx context.Context, run *bundleRun, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+	if f.Ordered {
+		if err := f.restartHeads(ctx, run); err != nil {
+			return err
+		}
+	}
 	for {
 		it := run.takeInterrupted()
 		if it == nil {
 			return nil
 		}
-		if !f.Ordered {
-			if err := f.start(ctx, run, it, emit, fail); err != nil {
-				return err
-			}
-			continue
+		if err := f.start(ctx, run, it, emit, fail); err != nil {
+			return err
 		}
+	}
+}
+
+// restartHeads starts again, without a place, the evicted elements that
+// are the earliest unresolved of their key (WithOrdered): the results after
+// one keep their places until it is resolved, and when they hold every
+// place it would never find one. One such task per key of the bundle, as
+// on unbounded input.
+func (f *bundleFn) restartHeads(ctx context.Context, run *bundleRun) error {
+	for _, it := range run.takeInterruptedHeads() {
 		t, err := f.startUnbuffered(ctx, run.pool, it.el)
 		if err != nil {
 			return err
@@ -175,6 +186,7 @@ func (f *bundleFn) restartInterrupted(ctx context.Context, run *bundleRun, emit 
 		it.task = t
 		t.AfterFinish(func() { run.finished(it) })
 	}
+	return nil
 }
 
 // releaseOnFailure drops the bundle's work when the method that deferred it
@@ -410,6 +422,24 @@ func (r *bundleRun) interrupted(it *bundleItem) {
 	defer r.mu.Unlock()
 	it.task = nil
 	r.redo = append(r.redo, it)
+}
+
+// takeInterruptedHeads removes and returns the elements to start again that
+// are the earliest unresolved of their key (WithOrdered).
+func (r *bundleRun) takeInterruptedHeads() []*bundleItem {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var heads []*bundleItem
+	rest := r.redo[:0]
+	for _, it := range r.redo {
+		if q := r.queues[string(it.el.kb)]; len(q) > 0 && q[0] == it {
+			heads = append(heads, it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	r.redo = rest
+	return heads
 }
 
 // takeInterrupted returns an element to start again, or nil.

@@ -549,3 +549,76 @@ func TestBoundedDoFnKeyedWhenRecordsMustMeet(t *testing.T) {
 		}
 	}
 }
+
+// TestBundleOrderedEvictedKeepsTheBound: with WithOrdered, elements evicted
+// and started again hold places as new ones do, but for each key's earliest
+// (started without one): the pool holds at most WithMaxItemsHeld plus one
+// per such key.
+func TestBundleOrderedEvictedKeepsTheBound(t *testing.T) {
+	name := t.Name()
+	h := newHarness(t, &quietOnCancel{gated{Name: name}}, stringKey, WithOrdered(), WithParallelism(2), WithMaxItemsToBuffer(2), WithMaxItemsHeld(2))
+	f := h.bundleFn()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var outs []string
+	emit := func(_ typex.EventTime, z typex.Z) { mu.Lock(); outs = append(outs, z.(string)); mu.Unlock() }
+	f.StartBundle(ctx, emit, nil)
+	for v := 1; v <= 2; v++ { // both run at shut gates, holding both places
+		if err := f.ProcessElement(ctx, 0, "a", v, emit, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p, _ := h.c.pool()
+	h.clock.Advance(time.Hour)
+	if n := len(p.EvictIdle(h.clock.Now().Add(-time.Minute))); n != 2 {
+		t.Fatalf("evicted %d tasks, want 2", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for { // both calls return on their cancellation: interrupted, to start again
+		f.run.mu.Lock()
+		n := len(f.run.done)
+		f.run.mu.Unlock()
+		if n == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d evicted calls returned, want 2", n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	peak := 0
+	done := make(chan error, 1)
+	go func() {
+		for _, k := range []string{"c", "d"} { // their gates are shut too
+			if err := f.ProcessElement(ctx, 0, k, 1, emit, nil); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		peak = max(peak, p.Len())
+	}
+	for _, g := range []string{gateID(name, "a", 1), gateID(name, "a", 2), gateID(name, "c", 1), gateID(name, "d", 1)} {
+		book.open(g)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := f.FinishBundle(ctx, emit, nil); err != nil {
+		t.Fatalf("FinishBundle: %v", err)
+	}
+	if peak > 3 {
+		t.Errorf("the pool held %d tasks at once, want at most 3 (WithMaxItemsHeld 2, plus key a's earliest, started again without a place)", peak)
+	}
+	var a []string
+	for _, o := range outs {
+		if strings.HasPrefix(o, "a:") {
+			a = append(a, o)
+		}
+	}
+	if want := []string{"a:1#0", "a:2#0"}; !reflect.DeepEqual(a, want) || len(outs) != 4 {
+		t.Errorf("outputs = %v, want 4 with key a's in order %v", outs, want)
+	}
+}

@@ -30,8 +30,8 @@
 //     by key, one key after another, and never fires processing-time timers
 //     in batch: this path needs neither state nor timers, so both run it at
 //     the pool's speed, at every key shape and in every windowing. With
-//     WithOrdered a variant declares state so that runners group its input
-//     by key.
+//     WithOrdered or WithIDFn a variant declares state so that runners
+//     group its input by key (one bundle at a time per key).
 //   - Unbounded input (stream.go): every accepted element is added to bag
 //     state under its key (one state for all the key's windows), the
 //     durable record of work in flight. The first ProcessElement of a key in
@@ -158,7 +158,9 @@
 // the slots; the others wait in the worker, by priority, for a place. A
 // waiting element has no goroutine. With WithOrdered on unbounded input the
 // worker holds one more element per key (its earliest, started so the key
-// cannot be stuck; two for a moment after a failed callback of the key). On
+// cannot be stuck; two for a moment after a failed callback of the key); on
+// bounded input, one more per key whose earliest element was evicted and
+// started again. On
 // unbounded input, elements beyond that wait in bag state only, which the
 // runner keeps, and are started by their key's callbacks as room frees; on
 // bounded input ProcessElement waits for room instead.
