@@ -280,11 +280,7 @@ func TestBundleEvictedWorkIsStartedAgain(t *testing.T) {
 	if err := f.ProcessElement(ctx, 0, "a", 1, emit, nil); err != nil { // its gate is shut: the call runs
 		t.Fatal(err)
 	}
-	p, _ := h.c.pool()
-	h.clock.Advance(time.Hour)
-	if n := len(p.EvictIdle(h.clock.Now().Add(-time.Minute))); n != 1 {
-		t.Fatalf("evicted %d tasks, want 1", n)
-	}
+	evictStale(t, h, 1)
 	book.open(gateID(name, "a", 1))
 	if err := f.FinishBundle(ctx, emit, nil); err != nil {
 		t.Fatalf("FinishBundle: %v", err)
@@ -435,11 +431,7 @@ func TestBundleOrderedEvictedHeadStartsAgain(t *testing.T) {
 	if err := f.ProcessElement(ctx, 0, "a", 1, emit, nil); err != nil { // its gate is shut: the call runs
 		t.Fatal(err)
 	}
-	p, _ := h.c.pool()
-	h.clock.Advance(time.Hour)
-	if n := len(p.EvictIdle(h.clock.Now().Add(-time.Minute))); n != 1 {
-		t.Fatalf("evicted %d tasks, want 1", n)
-	}
+	evictStale(t, h, 1)
 	for v := 2; v <= 4; v++ {
 		book.open(gateID(name, "a", v))
 	}
@@ -505,10 +497,7 @@ func TestBundleEvictionKeepsFailedAttempts(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	h.clock.Advance(time.Hour)
-	if n := len(p.EvictIdle(h.clock.Now().Add(-time.Minute))); n != 1 {
-		t.Fatalf("evicted %d tasks, want 1", n)
-	}
+	evictStale(t, h, 1)
 	done := make(chan error, 1)
 	go func() { done <- f.FinishBundle(ctx, emit, fail) }()
 	select {
@@ -568,11 +557,7 @@ func TestBundleOrderedEvictedKeepsTheBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, _ := h.c.pool()
-	h.clock.Advance(time.Hour)
-	if n := len(p.EvictIdle(h.clock.Now().Add(-time.Minute))); n != 2 {
-		t.Fatalf("evicted %d tasks, want 2", n)
-	}
+	p := evictStale(t, h, 2)
 	deadline := time.Now().Add(10 * time.Second)
 	for { // both calls return on their cancellation: interrupted, to start again
 		f.run.mu.Lock()
@@ -621,4 +606,17 @@ func TestBundleOrderedEvictedKeepsTheBound(t *testing.T) {
 	if want := []string{"a:1#0", "a:2#0"}; !reflect.DeepEqual(a, want) || len(outs) != 4 {
 		t.Errorf("outputs = %v, want 4 with key a's in order %v", outs, want)
 	}
+}
+
+// evictStale lets an hour pass on the harness's clock and evicts the work
+// of every owner idle since (as a bundle that needs room would), checking
+// that want tasks went; it returns the pool.
+func evictStale(t *testing.T, h *harness, want int) *state.Pool {
+	t.Helper()
+	p, _ := h.c.pool()
+	h.clock.Advance(time.Hour)
+	if n := len(p.EvictIdle(h.clock.Now().Add(-time.Minute))); n != want {
+		t.Fatalf("evicted %d tasks, want %d", n, want)
+	}
+	return p
 }

@@ -97,12 +97,7 @@ func sessionsLikeParDo(s beam.Scope, fn any, keyed beam.PCollection, opts ...asy
 // after the transform forms the same sessions as after a plain ParDo.
 func TestPipelineSessionWindowsBounded(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
-	ints := make([]int, 30)
-	for i := range ints {
-		ints[i] = i
-	}
-	stamped := beam.ParDo(s, inBursts{}, beam.CreateList(s, ints))
-	keyed := beam.ParDo(s, &keyBy{Keys: 2}, beam.WindowInto(s, window.NewSessions(2*time.Second), stamped))
+	keyed := burstsInSessions(s, 30)
 	sessionsLikeParDo(s, &slowLabel{SleepMs: 2}, keyed, async.WithParallelism(8))
 	ptest.RunAndValidate(t, p)
 }
@@ -130,12 +125,7 @@ func TestPipelineSessionWindowsUnbounded(t *testing.T) {
 // than putting outputs in other windows.
 func TestPipelineMergedSessionsFail(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
-	ints := make([]int, 10)
-	for i := range ints {
-		ints[i] = i
-	}
-	stamped := beam.ParDo(s, inBursts{}, beam.CreateList(s, ints))
-	keyed := beam.ParDo(s, &keyBy{Keys: 2}, beam.WindowInto(s, window.NewSessions(2*time.Second), stamped))
+	keyed := burstsInSessions(s, 10)
 	sums := beam.ParDo(s, sumGroup, beam.GroupByKey(s, keyed))
 	async.ParDo(s, &slowLabel{}, sums)
 	err := ptest.Run(p)
@@ -188,16 +178,22 @@ func init() { register.Function1x1(failureKind) }
 // ever.
 func TestPipelineMergedSessionsGoToFailures(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
-	ints := make([]int, 10)
-	for i := range ints {
-		ints[i] = i
-	}
-	stamped := beam.ParDo(s, inBursts{}, beam.CreateList(s, ints))
-	keyed := beam.ParDo(s, &keyBy{Keys: 2}, beam.WindowInto(s, window.NewSessions(2*time.Second), stamped))
+	keyed := burstsInSessions(s, 10)
 	sums := beam.ParDo(s, sumGroup, beam.GroupByKey(s, keyed)) // four merged sessions: two bursts over two keys (sums 6, 4; 14, 21)
 	out, failures := async.ParDoWithFailures(s, &slowLabel{}, sums)
 	passert.Empty(s, out)
 	kinds := beam.ParDo(s, failureKind, failures)
 	passert.Equals(s, beam.WindowInto(s, window.NewGlobalWindows(), kinds), "window:4", "window:6", "window:14", "window:21")
 	ptest.RunAndValidate(t, p)
+}
+
+// burstsInSessions is the values 0..n-1 stamped in bursts (inBursts), over
+// two keys, in session windows of gap 2 s: the input of the session tests.
+func burstsInSessions(s beam.Scope, n int) beam.PCollection {
+	ints := make([]int, n)
+	for i := range ints {
+		ints[i] = i
+	}
+	stamped := beam.ParDo(s, inBursts{}, beam.CreateList(s, ints))
+	return beam.ParDo(s, &keyBy{Keys: 2}, beam.WindowInto(s, window.NewSessions(2*time.Second), stamped))
 }
