@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,6 +33,22 @@ type Config struct {
 	// Forget is how long the pool remembers an owner that holds no task
 	// (see Touch); zero means a minute.
 	Forget time.Duration
+	// Gate, if not nil, makes the gate every attempt passes before its call
+	// (see Gate); NewPool calls it once.
+	Gate func() Gate
+}
+
+// Gate admits the attempts of calls: the policies that protect the called
+// service (transforms/guard). Enter runs in the attempt's parallelism slot,
+// before the call; previous is the error of the element's attempt before
+// this one (nil for its first). It either returns done, which the pool calls
+// with the attempt's error once the call returns; or later > 0, and the
+// attempt is not made now: the task gives back its slot and its buffer
+// place, waits that long and queues again; or the error of ctx (the task's)
+// if it ended while Enter waited. A Gate that is an io.Closer is closed with
+// the pool.
+type Gate interface {
+	Enter(ctx context.Context, previous error) (done func(error), later time.Duration, err error)
 }
 
 func (c Config) validate() error {
@@ -72,6 +89,7 @@ type Pool struct {
 	base  context.Context     // parent of every task context; cancelled by Close
 	stop  context.CancelFunc
 	wg    sync.WaitGroup
+	gate  Gate // nil: every attempt starts as soon as it has a slot
 
 	mu       sync.Mutex
 	closed   bool
@@ -99,8 +117,13 @@ func NewPool(cfg Config) (*Pool, error) {
 	if cfg.Forget <= 0 {
 		cfg.Forget = time.Minute
 	}
+	var gate Gate
+	if cfg.Gate != nil {
+		gate = cfg.Gate()
+	}
 	base, stop := context.WithCancel(context.Background())
 	return &Pool{
+		gate:   gate,
 		cfg:    cfg,
 		queue:  newRunQueue(cfg.Buffer, cfg.Parallelism),
 		hold:   semaphore.NewWeighted(int64(cfg.Hold)),
@@ -110,6 +133,9 @@ func NewPool(cfg Config) (*Pool, error) {
 		owners: map[string]*owner{},
 	}, nil
 }
+
+// Gate returns the pool's gate, or nil.
+func (p *Pool) Gate() Gate { return p.gate }
 
 // Config returns the pool's sizes.
 func (p *Pool) Config() Config { return p.cfg }
@@ -225,6 +251,9 @@ type Job struct {
 	// Priority orders the start of tasks waiting for a parallelism slot:
 	// higher first, equal priorities in the order they were submitted.
 	Priority int
+	// Previous is the error of the element's last attempt before this
+	// task (a retry started from bag state), or nil; the Gate sees it.
+	Previous error
 }
 
 // Submit starts job for k unless a task for k exists already (Existing). A
@@ -312,7 +341,7 @@ func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 	p.wg.Add(1)
 	p.live.Add(1)
 	c := newClaim(job.Priority, buffered, nil)
-	c.launch = func() { p.attempt(t, job, c) }
+	c.launch = func() { p.attempt(t, &job, c) }
 	t.AfterFinish(func() {
 		p.queue.done(c)
 		p.live.Add(-1)
@@ -329,16 +358,24 @@ func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 	return t, false, nil
 }
 
-// attempt makes one attempt of t, in the slot its claim was granted. After a
-// failed attempt that the job's Retry wants repeated, it gives back the
-// task's Buffer place and schedules the next attempt on a timer, holding
-// neither a goroutine, a slot nor a place in flight; the next attempt queues
-// for a place and a slot again. The task keeps its Hold place: it is still
-// held in memory.
-func (p *Pool) attempt(t *Task, job Job, c *claim) {
+// attempt makes one attempt of t, in the slot its claim was granted, once
+// the gate (if any) admits it. After a failed attempt that the job's Retry
+// wants repeated, it gives back the task's Buffer place and schedules the
+// next attempt on a timer, holding neither a goroutine, a slot nor a place
+// in flight; the next attempt queues for a place and a slot again. The task
+// keeps its Hold place: it is still held in memory. Attempts of one task
+// never overlap, so job (the task's own copy) needs no lock.
+func (p *Pool) attempt(t *Task, job *Job, c *claim) {
+	done, ok := p.enter(t, job, c)
+	if !ok {
+		return
+	}
 	start := time.Now()
 	n := t.setRunning(start)
 	outputs, err := call(t.ctx, job.Work, n)
+	if done != nil {
+		done(err)
+	}
 	p.queue.releaseSlot()
 	p.observe(time.Since(start))
 	if err == nil || job.Retry == nil || t.ctx.Err() != nil {
@@ -350,10 +387,34 @@ func (p *Pool) attempt(t *Task, job Job, c *claim) {
 		t.finishAt(outputs, err, p.cfg.Now())
 		return
 	}
+	job.Previous = err
 	t.setWaiting()
 	if !p.queue.pause(c, t.ctx, delay) {
 		t.finish(nil, fmt.Errorf("cancelled while waiting to retry: %w", t.ctx.Err()))
 	}
+}
+
+// enter passes the gate before an attempt of t. When the gate sends the
+// attempt back for later, or the task is cancelled while it waits, enter
+// gives back the slot, pauses or finishes the task, and reports false.
+func (p *Pool) enter(t *Task, job *Job, c *claim) (done func(error), ok bool) {
+	if p.gate == nil {
+		return nil, true
+	}
+	done, later, err := p.gate.Enter(t.ctx, job.Previous)
+	switch {
+	case err == nil && later <= 0:
+		return done, true
+	case err == nil:
+		p.queue.releaseSlot()
+		if !p.queue.pause(c, t.ctx, later) {
+			t.finish(nil, fmt.Errorf("cancelled while waiting for its retry budget: %w", t.ctx.Err()))
+		}
+	default:
+		p.queue.releaseSlot()
+		t.finish(nil, fmt.Errorf("cancelled while waiting to start attempt %d: %w", t.Attempts()+1, err))
+	}
+	return nil, false
 }
 
 // observe folds one duration into the moving average (weight 1/8).
@@ -458,6 +519,9 @@ func (p *Pool) Close(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
+		if c, ok := p.gate.(io.Closer); ok {
+			return c.Close()
+		}
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -279,7 +279,8 @@ func (f *core) decodeItem(v *keyView, it *startItem) (err error) {
 // by a callback.
 func (f *core) fromState(v *keyView, p *pending, value any, priority int) element {
 	return element{k: state.TaskKey{Owner: v.owner, ID: p.env.TaskID()}, key: v.key, value: value, kb: v.kb, vb: p.env.Value,
-		id: p.env.ID, window: p.env.Window, ts: beam.EventTime(p.env.EventTimeMs), done: p.env.Attempts, priority: priority, fromState: true}
+		id: p.env.ID, window: p.env.Window, ts: beam.EventTime(p.env.EventTimeMs), done: p.env.Attempts, priority: priority, fromState: true,
+		previous: previousError(p.env)}
 }
 
 // startItem is an element from bag state that a callback is about to start.

@@ -42,6 +42,8 @@ type config struct {
 	Ordered    bool
 	PriorityFn *beam.EncodedFunc
 	Listener   *listenerSpec
+	// Protect is what protects the called service (protect.go).
+	Protect protection
 	// RetryInWorker makes failed attempts wait out their backoff in the
 	// pool, counted in memory, instead of in bag state: set for the DoFns of
 	// bounded input, whose bundles have no later callback to write a retry
@@ -95,6 +97,7 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 		Ordered:           set.ordered,
 		PriorityFn:        priorityFn,
 		Listener:          listener,
+		Protect:           set.protect,
 	}, nil
 }
 

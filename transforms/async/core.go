@@ -37,6 +37,9 @@ type core struct {
 	// lastEvict is when this instance last looked for work to evict; the
 	// scan is over the whole pool, so it runs at most once a second.
 	lastEvict time.Time
+	// lastGuardPublish is when this instance last published the guard's
+	// counts (publishGuardSometimes).
+	lastGuardPublish time.Time
 	// waitPeriod, when set, replaces the bundle path's waitPeriod (tests).
 	waitPeriod time.Duration
 }
@@ -80,7 +83,9 @@ func (f *core) reg() *state.Registry {
 // every use rather than kept, so that a registry Reset (a simulated worker
 // restart) is seen at once.
 func (f *core) pool() (*state.Pool, error) {
-	return f.reg().Shared(f.ID, f.poolConfig(f.clock.Now))
+	cfg := f.poolConfig(f.clock.Now)
+	cfg.Gate = f.newGate
+	return f.reg().Shared(f.ID, cfg)
 }
 
 // prepare encodes one input element (kb: its key, if already encoded),
@@ -140,6 +145,9 @@ type element struct {
 	done      int
 	priority  int
 	fromState bool
+	// previous is the error of the element's last attempt before (from
+	// bag state), for the pool's gate; nil for a new element.
+	previous error
 }
 
 // identity is the element's identity within its key: window and ID.
@@ -251,7 +259,7 @@ func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, el element
 
 // job is what the pool runs for one element.
 func (f *core) job(el element) state.Job {
-	return state.Job{Work: f.work(el), Retry: f.inWorkerRetry(el), Priority: el.priority}
+	return state.Job{Work: f.work(el), Retry: f.inWorkerRetry(el), Priority: el.priority, Previous: el.previous}
 }
 
 // work is one element's call; attempt n of the task is attempt done+n of the

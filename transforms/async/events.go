@@ -49,6 +49,10 @@ const (
 	EventDeduplicated EventType = "deduplicated"
 	// EventProgress: the running call reported progress (see ReportProgress).
 	EventProgress EventType = "progress"
+	// EventLimitChanged: the adaptive concurrency limit of the worker moved
+	// (WithAdaptiveParallelism); Limit is the new one. It is about no
+	// element: Key is nil and ElementID empty.
+	EventLimitChanged EventType = "limit_changed"
 )
 
 // Event is one transition of one element.
@@ -75,6 +79,8 @@ type Event struct {
 	// Progress (0..1) and Details come from ReportProgress (EventProgress).
 	Progress float64 `json:"progress,omitempty"`
 	Details  string  `json:"details,omitempty"`
+	// Limit is the new concurrency limit (EventLimitChanged).
+	Limit int `json:"limit,omitempty"`
 }
 
 // Listener receives the element events of a transform, in the worker process

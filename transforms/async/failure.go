@@ -64,7 +64,7 @@ func (f *core) settle(key any, kb []byte, env state.Envelope, t *state.Task, err
 	next, kind := f.recordAttempts(env, t, err)
 	retry, why := f.retryable(kind, next.Attempts, err)
 	if retry {
-		return outcome{retry: f.retryLater(key, kb, next, kind)}, nil
+		return outcome{retry: f.retryLater(key, kb, next, kind, err)}, nil
 	}
 	if why != "" {
 		next.LastError += " (" + why + ")"

@@ -31,6 +31,15 @@ const (
 	MetricProgress        = "call_progress_permille"
 	MetricProgressReports = "progress_reports" // ReportProgress calls of finished elements
 	MetricListenerPanics  = "listener_panics"  // panics of the event listener, contained
+	// Protecting the service (protect.go), counted by the worker's guard and
+	// published at callbacks.
+	MetricCalls            = "calls"              // attempts that passed the guard and called the fn
+	MetricOverloaded       = "overloaded"         // attempts answered with overload (Overloaded)
+	MetricThrottled        = "throttled"          // attempts that waited over 1 ms for the throttle, the limit or the rate
+	MetricThrottledMs      = "throttled_ms"       // the time they waited, in all
+	MetricBudgetWaits      = "retry_budget_waits" // retries of overloaded attempts sent back for want of budget
+	MetricSharedRateErrors = "shared_rate_errors" // calls that found the shared rate's Redis unreachable
+	MetricConcurrencyLimit = "concurrency_limit"  // gauge: the adaptive limit, or the fixed parallelism
 )
 
 // metrics are the transform's Beam metrics. Beam ignores updates made with a
@@ -38,7 +47,8 @@ const (
 type metrics struct {
 	accepted, started, finished, committed, rescheduled, cancelled, evicted, deduplicated, retried, failed beam.Counter
 	progressReports, listenerPanics                                                                        beam.Counter
-	inFlight, queued                                                                                       beam.Gauge
+	calls, overloaded, throttled, throttledMs, budgetWaits, sharedErrors                                   beam.Counter
+	inFlight, queued, limit                                                                                beam.Gauge
 	latency, commitDelay, progress                                                                         beam.Distribution
 }
 
@@ -54,6 +64,8 @@ func newMetrics(ns string) *metrics {
 		inFlight: beam.NewGauge(ns, MetricInFlight), queued: beam.NewGauge(ns, MetricQueued),
 		latency: beam.NewDistribution(ns, MetricLatency), commitDelay: beam.NewDistribution(ns, MetricCommitDelay),
 		progress: beam.NewDistribution(ns, MetricProgress), progressReports: c(MetricProgressReports), listenerPanics: c(MetricListenerPanics),
+		calls: c(MetricCalls), overloaded: c(MetricOverloaded), throttled: c(MetricThrottled), throttledMs: c(MetricThrottledMs),
+		budgetWaits: c(MetricBudgetWaits), sharedErrors: c(MetricSharedRateErrors), limit: beam.NewGauge(ns, MetricConcurrencyLimit),
 	}
 }
 
@@ -84,6 +96,7 @@ func (m *metrics) observeRunning(ctx context.Context, t *state.Task) {
 // publish adds what happened off the bundle's goroutines since the last
 // callback (listener panics) to the Beam metrics, with a bundle's context.
 func (f *core) publish(ctx context.Context) {
+	f.publishGuardSometimes(ctx)
 	if f.Listener == nil {
 		return
 	}
@@ -93,4 +106,21 @@ func (f *core) publish(ctx context.Context) {
 			f.metrics.listenerPanics.Inc(ctx, total-old)
 		}
 	}
+}
+
+// publishGuardSometimes publishes the guard's counts (see publishGuard) at
+// most ten times a second per instance, since publish runs for every
+// element; and whenever no call is unfinished, so that the last counts of a
+// pipeline are published by its last callback.
+func (f *core) publishGuardSometimes(ctx context.Context) {
+	pool, err := f.pool()
+	if err != nil {
+		return
+	}
+	now := f.clock.Now()
+	if now.Sub(f.lastGuardPublish) < 100*time.Millisecond && pool.Unfinished() > 0 {
+		return
+	}
+	f.lastGuardPublish = now
+	f.publishGuard(ctx, pool)
 }

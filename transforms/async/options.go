@@ -11,6 +11,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+
+	"github.com/asyncbeam/asyncbeam/transforms/guard"
 )
 
 // Defaults of the options.
@@ -39,11 +41,16 @@ type settings struct {
 	ordered     bool
 	priorityFn  any
 	listener    Listener
-	errs        []error
+	protect     protection
+	// parallelismSet: WithParallelism was given (it conflicts with
+	// WithAdaptiveParallelism).
+	parallelismSet bool
+	errs           []error
 }
 
 func defaultSettings() settings {
-	return settings{parallelism: DefaultParallelism, freq: DefaultCallbackFrequency, maxWait: DefaultMaxWait, maxAttempts: 1, backoff: DefaultBackoff}
+	return settings{parallelism: DefaultParallelism, freq: DefaultCallbackFrequency, maxWait: DefaultMaxWait, maxAttempts: 1, backoff: DefaultBackoff,
+		protect: protection{BudgetShare: guard.DefaultBudgetShare}}
 }
 
 // WithParallelism sets the most calls of the wrapped fn that run at once in
@@ -55,7 +62,7 @@ func WithParallelism(n int) Option {
 			s.errs = append(s.errs, fmt.Errorf("WithParallelism(%d): parallelism must be > 0", n))
 			return
 		}
-		s.parallelism = n
+		s.parallelism, s.parallelismSet = n, true
 	}
 }
 
@@ -162,6 +169,7 @@ func resolve(opts []Option) (settings, error) {
 		}
 		o(&s)
 	}
+	s.protect.resolve(&s)
 	if s.buffer == 0 {
 		s.buffer = max(2*s.parallelism, 10)
 	} else if s.buffer < s.parallelism {

@@ -73,6 +73,14 @@ func TestTryParDoConstructionErrors(t *testing.T) {
 		{"nil listener pointer", &slowLabel{}, true, []async.Option{async.WithListener((*async.LogListener)(nil))}, "listener is nil"},
 		{"unregistered listener", &slowLabel{}, true, []async.Option{async.WithListener(&unregisteredListener{})}, "beam.RegisterType"},
 		{"listener without path", &slowLabel{}, true, []async.Option{async.WithListener(&async.JSONLinesListener{})}, "Path is empty"},
+		{"rate 0", &slowLabel{}, true, []async.Option{async.WithRateLimit(0, 1)}, "WithRateLimit(0, 1): want a rate > 0"},
+		{"burst 0", &slowLabel{}, true, []async.Option{async.WithRateLimit(10, 0)}, "a burst >= 1"},
+		{"shared rate without Redis", &slowLabel{}, true, []async.Option{async.WithSharedRateLimit(async.SharedRateLimit{Key: "k", PerSecond: 1, Burst: 1})}, "WithSharedRateLimit: the Redis address is empty"},
+		{"shared rate without key", &slowLabel{}, true, []async.Option{async.WithSharedRateLimit(async.SharedRateLimit{Redis: "localhost:6379", PerSecond: 1, Burst: 1})}, "bucket key is empty"},
+		{"adaptive min 0", &slowLabel{}, true, []async.Option{async.WithAdaptiveParallelism(0, 8)}, "want 1 <= min <= max"},
+		{"adaptive max below min", &slowLabel{}, true, []async.Option{async.WithAdaptiveParallelism(8, 4)}, "want 1 <= min <= max"},
+		{"adaptive and fixed", &slowLabel{}, true, []async.Option{async.WithParallelism(16), async.WithAdaptiveParallelism(1, 32)}, "keep one"},
+		{"negative budget", &slowLabel{}, true, []async.Option{async.WithRetryBudget(-0.1)}, "want a share >= 0"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,6 +38,7 @@ import (
 	"time"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/guard"
 )
 
 // Failure kinds, as they appear in Failure.Kind.
@@ -245,6 +246,8 @@ func kindOf(err error) string {
 	switch {
 	case errors.As(err, &perm):
 		return KindPermanent
+	case errors.As(err, new(*guard.OverloadError)):
+		return KindOverloaded
 	case errors.As(err, &timeout):
 		return KindTimeout
 	case errors.As(err, &panicked):
@@ -286,7 +289,7 @@ func (f *core) inWorkerRetry(el element) state.Retry {
 		if ok, _ := f.retryable(kind, total, err); !ok {
 			return 0, false
 		}
-		delay := f.Backoff.Delay(total, seed)
+		delay := max(f.Backoff.Delay(total, seed), overloadWait(err))
 		f.event(EventRetrying, key, id, total, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, err.Error() })
 		return delay, true
 	}
@@ -310,9 +313,9 @@ func (f *core) recordAttempts(env state.Envelope, t *state.Task, err error) (sta
 }
 
 // retryLater returns env, to be written back to bag state, due after its
-// backoff.
-func (f *core) retryLater(key any, kb []byte, env state.Envelope, kind string) *state.Envelope {
-	delay := f.Backoff.Delay(env.Attempts, append(append([]byte(nil), kb...), env.ID...))
+// backoff, or after the wait an overload answer (err) asked for if longer.
+func (f *core) retryLater(key any, kb []byte, env state.Envelope, kind string, err error) *state.Envelope {
+	delay := max(f.Backoff.Delay(env.Attempts, append(append([]byte(nil), kb...), env.ID...)), overloadWait(err))
 	env.NextAttemptMs = f.clock.Now().Add(delay).UnixMilli()
 	f.event(EventRetrying, key, env.ID, env.Attempts, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, env.LastError })
 	return &env

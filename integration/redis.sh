@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Starts (start) or stops (stop) a throwaway Redis server on loopback for the
+# tests and examples that share a rate or a cache between workers, and prints
+# the variable the tests read:
+#
+#   eval "$(integration/redis.sh start)"   # exports ASYNCBEAM_REDIS=127.0.0.1:6390
+#   go test ./...
+#   integration/redis.sh stop
+#
+# It needs redis-server (Debian: apt-get install redis-server); it installs
+# it when run as root without it. The server keeps nothing on disk.
+set -euo pipefail
+port=${ASYNCBEAM_REDIS_PORT:-6390}
+dir=${TMPDIR:-/tmp}/asyncbeam-redis-$port
+case "${1:-}" in
+start)
+  if ! command -v redis-server >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get install -y -q redis-server >&2 || { apt-get update -q >&2 && apt-get install -y -q redis-server >&2; }
+    else
+      echo "redis-server is not installed: apt-get install redis-server" >&2; exit 1
+    fi
+  fi
+  mkdir -p "$dir"
+  if ! redis-cli -p "$port" ping >/dev/null 2>&1; then
+    redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+      --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >&2
+    for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+    redis-cli -p "$port" ping >/dev/null
+  fi
+  echo "export ASYNCBEAM_REDIS=127.0.0.1:$port"
+  ;;
+stop)
+  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  rm -rf "$dir"
+  ;;
+*)
+  echo "usage: $0 start|stop" >&2; exit 2
+  ;;
+esac

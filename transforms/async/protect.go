@@ -1,0 +1,315 @@
+package async
+
+// Protecting the called service: the options that put a rate limit, an
+// adaptive concurrency limit and a retry budget in front of the calls, the
+// overload marker, and the gate that wires the Beam-free policies of
+// transforms/guard into the transform's pool.
+//
+// Every attempt passes one Gate per transform and worker process (the
+// pool's, state.Config.Gate) in its parallelism slot, before its call
+// (and so before WithCallTimeout's deadline starts): the overload throttle,
+// then a place under the adaptive limit, then the rate. The throttle and the
+// retry budget are always on: they do nothing until the service answers
+// with overload (Overloaded errors).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/guard"
+)
+
+// KindOverloaded is the failure kind of an element whose last attempt was
+// answered with overload (see Overloaded).
+const KindOverloaded = "overloaded"
+
+// Overloaded marks err as the service saying "too much" (HTTP 429 or 503, a
+// quota, a full queue): the attempt fails with kind "overloaded", and
+// besides the element's own retry the whole pool slows down (see
+// WithRetryBudget and the package doc). Overloaded(nil) is nil.
+func Overloaded(err error) error { return guard.Overloaded(err, 0) }
+
+// OverloadedRetryAfter is Overloaded for a service that said how long to
+// wait: the element's next attempt waits at least retryAfter, whatever its
+// backoff says.
+func OverloadedRetryAfter(err error, retryAfter time.Duration) error {
+	return guard.Overloaded(err, retryAfter)
+}
+
+// CheckResponse turns an HTTP response into the error a wrapped fn should
+// return: nil for 2xx; an overload (with the Retry-After header's wait,
+// in seconds or as a date) for 429 and 503; Permanent for other 4xx but 408,
+// which no retry can fix; a plain error otherwise. It does not read or close
+// the body.
+func CheckResponse(resp *http.Response) error {
+	code := resp.StatusCode
+	if code >= 200 && code < 300 {
+		return nil
+	}
+	err := fmt.Errorf("%s %s: %s", resp.Request.Method, resp.Request.URL.Redacted(), resp.Status)
+	switch {
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		return guard.Overloaded(err, retryAfter(resp.Header.Get("Retry-After"), time.Now()))
+	case code >= 400 && code < 500 && code != http.StatusRequestTimeout:
+		return Permanent(err)
+	}
+	return err
+}
+
+// retryAfter reads a Retry-After header: seconds, or an HTTP date.
+func retryAfter(h string, now time.Time) time.Duration {
+	if h == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(h); err == nil {
+		return max(time.Duration(s)*time.Second, 0)
+	}
+	if t, err := http.ParseTime(h); err == nil {
+		return max(t.Sub(now), 0)
+	}
+	return 0
+}
+
+// WithRateLimit caps how many calls a worker process starts per second for
+// this transform, first attempts and retries alike: perSecond on average,
+// up to burst at once (a token bucket, golang.org/x/time/rate). A call
+// waiting for the rate holds its parallelism slot. Both must be > 0.
+// Default: none.
+func WithRateLimit(perSecond float64, burst int) Option {
+	return func(s *settings) {
+		if !(perSecond > 0) || math.IsInf(perSecond, 0) || burst < 1 {
+			s.errs = append(s.errs, fmt.Errorf("WithRateLimit(%v, %d): want a rate > 0 per second and a burst >= 1", perSecond, burst))
+			return
+		}
+		s.protect.RatePerSecond, s.protect.RateBurst = perSecond, burst
+	}
+}
+
+// SharedRateLimit is a rate limit for all workers together, kept in Redis.
+type SharedRateLimit struct {
+	// Redis is the server's host:port; every worker must reach it.
+	Redis string
+	// Key names the bucket: every transform and pipeline that gives the
+	// same Key on the same server shares the rate (one per service called).
+	Key string
+	// PerSecond and Burst are the rate and the burst of all workers
+	// together.
+	PerSecond float64
+	Burst     int
+	// Workers is the number of workers to assume share the rate if Redis
+	// cannot be reached before any worker has talked to it. Zero means 1.
+	Workers int
+}
+
+// WithSharedRateLimit caps the calls started per second by all workers of
+// all pipelines that name the same bucket: a GCRA token bucket in Redis, one
+// round trip per call. When Redis cannot be reached (no answer within
+// 250 ms), a worker falls back for a second at a time to a local bucket of
+// an even share: the rate divided by the number of workers seen using the
+// bucket in the last 10 s (Workers before any contact). Calls go on at about
+// the shared rate; none fails because of Redis. The metric
+// MetricSharedRateErrors counts the calls that found Redis unreachable.
+// Default: none.
+func WithSharedRateLimit(l SharedRateLimit) Option {
+	return func(s *settings) {
+		cfg := guard.SharedRateConfig{Addr: l.Redis, Key: l.Key, PerSecond: l.PerSecond, Burst: l.Burst, Workers: l.Workers}
+		if err := cfg.Validate(); err != nil {
+			s.errs = append(s.errs, fmt.Errorf("WithSharedRateLimit: %w", err))
+			return
+		}
+		s.protect.Shared = &cfg
+	}
+}
+
+// WithAdaptiveParallelism lets the number of calls running at once move
+// between min and max from what the service shows (see guard.Adaptive): it
+// grows while latency stays near the lowest seen, shrinks when latency
+// grows (calls queue at the service), and shrinks to 0.8 of itself on
+// overload answers and timeouts. It starts at min. It replaces
+// WithParallelism: the pool has max slots, of which the limit uses some.
+// Want 1 <= min <= max. Default: none (WithParallelism's fixed number).
+func WithAdaptiveParallelism(min, max int) Option {
+	return func(s *settings) {
+		if min < 1 || max < min {
+			s.errs = append(s.errs, fmt.Errorf("WithAdaptiveParallelism(%d, %d): want 1 <= min <= max", min, max))
+			return
+		}
+		s.protect.AdaptiveMin, s.protect.AdaptiveMax = min, max
+	}
+}
+
+// WithRetryBudget bounds the retries of attempts answered with overload:
+// each first attempt earns share of a retry, each such retry spends one,
+// plus guard.DefaultBudgetFloor retries a second for when no first attempts
+// are left. A retry without budget is not dropped: it waits, holding no
+// slot, until the budget has one. So under overload retries add at most
+// share of the first attempts as extra calls. Retries after other errors
+// are not budgeted. Must be >= 0. Default: guard.DefaultBudgetShare (0.1).
+func WithRetryBudget(share float64) Option {
+	return func(s *settings) {
+		if !(share >= 0) || math.IsInf(share, 0) {
+			s.errs = append(s.errs, fmt.Errorf("WithRetryBudget(%v): want a share >= 0", share))
+			return
+		}
+		s.protect.BudgetShare = share
+	}
+}
+
+// protection is what the options above decided, shipped to workers in the
+// config.
+type protection struct {
+	RatePerSecond            float64
+	RateBurst                int
+	Shared                   *guard.SharedRateConfig
+	AdaptiveMin, AdaptiveMax int
+	BudgetShare              float64
+}
+
+// resolve checks the combination with the other settings: adaptive
+// parallelism sets the pool's slots to its maximum.
+func (p *protection) resolve(s *settings) {
+	if p.AdaptiveMax == 0 {
+		return
+	}
+	if s.parallelismSet && s.parallelism != p.AdaptiveMax {
+		s.errs = append(s.errs, fmt.Errorf("WithParallelism(%d) and WithAdaptiveParallelism(%d, %d) both set the calls at once: keep one", s.parallelism, p.AdaptiveMin, p.AdaptiveMax))
+		return
+	}
+	s.parallelism = p.AdaptiveMax
+}
+
+// guarded is the pool's gate: the transform's guard, and what of its counts
+// the transform has published as Beam metrics.
+type guarded struct {
+	*guard.Guard
+	mu        sync.Mutex
+	published guard.Stats
+}
+
+// newGate builds the guard of this transform in this worker process.
+func (f *core) newGate() state.Gate {
+	p := f.Protect
+	cfg := guard.Config{
+		Throttle: guard.NewThrottle(guard.DefaultThrottleK),
+		Budget:   guard.NewBudget(p.BudgetShare, guard.DefaultBudgetFloor, time.Now()),
+		Classify: classify,
+	}
+	var rates []guard.Rate
+	if p.RatePerSecond > 0 {
+		rates = append(rates, guard.LocalRate(p.RatePerSecond, p.RateBurst))
+	}
+	if p.Shared != nil {
+		if r, err := guard.NewSharedRate(*p.Shared); err != nil {
+			// Validated at construction; only a hand-made config gets here.
+			slog.Error("async: the shared rate limit is off", "transform", f.Name, "err", err)
+		} else {
+			rates = append(rates, r)
+		}
+	}
+	switch len(rates) {
+	case 1:
+		cfg.Rate = rates[0]
+	case 2:
+		cfg.Rate = bothRates(rates)
+	}
+	if p.AdaptiveMax > 0 {
+		cfg.Adaptive = guard.NewAdaptive(p.AdaptiveMin, p.AdaptiveMax, time.Now())
+		name, hubOf, clock := f.Name, f.events, f.clock
+		cfg.OnLimit = func(from, to int) {
+			if h := hubOf(); h != nil {
+				h.deliver(Event{Type: EventLimitChanged, Transform: name, Limit: to, Time: clock.Now(),
+					Details: fmt.Sprintf("concurrency limit %d -> %d", from, to)})
+			}
+		}
+	}
+	return &guarded{Guard: guard.New(cfg)}
+}
+
+// classify tells the guard how an attempt ended.
+func classify(err error) guard.Outcome {
+	if err == nil {
+		return guard.Succeeded
+	}
+	switch kindOf(err) {
+	case KindOverloaded:
+		return guard.Overload
+	case KindTimeout:
+		return guard.TimedOut
+	}
+	return guard.Failed
+}
+
+// bothRates waits for each rate in turn: a local and a shared limit.
+type bothRates []guard.Rate
+
+func (b bothRates) Wait(ctx context.Context) error {
+	for _, r := range b {
+		if err := r.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b bothRates) Close() error {
+	var errs []error
+	for _, r := range b {
+		if c, ok := r.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// previousError is the error a retry started from bag state shows the
+// gate: what matters to it is whether the last attempt was overloaded.
+func previousError(env state.Envelope) error {
+	switch {
+	case env.Attempts == 0:
+		return nil
+	case env.LastKind == KindOverloaded:
+		return guard.Overloaded(errors.New(env.LastError), 0)
+	}
+	return errors.New(env.LastError)
+}
+
+// overloadWait is the wait an overload answer asked for, or zero.
+func overloadWait(err error) time.Duration {
+	_, d := guard.IsOverloaded(err)
+	return d
+}
+
+// publishGuard adds the guard's counts since the last publication to the
+// Beam metrics, and sets the concurrency limit gauge.
+func (f *core) publishGuard(ctx context.Context, pool *state.Pool) {
+	g, ok := pool.Gate().(*guarded)
+	if !ok {
+		return
+	}
+	s := g.Stats()
+	g.mu.Lock()
+	old := g.published
+	g.published = s
+	g.mu.Unlock()
+	m := f.metrics
+	m.calls.Inc(ctx, s.Calls-old.Calls)
+	m.overloaded.Inc(ctx, s.Overloaded-old.Overloaded)
+	m.throttled.Inc(ctx, s.Throttled-old.Throttled)
+	m.throttledMs.Inc(ctx, s.ThrottledTime.Milliseconds()-old.ThrottledTime.Milliseconds())
+	m.budgetWaits.Inc(ctx, s.BudgetWaits-old.BudgetWaits)
+	m.sharedErrors.Inc(ctx, s.SharedErrors-old.SharedErrors)
+	limit := s.Limit
+	if limit == 0 {
+		limit = f.Parallelism
+	}
+	m.limit.Set(ctx, int64(limit))
+}

@@ -1,0 +1,17 @@
+// Package guard holds the policies that protect a called service from the
+// pool that calls it: a rate limit (per worker, or shared by all workers
+// through Redis), an adaptive concurrency limit, a client-side throttle that
+// backs off while the service answers "overloaded", and a budget for the
+// retries of overloaded calls.
+//
+// It knows nothing of Beam. A Guard sits in front of every attempt of a call:
+// Enter waits until the attempt may start (or says to come back later), and
+// the Pass it returns is told how the attempt ended. The async transform
+// builds one Guard per transform and worker process, next to its pool
+// (state.Config.Gate), from the options WithRateLimit, WithSharedRateLimit,
+// WithAdaptiveParallelism and WithRetryBudget.
+//
+// Every policy takes its clock from the Guard's Config, so the unit tests run
+// on a fake clock; only the rate limits wait in real time (x/time/rate and
+// Redis keep their own clocks).
+package guard

@@ -1,0 +1,215 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"sync/atomic"
+	"time"
+)
+
+// Config says which policies a Guard applies; nil ones are off.
+type Config struct {
+	// Rate spaces out call starts (LocalRate or a SharedRate).
+	Rate Rate
+	// Adaptive bounds the calls running at once.
+	Adaptive *Adaptive
+	// Throttle holds calls back while the service refuses for load.
+	Throttle *Throttle
+	// Budget bounds the retries of overloaded calls.
+	Budget *Budget
+	// Classify tells how an attempt ended from its error (nil: success);
+	// nil means DefaultClassify. Errors of a cancelled attempt are
+	// Abandoned whatever it says.
+	Classify func(error) Outcome
+	// OnLimit, if not nil, is told each change of the adaptive limit (not
+	// under any lock of the guard's).
+	OnLimit func(from, to int)
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// DefaultClassify: nil is a success, an OverloadError an overload, a
+// context deadline a timeout, anything else an ordinary failure.
+func DefaultClassify(err error) Outcome {
+	switch {
+	case err == nil:
+		return Succeeded
+	case errors.As(err, new(*OverloadError)):
+		return Overload
+	case errors.Is(err, context.DeadlineExceeded):
+		return TimedOut
+	}
+	return Failed
+}
+
+// Guard applies its policies to every attempt of a call: see Enter. It is
+// safe for concurrent use.
+type Guard struct {
+	cfg Config
+
+	calls, overloaded, throttled, throttledNs atomic.Int64
+	budgetWaits, budgeted, firsts             atomic.Int64
+	latencyNs                                 atomic.Int64
+}
+
+// New returns a guard applying cfg.
+func New(cfg Config) *Guard {
+	if cfg.Classify == nil {
+		cfg.Classify = DefaultClassify
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Guard{cfg: cfg}
+}
+
+// Enter admits one attempt of a call. previous is the error of the
+// element's attempt before this one (nil for a first attempt).
+//
+// A retry of an overloaded call that finds no budget is not admitted: Enter
+// returns later > 0, and the caller asks again after that long, holding
+// nothing meanwhile. Otherwise Enter waits, in order, for the throttle, a
+// place under the adaptive limit, and the rate, and returns done, to be
+// called with the attempt's error once it returns; or ctx's error if ctx
+// ends first.
+func (g *Guard) Enter(ctx context.Context, previous error) (done func(error), later time.Duration, err error) {
+	overloadRetry := previous != nil && g.cfg.Classify(previous) == Overload
+	if overloadRetry && g.cfg.Budget != nil {
+		if ok, wait := g.cfg.Budget.Withdraw(g.cfg.Now()); !ok {
+			g.budgetWaits.Add(1)
+			return nil, wait, nil
+		}
+	}
+	start := g.cfg.Now()
+	if err := g.wait(ctx); err != nil {
+		g.noteThrottled(start)
+		return nil, 0, err
+	}
+	g.noteThrottled(start)
+	if previous == nil {
+		g.firsts.Add(1)
+		if g.cfg.Budget != nil {
+			g.cfg.Budget.Deposit(g.cfg.Now())
+		}
+	} else if overloadRetry {
+		g.budgeted.Add(1)
+	}
+	g.calls.Add(1)
+	began := g.cfg.Now()
+	var once atomic.Bool
+	return func(err error) {
+		if once.Swap(true) {
+			return
+		}
+		g.finish(ctx, began, err)
+	}, 0, nil
+}
+
+// wait passes the throttle, the adaptive limit and the rate.
+func (g *Guard) wait(ctx context.Context) error {
+	if t := g.cfg.Throttle; t != nil {
+		for first := true; !t.Admit(g.cfg.Now(), rand.Float64(), first); first = false {
+			if err := sleep(ctx, g.holdBack()); err != nil {
+				return err
+			}
+		}
+	}
+	if a := g.cfg.Adaptive; a != nil && !a.TryAcquire() {
+		if err := a.Acquire(ctx); err != nil {
+			return err
+		}
+	}
+	if g.cfg.Rate != nil {
+		if err := g.cfg.Rate.Wait(ctx); err != nil {
+			if a := g.cfg.Adaptive; a != nil {
+				g.release(a, 0, Abandoned)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// holdBack is how long a throttled attempt waits before it asks again: about
+// one call's latency (5 ms to 1 s), jittered so waiters spread out.
+func (g *Guard) holdBack() time.Duration {
+	d := min(max(time.Duration(g.latencyNs.Load()), 5*time.Millisecond), time.Second)
+	return time.Duration(float64(d) * (0.5 + rand.Float64()))
+}
+
+// noteThrottled counts an attempt that waited more than a millisecond.
+func (g *Guard) noteThrottled(start time.Time) {
+	if d := g.cfg.Now().Sub(start); d > time.Millisecond {
+		g.throttled.Add(1)
+		g.throttledNs.Add(int64(d))
+	}
+}
+
+// finish feeds an attempt's end to the policies.
+func (g *Guard) finish(ctx context.Context, began time.Time, err error) {
+	now := g.cfg.Now()
+	o := g.cfg.Classify(err)
+	if err != nil && ctx.Err() != nil {
+		o = Abandoned
+	}
+	latency := now.Sub(began)
+	if o == Succeeded {
+		old := g.latencyNs.Load()
+		g.latencyNs.Store(old + (int64(latency)-old)/8)
+	}
+	if o == Overload {
+		g.overloaded.Add(1)
+	}
+	if t := g.cfg.Throttle; t != nil && o != Abandoned {
+		t.Observe(now, o != Overload)
+	}
+	if a := g.cfg.Adaptive; a != nil {
+		g.release(a, latency, o)
+	}
+}
+
+func (g *Guard) release(a *Adaptive, latency time.Duration, o Outcome) {
+	from, to := a.Release(g.cfg.Now(), latency, o)
+	if from != to && g.cfg.OnLimit != nil {
+		g.cfg.OnLimit(from, to)
+	}
+}
+
+// Stats are a guard's counts since it was made.
+type Stats struct {
+	Calls         int64         // attempts admitted
+	FirstAttempts int64         // of which first attempts of their element
+	Budgeted      int64         // of which retries after an overload answer
+	BudgetWaits   int64         // retries of overloaded calls sent back for want of budget
+	Overloaded    int64         // attempts answered with overload
+	Throttled     int64         // attempts that waited over 1 ms to start
+	ThrottledTime time.Duration // the time they waited, in all
+	Limit         int           // the adaptive limit now, or 0 without one
+	SharedErrors  int64         // calls that found the shared rate's Redis unreachable
+}
+
+// Stats returns the guard's counts.
+func (g *Guard) Stats() Stats {
+	s := Stats{
+		Calls: g.calls.Load(), FirstAttempts: g.firsts.Load(), Budgeted: g.budgeted.Load(),
+		BudgetWaits: g.budgetWaits.Load(), Overloaded: g.overloaded.Load(),
+		Throttled: g.throttled.Load(), ThrottledTime: time.Duration(g.throttledNs.Load()),
+	}
+	if g.cfg.Adaptive != nil {
+		s.Limit = g.cfg.Adaptive.Limit()
+	}
+	if sr, ok := g.cfg.Rate.(*SharedRate); ok {
+		s.SharedErrors = sr.Errors()
+	}
+	return s
+}
+
+// Close releases what the policies hold (the shared rate's connection).
+func (g *Guard) Close() error {
+	if c, ok := g.cfg.Rate.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}

@@ -1,0 +1,130 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// clock is a fake clock for the guard's policies.
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+func TestGuardBudgetsRetriesOfOverloadedCalls(t *testing.T) {
+	c := &clock{now: time.Unix(1_000_000, 0)}
+	g := New(Config{Budget: NewBudget(0.1, 1, c.now), Now: c.Now})
+	overloaded := Overloaded(errors.New("503"), 0)
+	granted, sentBack := 0, 0
+	for i := 0; i < 100; i++ {
+		done, later, err := g.Enter(context.Background(), overloaded)
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case later > 0:
+			sentBack++
+		default:
+			granted++
+			done(nil)
+		}
+	}
+	// The budget starts with 10 tokens and nothing deposits.
+	if granted != 10 || sentBack != 90 {
+		t.Errorf("retries granted %d, sent back %d; want 10 and 90", granted, sentBack)
+	}
+	// Ordinary retries are not budgeted.
+	if _, later, _ := g.Enter(context.Background(), errors.New("plain")); later != 0 {
+		t.Errorf("a retry after an ordinary error was sent back for %v; want it admitted", later)
+	}
+	s := g.Stats()
+	if s.Budgeted != 10 || s.BudgetWaits != 90 || s.Calls != 11 || s.FirstAttempts != 0 {
+		t.Errorf("stats = %+v; want 10 budgeted, 90 budget waits, 11 calls, 0 first attempts", s)
+	}
+}
+
+func TestGuardCountsOutcomes(t *testing.T) {
+	c := &clock{now: time.Unix(1_000_000, 0)}
+	var changes [][2]int
+	g := New(Config{Adaptive: NewAdaptive(1, 8, c.now), Throttle: NewThrottle(DefaultThrottleK), Now: c.Now,
+		OnLimit: func(from, to int) { changes = append(changes, [2]int{from, to}) }})
+	for i, err := range []error{nil, Overloaded(errors.New("429"), time.Second), errors.New("bad"), nil} {
+		done, later, err2 := g.Enter(context.Background(), nil)
+		if err2 != nil || later != 0 {
+			t.Fatalf("Enter %d = %v, %v; want admitted", i, later, err2)
+		}
+		c.now = c.now.Add(150 * time.Millisecond)
+		done(err)
+		done(err) // a second report is ignored
+	}
+	s := g.Stats()
+	if s.Calls != 4 || s.FirstAttempts != 4 || s.Overloaded != 1 {
+		t.Errorf("stats = %+v; want 4 calls, 4 first attempts, 1 overloaded", s)
+	}
+	if got := g.cfg.Adaptive.InFlight(); got != 0 {
+		t.Errorf("adaptive places in flight after every done = %d; want 0", got)
+	}
+	if len(changes) == 0 {
+		t.Error("OnLimit never called; want the limit's changes reported")
+	}
+}
+
+func TestGuardEnterHonoursItsContext(t *testing.T) {
+	g := New(Config{Adaptive: NewAdaptive(1, 1, time.Now())})
+	done, _, err := g.Enter(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, _, err := g.Enter(ctx, nil); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Enter with the only place taken = %v; want the context's deadline", err)
+	}
+	done(nil)
+	if got := g.cfg.Adaptive.InFlight(); got != 0 {
+		t.Errorf("places in flight = %d; want 0 (a cancelled Enter must not keep one)", got)
+	}
+	if s := g.Stats(); s.Throttled != 1 {
+		t.Errorf("throttled = %d; want the cancelled wait counted", s.Throttled)
+	}
+}
+
+func TestGuardRateWaitFailureGivesThePlaceBack(t *testing.T) {
+	// A rate that never lets a call through within the context.
+	g := New(Config{Adaptive: NewAdaptive(1, 1, time.Now()), Rate: LocalRate(0.001, 1)})
+	done, _, err := g.Enter(context.Background(), nil) // the burst
+	if err != nil {
+		t.Fatal(err)
+	}
+	done(nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, _, err := g.Enter(ctx, nil); err == nil {
+		t.Fatal("Enter past the rate within 20 ms succeeded; want an error")
+	}
+	if got := g.cfg.Adaptive.InFlight(); got != 0 {
+		t.Errorf("places in flight = %d; want 0", got)
+	}
+}
+
+func TestOverloaded(t *testing.T) {
+	if Overloaded(nil, time.Second) != nil {
+		t.Error("Overloaded(nil) != nil")
+	}
+	base := errors.New("503 Service Unavailable")
+	err := Overloaded(base, 2*time.Second)
+	ok, after := IsOverloaded(fmtWrap(err))
+	if !ok || after != 2*time.Second || !errors.Is(err, base) {
+		t.Errorf("IsOverloaded(wrapped) = %v, %v, Is(base) %v; want true, 2s, true", ok, after, errors.Is(err, base))
+	}
+	if ok, _ := IsOverloaded(base); ok {
+		t.Error("IsOverloaded(plain error) = true")
+	}
+	for err, want := range map[error]Outcome{nil: Succeeded, err: Overload, context.DeadlineExceeded: TimedOut, base: Failed} {
+		if got := DefaultClassify(err); got != want {
+			t.Errorf("DefaultClassify(%v) = %v; want %v", err, got, want)
+		}
+	}
+}
+
+func fmtWrap(err error) error { return errors.Join(errors.New("call failed"), err) }
