@@ -126,3 +126,105 @@ func TestGateWaitEndsWithTheTask(t *testing.T) {
 		t.Error("the pool's Close did not close its gate")
 	}
 }
+
+// limitGate admits every attempt and limits the slots to limit.
+type limitGate struct{ limit atomic.Int32 }
+
+func (g *limitGate) Enter(context.Context, error) (func(error), time.Duration, error) {
+	return func(error) {}, 0, nil
+}
+func (g *limitGate) Limit() int { return int(g.limit.Load()) }
+
+func TestGateLimitBoundsTheSlotsAndKeepsPriorities(t *testing.T) {
+	g := &limitGate{}
+	g.limit.Store(2)
+	p := mustPool(t, Config{Parallelism: 8, Buffer: 64, Gate: func() Gate { return g }})
+	var mu sync.Mutex
+	running, peak := 0, 0
+	var order []int
+	release := make(chan struct{})
+	work := func(prio int) Work {
+		return func(context.Context, int) ([]any, error) {
+			mu.Lock()
+			running++
+			peak = max(peak, running)
+			order = append(order, prio)
+			mu.Unlock()
+			<-release
+			mu.Lock()
+			running--
+			mu.Unlock()
+			return nil, nil
+		}
+	}
+	var tasks []*Task
+	// Two low-priority tasks take both slots; then lows and highs queue.
+	for i, prio := range []int{0, 0, 0, 0, 0, 5, 5, 5} {
+		task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", ID: string(rune('a' + i))}, 0, Job{Work: work(prio), Priority: prio})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks = append(tasks, task)
+	}
+	time.Sleep(50 * time.Millisecond)
+	mu.Lock()
+	if running != 2 {
+		t.Errorf("running with limit 2 = %d; want 2", running)
+	}
+	mu.Unlock()
+	g.limit.Store(3) // read after the next attempt
+	close(release)
+	for _, task := range tasks {
+		wait(t, task)
+	}
+	if peak > 3 {
+		t.Errorf("peak running = %d; want at most the limit, 3", peak)
+	}
+	// After the first two, the highs go before the remaining lows.
+	want := []int{0, 0, 5, 5, 5, 0, 0, 0}
+	for i := range want {
+		if order[i] != want[i] {
+			t.Errorf("start order by priority = %v; want %v", order, want)
+			break
+		}
+	}
+}
+
+func TestRunQueueResize(t *testing.T) {
+	q := newRunQueue(10, 2)
+	started := make(chan int, 10)
+	claims := make([]*claim, 5)
+	for i := range claims {
+		i := i
+		claims[i] = newClaim(0, false, func() { started <- i })
+		q.enqueue(claims[i])
+	}
+	got := func() (n int) {
+		time.Sleep(20 * time.Millisecond)
+		for {
+			select {
+			case <-started:
+				n++
+			default:
+				return n
+			}
+		}
+	}
+	if n := got(); n != 2 {
+		t.Fatalf("started with 2 slots = %d; want 2", n)
+	}
+	q.resize(3)
+	if n := got(); n != 1 {
+		t.Errorf("started after growing to 3 = %d; want 1 more", n)
+	}
+	q.resize(1) // three running, one slot: two releases are absorbed
+	q.releaseSlot()
+	q.releaseSlot()
+	if n := got(); n != 0 {
+		t.Errorf("started after shrinking to 1 and two releases = %d; want 0", n)
+	}
+	q.releaseSlot()
+	if n := got(); n != 1 {
+		t.Errorf("started after the third release = %d; want 1", n)
+	}
+}

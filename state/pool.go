@@ -46,10 +46,15 @@ type Config struct {
 // attempt is not made now: the task gives back its slot and its buffer
 // place, waits that long and queues again; or the error of ctx (the task's)
 // if it ended while Enter waited. A Gate that is an io.Closer is closed with
-// the pool.
+// the pool. A Gate with a method Limit() int (> 0) sets how many of the
+// pool's Parallelism slots attempts may use: the pool reads it when made and
+// after every attempt, and waiting tasks keep their priority order.
 type Gate interface {
 	Enter(ctx context.Context, previous error) (done func(error), later time.Duration, err error)
 }
+
+// slotLimiter is a Gate that limits the slots.
+type slotLimiter interface{ Limit() int }
 
 func (c Config) validate() error {
 	if c.Parallelism <= 0 {
@@ -122,10 +127,14 @@ func NewPool(cfg Config) (*Pool, error) {
 		gate = cfg.Gate()
 	}
 	base, stop := context.WithCancel(context.Background())
+	slots := cfg.Parallelism
+	if l, ok := gate.(slotLimiter); ok && l.Limit() > 0 {
+		slots = min(slots, l.Limit())
+	}
 	return &Pool{
 		gate:   gate,
 		cfg:    cfg,
-		queue:  newRunQueue(cfg.Buffer, cfg.Parallelism),
+		queue:  newRunQueue(cfg.Buffer, slots),
 		hold:   semaphore.NewWeighted(int64(cfg.Hold)),
 		base:   base,
 		stop:   stop,
@@ -375,6 +384,7 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 	outputs, err := call(t.ctx, job.Work, n)
 	if done != nil {
 		done(err)
+		p.followLimit()
 	}
 	p.queue.releaseSlot()
 	p.observe(time.Since(start))
@@ -391,6 +401,15 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 	t.setWaiting()
 	if !p.queue.pause(c, t.ctx, delay) {
 		t.finish(nil, fmt.Errorf("cancelled while waiting to retry: %w", t.ctx.Err()))
+	}
+}
+
+// followLimit resizes the slots to the gate's limit, if it has one.
+func (p *Pool) followLimit() {
+	if l, ok := p.gate.(slotLimiter); ok {
+		if n := l.Limit(); n > 0 {
+			p.queue.resize(min(n, p.cfg.Parallelism))
+		}
 	}
 }
 
@@ -506,7 +525,8 @@ func (p *Pool) Unfinished() int { return int(p.live.Load()) }
 
 // Close cancels every task, refuses new ones, and waits until all the pool's
 // goroutines have returned or ctx ends (then it returns ctx.Err(); the
-// goroutines still finish on their own).
+// goroutines still finish on their own). It closes the gate, if that is an
+// io.Closer, either way.
 func (p *Pool) Close(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
@@ -519,11 +539,19 @@ func (p *Pool) Close(ctx context.Context) error {
 	}()
 	select {
 	case <-done:
-		if c, ok := p.gate.(io.Closer); ok {
-			return c.Close()
-		}
-		return nil
+		return p.closeGate()
 	case <-ctx.Done():
+		// Calls still running may find the gate closed (a shared rate then
+		// falls back to its local share); what it holds is released now.
+		p.closeGate()
 		return ctx.Err()
 	}
+}
+
+// closeGate closes the gate if it is an io.Closer.
+func (p *Pool) closeGate() error {
+	if c, ok := p.gate.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
 }

@@ -18,9 +18,12 @@ import (
 // claim's launch, when it grants the claim a slot, so a pool holding
 // thousands of tasks runs at most Parallelism goroutines for them.
 type runQueue struct {
-	mu          sync.Mutex
-	freePlaces  int
+	mu         sync.Mutex
+	freePlaces int
+	// freeSlots is negative after resize took away slots in use: so many
+	// releases are absorbed before a slot is granted again.
 	freeSlots   int
+	slots       int // how many slots there are (see resize)
 	seq         uint64
 	needPlace   waiters // buffered claims without a buffer place
 	needSlot    waiters // claims that may run once a slot frees
@@ -28,7 +31,28 @@ type runQueue struct {
 }
 
 func newRunQueue(buffer, parallelism int) *runQueue {
-	return &runQueue{freePlaces: buffer, freeSlots: parallelism}
+	return &runQueue{freePlaces: buffer, freeSlots: parallelism, slots: parallelism}
+}
+
+// resize sets how many slots there are: more grants them to waiting claims
+// at once, fewer takes free ones away and absorbs releases until the
+// running attempts fit. Waiting claims keep their order throughout.
+func (q *runQueue) resize(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if n == q.slots {
+		return
+	}
+	q.freeSlots += n - q.slots
+	q.slots = n
+	for q.freeSlots > 0 && q.needSlot.Len() > 0 {
+		c := heap.Pop(&q.needSlot).(*claim)
+		if c.state != queued {
+			continue // withdrawn
+		}
+		q.freeSlots--
+		q.grant(c)
+	}
 }
 
 // claimState is where a claim is.
@@ -105,6 +129,10 @@ func (q *runQueue) grant(c *claim) {
 func (q *runQueue) releaseSlot() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.freeSlots < 0 {
+		q.freeSlots++ // a slot taken away by resize
+		return
+	}
 	for q.needSlot.Len() > 0 {
 		c := heap.Pop(&q.needSlot).(*claim)
 		if c.state != queued {

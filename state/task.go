@@ -24,7 +24,8 @@ type Retry func(attempt int, err error) (delay time.Duration, again bool)
 type Status int
 
 const (
-	// Waiting: admitted, waiting for a parallelism slot.
+	// Waiting: admitted, waiting for a parallelism slot, or in one for the
+	// pool's Gate to let its attempt start.
 	Waiting Status = iota
 	// Running: holds a slot and is calling its Work.
 	Running

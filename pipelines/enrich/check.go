@@ -14,7 +14,7 @@ import (
 // summarize checks both outputs against the input and prints the summary:
 // an enriched record is found by its id, a failure by its record's id, or
 // by its line number when the line could not be read as a record.
-func summarize(inIDs []string, out files, wall time.Duration, svc *service) error {
+func summarize(inIDs []string, out files, wall time.Duration, svc *service, calls callFigures) error {
 	seen := map[string]int{}
 	enriched, err := countRecords(out.enriched, func(rec map[string]any) { seen["id:"+fmt.Sprint(rec["id"])]++ })
 	if err != nil {
@@ -43,8 +43,8 @@ func summarize(inIDs []string, out files, wall time.Duration, svc *service) erro
 		}
 		seen[id] = -1 // count each input ID once
 	}
-	line := fmt.Sprintf("records: in=%d out=%d failed=%d wall=%s throughput=%.0f/s",
-		len(inIDs), enriched, failed, wall.Round(time.Millisecond), float64(len(inIDs))/wall.Seconds())
+	line := fmt.Sprintf("records: in=%d out=%d failed=%d wall=%s throughput=%.0f/s calls=%d overloaded=%d concurrency=%d",
+		len(inIDs), enriched, failed, wall.Round(time.Millisecond), float64(len(inIDs))/wall.Seconds(), calls.calls, calls.overloaded, calls.limit)
 	if svc != nil {
 		// The limit: every call made by *concurrency at once, back to back.
 		limit := time.Duration(len(inIDs)) * svc.latency / time.Duration(*concurrency)

@@ -137,12 +137,10 @@ func (f *enrichFn) call(ctx context.Context, line string) (map[string]any, error
 	if err != nil {
 		return nil, err
 	}
-	if resp.StatusCode != http.StatusOK {
-		err := fmt.Errorf("enrichment service answered %s: %s", resp.Status, bytes.TrimSpace(body))
-		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests {
-			return nil, async.Permanent(err)
-		}
-		return nil, err
+	// 429 and 503 are overload (retried after Retry-After, and they slow
+	// the pool down), other 4xx permanent, other errors retried.
+	if err := async.CheckResponse(resp); err != nil {
+		return nil, fmt.Errorf("enrichment service: %w (%s)", err, bytes.TrimSpace(body))
 	}
 	var extra map[string]any
 	if err := json.Unmarshal(body, &extra); err != nil {

@@ -50,7 +50,17 @@ var (
 	keyField    = flag.String("key_field", "customer_id", "record field whose value keys the records")
 	serviceURL  = flag.String("service_url", "", "enrichment service endpoint taking POSTed JSON records (default: start one on loopback)")
 	latency     = flag.Duration("latency", 20*time.Millisecond, "latency of each call to the loopback service")
-	errorRate   = flag.Float64("error_rate", 0, "share of calls the loopback service fails with 503, from 0 to 1")
+	errorRate   = flag.Float64("error_rate", 0, "share of calls the loopback service fails with 500, from 0 to 1")
+	svcCapacity = flag.Int("service_capacity", 0, "the loopback service serves this many calls at once, queues as many more (latency grows), and answers 503 with Retry-After past that (0: no limit)")
+	svcRate     = flag.Int("service_rate", 0, "the loopback service answers 429 with Retry-After past this many calls in a second (0: no limit)")
+	svcLater    = flag.Int("service_capacity_later", 0, "with --service_capacity: the capacity from --service_capacity_at on")
+	svcLaterAt  = flag.Duration("service_capacity_at", 0, "when (after the service's start) --service_capacity_later applies")
+	rateLimit   = flag.Float64("rate_limit", 0, "calls started per second per worker, at most (0: no limit)")
+	rateBurst   = flag.Int("rate_burst", 0, "calls that --rate_limit or --shared_rate_limit lets start at once (0: a hundredth of the rate, at least 1)")
+	sharedRate  = flag.Float64("shared_rate_limit", 0, "calls started per second by all workers together, kept in Redis (--redis); 0: no limit")
+	redisAddr   = flag.String("redis", os.Getenv("ASYNCBEAM_REDIS"), "Redis host:port for --shared_rate_limit (default $ASYNCBEAM_REDIS)")
+	rateKey     = flag.String("rate_key", "asyncbeam:enrich", "the Redis bucket of --shared_rate_limit: jobs with the same key share the rate")
+	adaptive    = flag.String("adaptive", "", "MIN,MAX: let the calls at once move between MIN and MAX from the service's latency and overload answers (replaces --concurrency)")
 	callTimeout = flag.Duration("call_timeout", 5*time.Second, "deadline of one attempt of a call (0: none)")
 	maxAttempts = flag.Int("max_attempts", 3, "attempts per record before it is written to failures.jsonl")
 	backoff     = flag.Duration("backoff", 50*time.Millisecond, "delay before the first retry, doubling up to 5s")
@@ -109,7 +119,8 @@ func run(ctx context.Context) error {
 	url := *serviceURL
 	var svc *service
 	if url == "" {
-		if svc, err = startService(*latency, *errorRate); err != nil {
+		limits := serviceLimits{Capacity: *svcCapacity, Rate: *svcRate, CapacityLater: *svcLater, CapacityLaterAt: *svcLaterAt}
+		if svc, err = startService(*latency, *errorRate, limits); err != nil {
 			return err
 		}
 		defer svc.stop(context.Background())
@@ -133,10 +144,15 @@ func run(ctx context.Context) error {
 		fmt.Println("enrich: dry run: the runner printed the job above; nothing was executed")
 		return nil
 	}
+	var calls callFigures
 	if res != nil {
 		fmt.Println(metricsLine(res))
+		calls = callFiguresOf(res)
 	}
-	if err := summarize(inIDs, out, wall, svc); err != nil {
+	if svc != nil && (*rateLimit > 0 || *sharedRate > 0) {
+		fmt.Println(rateLine(svc))
+	}
+	if err := summarize(inIDs, out, wall, svc, calls); err != nil {
 		return err
 	}
 	if *events != "" {
@@ -154,8 +170,11 @@ func pipeline(inPath, url string, out files) (*beam.Pipeline, error) {
 	p, s := beam.NewPipelineWithRoot()
 	lines := beam.ParDo(s, &readLines{}, beam.Create(s, inPath))
 	keyed, bad := beam.ParDo2(s, &keyByField{Field: *keyField, PriorityField: *priority}, lines)
-	enriched, failures, err := async.TryParDoWithFailures(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed,
-		asyncOptions()...)
+	opts, err := asyncOptions()
+	if err != nil {
+		return nil, err
+	}
+	enriched, failures, err := async.TryParDoWithFailures(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -165,9 +184,27 @@ func pipeline(inPath, url string, out files) (*beam.Pipeline, error) {
 }
 
 // asyncOptions are the async transform's options, from the flags.
-func asyncOptions() []async.Option {
-	opts := []async.Option{async.WithParallelism(*concurrency), async.WithCallbackFrequency(*frequency),
+func asyncOptions() ([]async.Option, error) {
+	opts := []async.Option{async.WithCallbackFrequency(*frequency),
 		async.WithCallTimeout(*callTimeout), async.WithMaxAttempts(*maxAttempts), async.WithBackoff(async.ExponentialBackoff(*backoff, 5*time.Second))}
+	if *adaptive != "" {
+		var lo, hi int
+		if _, err := fmt.Sscanf(*adaptive, "%d,%d", &lo, &hi); err != nil {
+			return nil, fmt.Errorf("--adaptive=%q: want MIN,MAX, such as 4,64", *adaptive)
+		}
+		opts = append(opts, async.WithAdaptiveParallelism(lo, hi))
+	} else {
+		opts = append(opts, async.WithParallelism(*concurrency))
+	}
+	if *rateLimit > 0 {
+		opts = append(opts, async.WithRateLimit(*rateLimit, burstFor(*rateLimit)))
+	}
+	if *sharedRate > 0 {
+		if *redisAddr == "" {
+			return nil, fmt.Errorf("--shared_rate_limit needs --redis host:port (integration/redis.sh starts one)")
+		}
+		opts = append(opts, async.WithSharedRateLimit(async.SharedRateLimit{Redis: *redisAddr, Key: *rateKey, PerSecond: *sharedRate, Burst: burstFor(*sharedRate)}))
+	}
 	if *buffer > 0 {
 		opts = append(opts, async.WithMaxItemsToBuffer(*buffer))
 	}
@@ -183,7 +220,15 @@ func asyncOptions() []async.Option {
 	if *events != "" {
 		opts = append(opts, async.WithListener(&async.JSONLinesListener{Path: *events}))
 	}
-	return opts
+	return opts, nil
+}
+
+// burstFor is --rate_burst, or a hundredth of the rate.
+func burstFor(rate float64) int {
+	if *rateBurst > 0 {
+		return *rateBurst
+	}
+	return max(1, int(rate/100))
 }
 
 // summarizeEvents counts the events the listener wrote, by type, and with
@@ -313,6 +358,42 @@ func isTerminal(f *os.File) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
+// callFigures are the guard's counts from the Beam metrics: calls made,
+// calls answered with overload, and the concurrency limit at the end.
+type callFigures struct {
+	calls, overloaded, limit int64
+}
+
+func callFiguresOf(res beam.PipelineResult) callFigures {
+	var f callFigures
+	for _, c := range res.Metrics().AllMetrics().Counters() {
+		if strings.Contains(c.Namespace(), "async.") {
+			switch c.Name() {
+			case async.MetricCalls:
+				f.calls += c.Result()
+			case async.MetricOverloaded:
+				f.overloaded += c.Result()
+			}
+		}
+	}
+	for _, g := range res.Metrics().AllMetrics().Gauges() {
+		if strings.Contains(g.Namespace(), "async.") && g.Name() == async.MetricConcurrencyLimit {
+			f.limit = g.Result().Value
+		}
+	}
+	return f
+}
+
+// rateLine prints the calls the loopback service saw per 5 s window.
+func rateLine(svc *service) string {
+	windows := svc.arrivalsPer(5 * time.Second)
+	line := "service: calls per second in each 5 s window:"
+	for _, n := range windows {
+		line += fmt.Sprintf(" %.0f", float64(n)/5)
+	}
+	return line
+}
+
 // metricsLine prints the async transform's Beam metrics.
 func metricsLine(res beam.PipelineResult) string {
 	counters := map[string]int64{}
@@ -323,7 +404,8 @@ func metricsLine(res beam.PipelineResult) string {
 	}
 	line := "metrics:"
 	for _, name := range []string{async.MetricAccepted, async.MetricStarted, async.MetricCommitted, async.MetricRetried,
-		async.MetricFailed, async.MetricRescheduled, async.MetricCancelled, async.MetricDeduplicated} {
+		async.MetricFailed, async.MetricRescheduled, async.MetricCancelled, async.MetricDeduplicated,
+		async.MetricCalls, async.MetricOverloaded, async.MetricThrottled, async.MetricThrottledMs, async.MetricBudgetWaits} {
 		line += fmt.Sprintf(" %s=%d", name, counters[name])
 	}
 	for _, d := range res.Metrics().AllMetrics().Distributions() {

@@ -17,14 +17,27 @@ import (
 // service is the enrichment web service the job starts on loopback when no
 // --service_url is given. POST /enrich with a JSON record answers, after the
 // configured latency, with fields derived from the record; a share of calls
-// (the error rate) answers 503 instead.
+// (the error rate) answers 500 instead.
+//
+// With a capacity (serviceLimits) it serves at most that many calls at once
+// at its latency, queues as many more (their latency grows by the wait), and
+// answers 503 with Retry-After past that; with a rate it answers 429 with
+// Retry-After to the calls past that many in the current second.
 type service struct {
 	latency   time.Duration
 	errorRate float64
+	limits    serviceLimits
+	serving   *capacity // nil without a capacity
+	started   time.Time
 
-	calls, failures atomic.Int64
-	inFlight        atomic.Int64
-	peak            atomic.Int64
+	calls, failures, overloaded atomic.Int64
+	inFlight                    atomic.Int64
+	peak                        atomic.Int64
+
+	rateMu     sync.Mutex
+	rateSecond int64 // the second (since start) rateCount counts
+	rateCount  int
+	arrivals   []int64 // calls that arrived in each 100 ms since start
 
 	srv *http.Server
 	wg  sync.WaitGroup
@@ -43,19 +56,47 @@ var regions = map[string]string{
 	"US": "AMER", "BR": "AMER", "JP": "APAC", "IN": "APAC",
 }
 
+// serviceLimits are the loopback service's capacity and rate (zero: none),
+// and a later capacity from a time after its start.
+type serviceLimits struct {
+	Capacity        int
+	Rate            int
+	CapacityLater   int
+	CapacityLaterAt time.Duration
+}
+
+func (l serviceLimits) validate() error {
+	switch {
+	case l.Capacity < 0 || l.Rate < 0 || l.CapacityLater < 0:
+		return fmt.Errorf("--service_capacity=%d, --service_rate=%d, --service_capacity_later=%d: want numbers >= 0", l.Capacity, l.Rate, l.CapacityLater)
+	case l.CapacityLater > 0 && (l.Capacity == 0 || l.CapacityLaterAt <= 0):
+		return fmt.Errorf("--service_capacity_later=%d needs --service_capacity and --service_capacity_at > 0", l.CapacityLater)
+	}
+	return nil
+}
+
 // startService listens on a free loopback port and serves until stop.
-func startService(latency time.Duration, errorRate float64) (*service, error) {
+func startService(latency time.Duration, errorRate float64, limits serviceLimits) (*service, error) {
 	if errorRate < 0 || errorRate > 1 {
 		return nil, fmt.Errorf("--error_rate=%v: want a share between 0 and 1", errorRate)
 	}
 	if latency < 0 {
 		return nil, fmt.Errorf("--latency=%v: want >= 0", latency)
 	}
+	if err := limits.validate(); err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("starting the loopback enrichment service: %w", err)
 	}
-	s := &service{latency: latency, errorRate: errorRate, url: "http://" + ln.Addr().String() + "/enrich"}
+	s := &service{latency: latency, errorRate: errorRate, limits: limits, started: time.Now(), url: "http://" + ln.Addr().String() + "/enrich"}
+	if limits.Capacity > 0 {
+		s.serving = newCapacity(limits.Capacity)
+		if limits.CapacityLater > 0 {
+			time.AfterFunc(limits.CapacityLaterAt, func() { s.serving.resize(limits.CapacityLater) })
+		}
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /enrich", s.enrich)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -79,10 +120,24 @@ func (s *service) enrich(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.calls.Add(1)
+	s.arrived()
 	var rec map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&rec); err != nil {
 		http.Error(w, "body is not a JSON object: "+err.Error(), http.StatusBadRequest)
 		return
+	}
+	if !s.underRate() {
+		s.refuse(w, http.StatusTooManyRequests, "rate limit exceeded")
+		return
+	}
+	if s.serving != nil {
+		if !s.serving.enter(r.Context()) {
+			if r.Context().Err() == nil {
+				s.refuse(w, http.StatusServiceUnavailable, "over capacity")
+			}
+			return
+		}
+		defer s.serving.leave()
 	}
 	select {
 	case <-time.After(s.latency):
@@ -91,10 +146,61 @@ func (s *service) enrich(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.errorRate > 0 && rand.Float64() < s.errorRate {
 		s.failures.Add(1)
-		http.Error(w, "enrichment backend unavailable", http.StatusServiceUnavailable)
+		http.Error(w, "enrichment backend failed", http.StatusInternalServerError)
 		return
 	}
 	json.NewEncoder(w).Encode(enrich(rec))
+}
+
+// refuse answers an overload, asking the caller to wait a second.
+func (s *service) refuse(w http.ResponseWriter, code int, why string) {
+	s.overloaded.Add(1)
+	w.Header().Set("Retry-After", "1")
+	http.Error(w, why, code)
+}
+
+// underRate counts a call against the rate of the current second and says
+// whether it is within it.
+func (s *service) underRate() bool {
+	if s.limits.Rate == 0 {
+		return true
+	}
+	sec := int64(time.Since(s.started) / time.Second)
+	s.rateMu.Lock()
+	defer s.rateMu.Unlock()
+	if sec != s.rateSecond {
+		s.rateSecond, s.rateCount = sec, 0
+	}
+	s.rateCount++
+	return s.rateCount <= s.limits.Rate
+}
+
+// arrived counts a call in its 100 ms since the start.
+func (s *service) arrived() {
+	slot := int(time.Since(s.started) / (100 * time.Millisecond))
+	s.rateMu.Lock()
+	defer s.rateMu.Unlock()
+	for len(s.arrivals) <= slot {
+		s.arrivals = append(s.arrivals, 0)
+	}
+	s.arrivals[slot]++
+}
+
+// arrivalsPer returns the calls that arrived in each window of d (a
+// multiple of 100 ms) since the start, the last partial window left out.
+func (s *service) arrivalsPer(d time.Duration) []int64 {
+	n := int(d / (100 * time.Millisecond))
+	s.rateMu.Lock()
+	defer s.rateMu.Unlock()
+	var out []int64
+	for i := 0; i+n <= len(s.arrivals); i += n {
+		var sum int64
+		for _, c := range s.arrivals[i : i+n] {
+			sum += c
+		}
+		out = append(out, sum)
+	}
+	return out
 }
 
 // enrich derives the added fields deterministically from the record.

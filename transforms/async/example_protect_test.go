@@ -28,7 +28,7 @@ func ExampleWithAdaptiveParallelism() {
 	// Output: ok
 }
 
-// At most 200 calls a second start on each worker, 10 at once at most.
+// At most 200 calls a second start on each worker, in bursts of at most 10.
 // async.WithSharedRateLimit caps all workers together instead, through
 // Redis.
 func ExampleWithRateLimit() {

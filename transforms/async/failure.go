@@ -24,8 +24,8 @@ type Failure struct {
 	// would be.
 	Window string
 	// Error is the text of the last attempt's error; Kind is one of KindError,
-	// KindTimeout, KindPanic, KindPermanent and KindWindow (an element whose
-	// window could not be restored: never called, Attempts 0).
+	// KindTimeout, KindPanic, KindPermanent, KindOverloaded and KindWindow (an
+	// element whose window could not be restored: never called, Attempts 0).
 	Error, Kind string
 	// Attempts is how many attempts were made.
 	Attempts int

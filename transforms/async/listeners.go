@@ -24,6 +24,10 @@ type LogListener struct{}
 
 // OnEvent logs e.
 func (*LogListener) OnEvent(e Event) {
+	if e.Type == EventLimitChanged {
+		slog.Debug("async: concurrency limit changed", "transform", e.Transform, "limit", e.Limit, "details", e.Details)
+		return
+	}
 	attrs := []any{"type", e.Type, "transform", e.Transform, "key", e.KeyText, "element", e.ElementID, "attempt", e.Attempt}
 	switch e.Type {
 	case EventRetrying:
@@ -150,6 +154,9 @@ func (l *TimingListener) OnEvent(e Event) {
 
 // fold records e and returns the element's finished Timing, if e ends it.
 func (l *TimingListener) fold(e Event) *Timing {
+	if e.Type == EventLimitChanged {
+		return nil // about no element
+	}
 	k := timingKey{e.Transform, e.KeyText, e.ElementID}
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -34,8 +34,12 @@ const KindOverloaded = "overloaded"
 
 // Overloaded marks err as the service saying "too much" (HTTP 429 or 503, a
 // quota, a full queue): the attempt fails with kind "overloaded", and
-// besides the element's own retry the whole pool slows down (see
-// WithRetryBudget and the package doc). Overloaded(nil) is nil.
+// besides the element's own retry the whole pool slows down: the worker's
+// throttle holds attempts back so that it sends at most 1 + the retry
+// budget's share (1.1 by default) times what the service accepts
+// (client-side adaptive throttling, guard.Throttle), an adaptive limit
+// shrinks, and retries of overloaded attempts spend the retry budget
+// (WithRetryBudget). Overloaded(nil) is nil.
 func Overloaded(err error) error { return guard.Overloaded(err, 0) }
 
 // OverloadedRetryAfter is Overloaded for a service that said how long to
@@ -55,7 +59,10 @@ func CheckResponse(resp *http.Response) error {
 	if code >= 200 && code < 300 {
 		return nil
 	}
-	err := fmt.Errorf("%s %s: %s", resp.Request.Method, resp.Request.URL.Redacted(), resp.Status)
+	err := fmt.Errorf("HTTP %s", resp.Status)
+	if r := resp.Request; r != nil && r.URL != nil {
+		err = fmt.Errorf("%s %s: %s", r.Method, r.URL.Redacted(), resp.Status)
+	}
 	switch {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
 		return guard.Overloaded(err, retryAfter(resp.Header.Get("Retry-After"), time.Now()))
@@ -147,13 +154,14 @@ func WithAdaptiveParallelism(min, max int) Option {
 	}
 }
 
-// WithRetryBudget bounds the retries of attempts answered with overload:
-// each first attempt earns share of a retry, each such retry spends one,
-// plus guard.DefaultBudgetFloor retries a second for when no first attempts
-// are left. A retry without budget is not dropped: it waits, holding no
-// slot, until the budget has one. So under overload retries add at most
-// share of the first attempts as extra calls. Retries after other errors
-// are not budgeted. Must be >= 0. Default: guard.DefaultBudgetShare (0.1).
+// WithRetryBudget bounds the retries of attempts answered with overload, per
+// worker: over the last 10 s they may number share of the first attempts,
+// plus guard.DefaultBudgetFloor (10) a second for when no first attempts are
+// left. A retry without budget is not dropped: it waits, holding no slot,
+// until the budget has one. So under overload, retries add at most share of
+// the first attempts as extra calls, plus the floor. The worker's throttle
+// follows the same share (see Overloaded). Retries after other errors are
+// not budgeted. Must be >= 0. Default: guard.DefaultBudgetShare (0.1).
 func WithRetryBudget(share float64) Option {
 	return func(s *settings) {
 		if !(share >= 0) || math.IsInf(share, 0) {
@@ -199,7 +207,7 @@ type guarded struct {
 func (f *core) newGate() state.Gate {
 	p := f.Protect
 	cfg := guard.Config{
-		Throttle: guard.NewThrottle(guard.DefaultThrottleK),
+		Throttle: guard.NewThrottle(guard.ThrottleKFor(p.BudgetShare)),
 		Budget:   guard.NewBudget(p.BudgetShare, guard.DefaultBudgetFloor, time.Now()),
 		Classify: classify,
 	}
@@ -295,11 +303,12 @@ func (f *core) publishGuard(ctx context.Context, pool *state.Pool) {
 	if !ok {
 		return
 	}
-	s := g.Stats()
+	// Read and publish under the lock: two instances publishing at once
+	// must not publish a negative difference.
 	g.mu.Lock()
-	old := g.published
+	defer g.mu.Unlock()
+	s, old := g.Stats(), g.published
 	g.published = s
-	g.mu.Unlock()
 	m := f.metrics
 	m.calls.Inc(ctx, s.Calls-old.Calls)
 	m.overloaded.Inc(ctx, s.Overloaded-old.Overloaded)

@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"context"
 	"math"
 	"sync"
 	"time"
@@ -36,7 +35,6 @@ type Adaptive struct {
 	mu       sync.Mutex
 	limit    float64
 	inFlight int
-	wake     chan struct{} // closed and replaced when a waiter may go on
 	baseline time.Duration
 	win      window
 }
@@ -56,7 +54,7 @@ const WindowMin = 100 * time.Millisecond
 // NewAdaptive returns a limit starting at min, between min and max (1 <= min
 // <= max).
 func NewAdaptive(min, max int, now time.Time) *Adaptive {
-	return &Adaptive{min: min, max: max, limit: float64(min), wake: make(chan struct{}), win: window{start: now}}
+	return &Adaptive{min: min, max: max, limit: float64(min), win: window{start: now}}
 }
 
 // Limit returns the current limit.
@@ -66,51 +64,26 @@ func (a *Adaptive) Limit() int {
 	return int(a.limit)
 }
 
-// InFlight returns how many acquired places are not yet released.
+// InFlight returns how many calls taken are not yet released.
 func (a *Adaptive) InFlight() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.inFlight
 }
 
-// TryAcquire takes a place if one is free under the limit.
-func (a *Adaptive) TryAcquire() bool {
+// Take counts a call that starts. The limit is not enforced here: whoever
+// runs the calls keeps at most Limit of them running (the pool sizes its
+// slots to it, see state.Gate), so that waiting calls keep their order.
+func (a *Adaptive) Take() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.take()
-}
-
-// take takes a place if there is one; a.mu is held.
-func (a *Adaptive) take() bool {
-	if a.inFlight >= int(a.limit) {
-		return false
-	}
 	a.inFlight++
 	a.win.peak = max(a.win.peak, a.inFlight)
-	return true
 }
 
-// Acquire waits for a place under the limit, or until ctx ends.
-func (a *Adaptive) Acquire(ctx context.Context) error {
-	for {
-		a.mu.Lock()
-		if a.take() {
-			a.mu.Unlock()
-			return nil
-		}
-		wake := a.wake
-		a.mu.Unlock()
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// Release gives back a place taken by Acquire, with how the call went: its
-// latency and outcome at now. When the whole-number limit changed, it
-// returns the old and the new one.
+// Release counts a call taken by Take that ended, with how it went: its
+// latency and outcome at now. It returns the whole-number limit before and
+// after.
 func (a *Adaptive) Release(now time.Time, latency time.Duration, o Outcome) (from, to int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -126,10 +99,6 @@ func (a *Adaptive) Release(now time.Time, latency time.Duration, o Outcome) (fro
 	if now.Sub(a.win.start) >= max(WindowMin, 2*a.baseline) {
 		a.update()
 		a.win = window{start: now, peak: a.inFlight}
-	}
-	if a.inFlight < int(a.limit) {
-		close(a.wake)
-		a.wake = make(chan struct{})
 	}
 	return from, int(a.limit)
 }

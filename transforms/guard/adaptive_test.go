@@ -1,7 +1,6 @@
 package guard
 
 import (
-	"context"
 	"testing"
 	"time"
 )
@@ -28,7 +27,8 @@ func drive(a *Adaptive, s service, start time.Time, d time.Duration) []round {
 	for el := time.Duration(0); el < d; {
 		limit := a.Limit()
 		n := 0
-		for a.TryAcquire() {
+		for a.InFlight() < a.Limit() {
+			a.Take()
 			n++
 		}
 		c := s.capacity(el)
@@ -138,35 +138,11 @@ func TestAdaptiveHoldsWhenTheCallerSendsLittle(t *testing.T) {
 	a := NewAdaptive(10, 100, start)
 	now := start
 	for i := 0; i < 1000; i++ {
-		if !a.TryAcquire() {
-			t.Fatal("no place under the limit with nothing in flight")
-		}
+		a.Take()
 		now = now.Add(20 * time.Millisecond)
 		a.Release(now, 20*time.Millisecond, Succeeded)
 	}
 	if got := a.Limit(); got != 10 {
 		t.Errorf("limit after 1,000 lone calls = %d; want 10 (unchanged)", got)
-	}
-}
-
-func TestAdaptiveAcquireWaitsAndHonoursItsContext(t *testing.T) {
-	start := time.Unix(1_000_000, 0)
-	a := NewAdaptive(1, 1, start)
-	if err := a.Acquire(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if err := a.Acquire(ctx); err == nil {
-		t.Fatal("a second Acquire under limit 1 got a place; want it to wait until its context ends")
-	}
-	got := make(chan error, 1)
-	go func() { got <- a.Acquire(context.Background()) }()
-	a.Release(start, time.Millisecond, Succeeded)
-	if err := <-got; err != nil {
-		t.Errorf("Acquire after a Release = %v; want a place", err)
-	}
-	if n := a.InFlight(); n != 1 {
-		t.Errorf("in flight = %d; want 1", n)
 	}
 }

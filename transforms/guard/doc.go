@@ -6,7 +6,9 @@
 //
 // It knows nothing of Beam. A Guard sits in front of every attempt of a call:
 // Enter waits until the attempt may start (or says to come back later), and
-// the Pass it returns is told how the attempt ended. The async transform
+// the done func it returns is told how the attempt ended. The adaptive
+// limit is enforced by the caller (Guard.Limit): the async transform's pool
+// sizes its slots to it, so waiting calls keep their priority order. The async transform
 // builds one Guard per transform and worker process, next to its pool
 // (state.Config.Gate), from the options WithRateLimit, WithSharedRateLimit,
 // WithAdaptiveParallelism and WithRetryBudget.

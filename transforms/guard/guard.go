@@ -68,23 +68,28 @@ func New(cfg Config) *Guard {
 // Enter admits one attempt of a call. previous is the error of the
 // element's attempt before this one (nil for a first attempt).
 //
-// A retry of an overloaded call that finds no budget is not admitted: Enter
-// returns later > 0, and the caller asks again after that long, holding
-// nothing meanwhile. Otherwise Enter waits, in order, for the throttle, a
-// place under the adaptive limit, and the rate, and returns done, to be
-// called with the attempt's error once it returns; or ctx's error if ctx
-// ends first.
+// A retry of an overloaded call that finds no budget while the service is
+// overloaded (see Budget) is not admitted: Enter returns later > 0, and the caller asks again after that long, holding
+// nothing meanwhile. Otherwise Enter waits for the throttle and the rate,
+// counts the call under the adaptive limit (which the caller enforces: see
+// Limit), and returns done, to be called with the attempt's error once it
+// returns; or ctx's error if ctx ends first.
 func (g *Guard) Enter(ctx context.Context, previous error) (done func(error), later time.Duration, err error) {
 	overloadRetry := previous != nil && g.cfg.Classify(previous) == Overload
-	if overloadRetry && g.cfg.Budget != nil {
+	if overloadRetry && g.cfg.Budget != nil && g.overloadedNow() {
 		if ok, wait := g.cfg.Budget.Withdraw(g.cfg.Now()); !ok {
 			g.budgetWaits.Add(1)
-			return nil, wait, nil
+			// Jittered, so that retries sent back together do not all
+			// come back at once for the one token that accrued.
+			return nil, time.Duration(float64(wait) * (1 + rand.Float64())), nil
 		}
 	}
 	start := g.cfg.Now()
 	if err := g.wait(ctx); err != nil {
 		g.noteThrottled(start)
+		if overloadRetry && g.cfg.Budget != nil {
+			g.cfg.Budget.Refund(g.cfg.Now()) // no call was made
+		}
 		return nil, 0, err
 	}
 	g.noteThrottled(start)
@@ -107,7 +112,10 @@ func (g *Guard) Enter(ctx context.Context, previous error) (done func(error), la
 	}, 0, nil
 }
 
-// wait passes the throttle, the adaptive limit and the rate.
+// wait passes the throttle and the rate, then counts the call under the
+// adaptive limit. Calls waiting for the rate do not count there: they are
+// not at the service, and counting them would grow the limit while the
+// rate holds calls back.
 func (g *Guard) wait(ctx context.Context) error {
 	if t := g.cfg.Throttle; t != nil {
 		for first := true; !t.Admit(g.cfg.Now(), rand.Float64(), first); first = false {
@@ -116,20 +124,36 @@ func (g *Guard) wait(ctx context.Context) error {
 			}
 		}
 	}
-	if a := g.cfg.Adaptive; a != nil && !a.TryAcquire() {
-		if err := a.Acquire(ctx); err != nil {
-			return err
-		}
-	}
 	if g.cfg.Rate != nil {
 		if err := g.cfg.Rate.Wait(ctx); err != nil {
-			if a := g.cfg.Adaptive; a != nil {
-				g.release(a, 0, Abandoned)
-			}
 			return err
 		}
 	}
+	if a := g.cfg.Adaptive; a != nil {
+		a.Take()
+	}
 	return nil
+}
+
+// overloadedNow says whether the retry budget binds: while the service has
+// refused more than half the budget's share of the attempts answered in the
+// last two seconds (always, without a throttle to tell). Half: the throttle
+// keeps refusals near the share itself, and the budget must bind there.
+// Once the service refuses less, retries go on.
+func (g *Guard) overloadedNow() bool {
+	if g.cfg.Throttle == nil {
+		return true
+	}
+	return g.cfg.Throttle.Refused(g.cfg.Now()) > g.cfg.Budget.share/2
+}
+
+// Limit returns the adaptive limit, or 0 without one: the caller runs at
+// most that many calls at once (see state.Gate).
+func (g *Guard) Limit() int {
+	if g.cfg.Adaptive == nil {
+		return 0
+	}
+	return g.cfg.Adaptive.Limit()
 }
 
 // holdBack is how long a throttled attempt waits before it asks again: about

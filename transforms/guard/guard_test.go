@@ -14,6 +14,7 @@ func (c *clock) Now() time.Time { return c.now }
 
 func TestGuardBudgetsRetriesOfOverloadedCalls(t *testing.T) {
 	c := &clock{now: time.Unix(1_000_000, 0)}
+	// No throttle: the budget always binds. 10 retries in the window.
 	g := New(Config{Budget: NewBudget(0.1, 1, c.now), Now: c.Now})
 	overloaded := Overloaded(errors.New("503"), 0)
 	granted, sentBack := 0, 0
@@ -69,29 +70,10 @@ func TestGuardCountsOutcomes(t *testing.T) {
 	}
 }
 
-func TestGuardEnterHonoursItsContext(t *testing.T) {
-	g := New(Config{Adaptive: NewAdaptive(1, 1, time.Now())})
-	done, _, err := g.Enter(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
-	defer cancel()
-	if _, _, err := g.Enter(ctx, nil); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("Enter with the only place taken = %v; want the context's deadline", err)
-	}
-	done(nil)
-	if got := g.cfg.Adaptive.InFlight(); got != 0 {
-		t.Errorf("places in flight = %d; want 0 (a cancelled Enter must not keep one)", got)
-	}
-	if s := g.Stats(); s.Throttled != 1 {
-		t.Errorf("throttled = %d; want the cancelled wait counted", s.Throttled)
-	}
-}
-
-func TestGuardRateWaitFailureGivesThePlaceBack(t *testing.T) {
-	// A rate that never lets a call through within the context.
-	g := New(Config{Adaptive: NewAdaptive(1, 1, time.Now()), Rate: LocalRate(0.001, 1)})
+func TestGuardWaitFailureRefundsTheBudget(t *testing.T) {
+	// A rate that lets nothing through within the context, after its burst.
+	b := NewBudget(0, 1, time.Now())
+	g := New(Config{Rate: LocalRate(0.001, 1), Budget: b})
 	done, _, err := g.Enter(context.Background(), nil) // the burst
 	if err != nil {
 		t.Fatal(err)
@@ -99,11 +81,29 @@ func TestGuardRateWaitFailureGivesThePlaceBack(t *testing.T) {
 	done(nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
-	if _, _, err := g.Enter(ctx, nil); err == nil {
-		t.Fatal("Enter past the rate within 20 ms succeeded; want an error")
+	if _, _, err := g.Enter(ctx, Overloaded(errors.New("503"), 0)); err == nil {
+		t.Fatal("Enter past the rate succeeded; want an error")
 	}
-	if got := g.cfg.Adaptive.InFlight(); got != 0 {
-		t.Errorf("places in flight = %d; want 0", got)
+	granted := 0
+	for ok := true; ok; {
+		if ok, _ = b.Withdraw(time.Now()); ok {
+			granted++
+		}
+	}
+	if granted != 10 {
+		t.Errorf("tokens left = %d; want all 10 (the retry that was not made gives its token back)", granted)
+	}
+	if s := g.Stats(); s.Calls != 1 {
+		t.Errorf("stats = %+v; want 1 call", s)
+	}
+}
+
+func TestGuardLimitIsTheAdaptiveOne(t *testing.T) {
+	if got := New(Config{}).Limit(); got != 0 {
+		t.Errorf("Limit without an adaptive limit = %d; want 0", got)
+	}
+	if got := New(Config{Adaptive: NewAdaptive(3, 9, time.Now())}).Limit(); got != 3 {
+		t.Errorf("Limit = %d; want the adaptive minimum 3", got)
 	}
 }
 
@@ -128,3 +128,36 @@ func TestOverloaded(t *testing.T) {
 }
 
 func fmtWrap(err error) error { return errors.Join(errors.New("call failed"), err) }
+
+func TestGuardBudgetBindsOnlyWhileTheServiceRefuses(t *testing.T) {
+	c := &clock{now: time.Unix(1_000_000, 0)}
+	th := NewThrottle(ThrottleKFor(0.1))
+	g := New(Config{Budget: NewBudget(0.1, 0.1, c.now), Throttle: th, Now: c.Now}) // 1 retry in the window
+	overloaded := Overloaded(errors.New("503"), 0)
+	retry := func() bool {
+		done, later, err := g.Enter(context.Background(), overloaded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if later > 0 {
+			return false
+		}
+		done(nil)
+		return true
+	}
+	for i := 0; i < 10; i++ {
+		th.Observe(c.now, false) // refused: the service is overloaded
+	}
+	if !retry() || retry() {
+		t.Fatal("while the service refuses, want the one retry of the budget, then none")
+	}
+	c.now = c.now.Add(3 * time.Second)
+	for i := 0; i < 10; i++ {
+		th.Observe(c.now, true)
+	}
+	for i := 0; i < 5; i++ {
+		if !retry() {
+			t.Fatalf("retry %d after the service accepts again was sent back; want it admitted", i+1)
+		}
+	}
+}

@@ -131,8 +131,33 @@ func (s *SharedRate) Wait(ctx context.Context) error {
 	s.mu.Lock()
 	s.workers = max(int(res[1]), 1)
 	s.mu.Unlock()
-	return sleep(ctx, time.Duration(res[0])*time.Microsecond)
+	if err := sleep(ctx, time.Duration(res[0])*time.Microsecond); err != nil {
+		s.refund()
+		return err
+	}
+	return nil
 }
+
+// refund gives back a reservation its caller did not use (its context
+// ended while it waited), so that cancelled calls do not spend the rate of
+// every worker: the bucket moves back one interval if it is still ahead.
+func (s *SharedRate) refund() {
+	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	giveBack.Run(ctx, s.rdb, []string{s.cfg.Key}, s.interval)
+}
+
+// giveBack moves the bucket's theoretical arrival time back one interval,
+// never behind the server's clock.
+var giveBack = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local tat = tonumber(redis.call('GET', KEYS[1]))
+if tat and tat - tonumber(ARGV[1]) >= now then
+  redis.call('SET', KEYS[1], string.format('%.0f', tat - tonumber(ARGV[1])), 'KEEPTTL')
+end
+return 0
+`)
 
 // fallback returns the local bucket while Redis counts as down, else nil.
 func (s *SharedRate) fallback(now time.Time) *rate.Limiter {

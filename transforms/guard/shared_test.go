@@ -127,3 +127,29 @@ func TestSharedRateConfigErrorsSayWhatToChange(t *testing.T) {
 		}
 	}
 }
+
+func TestSharedRateGivesBackWhatCancelledCallersReserved(t *testing.T) {
+	addr := redisAddr(t)
+	r, err := NewSharedRate(SharedRateConfig{Addr: addr, Key: "test:" + uuid.NewString(), PerSecond: 5, Burst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Wait(context.Background()); err != nil { // the burst
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ { // ten callers that give up: 2 s of the rate reserved
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		r.Wait(ctx)
+		cancel()
+	}
+	start := time.Now()
+	if err := r.Wait(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// The next start is one interval (200 ms) away, not the cancelled
+	// callers' 2 s. A slow machine can only shorten the wait from here.
+	if waited := time.Since(start); waited > time.Second {
+		t.Errorf("the next caller waited %v; want about 200 ms (the cancelled reservations given back)", waited)
+	}
+}

@@ -99,3 +99,21 @@ func TestThrottleCountsAHeldBackAttemptOnce(t *testing.T) {
 		t.Errorf("rejection after 10,000 asks of one attempt = %.4f; want %.4f as after its first", after, before)
 	}
 }
+
+func TestThrottleRefusedLooksAtTheLastTwoSeconds(t *testing.T) {
+	start := time.Unix(1_000_000, 0)
+	th := NewThrottle(DefaultThrottleK)
+	for i := 0; i < 30; i++ {
+		th.Observe(start, i%3 != 0) // a third refused
+	}
+	if got := th.Refused(start); got < 0.33 || got > 0.34 {
+		t.Errorf("refused = %.3f; want 1/3", got)
+	}
+	later := start.Add(2500 * time.Millisecond)
+	for i := 0; i < 10; i++ {
+		th.Observe(later, true)
+	}
+	if got := th.Refused(later); got != 0 {
+		t.Errorf("refused 3 s later, all accepted since = %.3f; want 0", got)
+	}
+}
