@@ -61,7 +61,7 @@ import (
 )
 
 var (
-	suitesFlag       = flag.String("suites", strings.Join(suiteNames, ","), "suites to run: "+strings.Join(suiteNames, ", "))
+	suitesFlag       = flag.String("suites", strings.Join(suiteNames, ","), "suites to run: "+strings.Join(suiteNames, ", ")+"; and service (issue 21: the enrich job against a service with a capacity, run only when named; its shared-rate row needs $ASYNCBEAM_REDIS)")
 	latency          = flag.Duration("latency", 20*time.Millisecond, "latency L of one call")
 	par              = flag.Int("p", 64, "parallelism P of async, bundle, eager and python")
 	freq             = flag.Duration("c", time.Second, "callback frequency C of async and python (and timeronly's timer period)")
@@ -129,9 +129,20 @@ func main() {
 // repeats once more, and so on, so that a slow patch of the machine falls
 // on every contender rather than on one row's repeats.
 func runAll() error {
-	specs, err := suites(list(*suitesFlag))
+	names, service := withoutService(list(*suitesFlag))
+	if len(names) == 0 && service {
+		return runServiceSuite()
+	}
+	specs, err := suites(names)
 	if err != nil {
 		return err
+	}
+	if service {
+		defer func() {
+			if err := runServiceSuite(); err != nil {
+				fmt.Fprintln(os.Stderr, "bench: service suite:", err)
+			}
+		}()
 	}
 	co := startCheckout()
 	if *jsonPath != "" && co.dirty != "" && !*allowDirty {
@@ -194,4 +205,17 @@ func reportFile() error {
 	}
 	fmt.Printf("bench: the run of %s, at commit %s\n", *reportPath, doc.Commit)
 	return finish(doc.Commit, doc.Started, doc.Rows)
+}
+
+// withoutService takes the service suite (service_suite.go: the enrich job
+// in processes of its own, not a spec of the harness) out of the list.
+func withoutService(names []string) (rest []string, service bool) {
+	for _, n := range names {
+		if n == "service" {
+			service = true
+			continue
+		}
+		rest = append(rest, n)
+	}
+	return rest, service
 }

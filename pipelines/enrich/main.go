@@ -149,8 +149,8 @@ func run(ctx context.Context) error {
 		fmt.Println(metricsLine(res))
 		calls = callFiguresOf(res)
 	}
-	if svc != nil && (*rateLimit > 0 || *sharedRate > 0) {
-		fmt.Println(rateLine(svc))
+	if svc != nil && (*rateLimit > 0 || *sharedRate > 0 || *svcCapacity > 0 || *svcRate > 0) {
+		fmt.Print(serviceLines(svc))
 	}
 	if err := summarize(inIDs, out, wall, svc, calls); err != nil {
 		return err
@@ -384,14 +384,28 @@ func callFiguresOf(res beam.PipelineResult) callFigures {
 	return f
 }
 
-// rateLine prints the calls the loopback service saw per 5 s window.
-func rateLine(svc *service) string {
-	windows := svc.arrivalsPer(5 * time.Second)
-	line := "service: calls per second in each 5 s window:"
-	for _, n := range windows {
-		line += fmt.Sprintf(" %.0f", float64(n)/5)
+// serviceLines prints what the loopback service saw in each second: calls
+// arrived, served and refused for load; and the calls arrived per second in
+// each 5 s window.
+func serviceLines(svc *service) string {
+	secs := svc.perWindow(time.Second)
+	var b strings.Builder
+	for _, part := range []struct {
+		name string
+		of   func(slot) int64
+	}{{"arrived", func(c slot) int64 { return c.arrived }}, {"served", func(c slot) int64 { return c.served }}, {"refused", func(c slot) int64 { return c.refused }}} {
+		fmt.Fprintf(&b, "service: %s per second:", part.name)
+		for _, c := range secs {
+			fmt.Fprintf(&b, " %d", part.of(c))
+		}
+		b.WriteString("\n")
 	}
-	return line
+	b.WriteString("service: calls arrived per second in each 5 s window:")
+	for _, c := range svc.perWindow(5 * time.Second) {
+		fmt.Fprintf(&b, " %.0f", float64(c.arrived)/5)
+	}
+	b.WriteString("\n")
+	return b.String()
 }
 
 // metricsLine prints the async transform's Beam metrics.

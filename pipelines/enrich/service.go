@@ -37,7 +37,7 @@ type service struct {
 	rateMu     sync.Mutex
 	rateSecond int64 // the second (since start) rateCount counts
 	rateCount  int
-	arrivals   []int64 // calls that arrived in each 100 ms since start
+	arrivals   []slot // calls in each 100 ms since start
 
 	srv *http.Server
 	wg  sync.WaitGroup
@@ -149,12 +149,14 @@ func (s *service) enrich(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "enrichment backend failed", http.StatusInternalServerError)
 		return
 	}
+	s.count(func(c *slot) { c.served++ })
 	json.NewEncoder(w).Encode(enrich(rec))
 }
 
 // refuse answers an overload, asking the caller to wait a second.
 func (s *service) refuse(w http.ResponseWriter, code int, why string) {
 	s.overloaded.Add(1)
+	s.count(func(c *slot) { c.refused++ })
 	w.Header().Set("Retry-After", "1")
 	http.Error(w, why, code)
 }
@@ -175,28 +177,36 @@ func (s *service) underRate() bool {
 	return s.rateCount <= s.limits.Rate
 }
 
-// arrived counts a call in its 100 ms since the start.
-func (s *service) arrived() {
-	slot := int(time.Since(s.started) / (100 * time.Millisecond))
+// slot counts the calls of 100 ms: arrived, served (answered with an
+// enrichment), refused (429 or 503).
+type slot struct{ arrived, served, refused int64 }
+
+// count adds to the slot of now.
+func (s *service) count(add func(*slot)) {
+	i := int(time.Since(s.started) / (100 * time.Millisecond))
 	s.rateMu.Lock()
 	defer s.rateMu.Unlock()
-	for len(s.arrivals) <= slot {
-		s.arrivals = append(s.arrivals, 0)
+	for len(s.arrivals) <= i {
+		s.arrivals = append(s.arrivals, slot{})
 	}
-	s.arrivals[slot]++
+	add(&s.arrivals[i])
 }
 
-// arrivalsPer returns the calls that arrived in each window of d (a
-// multiple of 100 ms) since the start, the last partial window left out.
-func (s *service) arrivalsPer(d time.Duration) []int64 {
+func (s *service) arrived() { s.count(func(c *slot) { c.arrived++ }) }
+
+// perWindow returns the sums of each window of d (a multiple of 100 ms)
+// since the start, the last partial window left out.
+func (s *service) perWindow(d time.Duration) []slot {
 	n := int(d / (100 * time.Millisecond))
 	s.rateMu.Lock()
 	defer s.rateMu.Unlock()
-	var out []int64
+	var out []slot
 	for i := 0; i+n <= len(s.arrivals); i += n {
-		var sum int64
+		var sum slot
 		for _, c := range s.arrivals[i : i+n] {
-			sum += c
+			sum.arrived += c.arrived
+			sum.served += c.served
+			sum.refused += c.refused
 		}
 		out = append(out, sum)
 	}
