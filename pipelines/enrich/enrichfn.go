@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -128,6 +129,8 @@ func (f *enrichFn) call(ctx context.Context, line string) (map[string]any, error
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	// The attempt's number, so that the loopback service can count retries.
+	req.Header.Set("X-Attempt", strconv.Itoa(async.Attempt(ctx)))
 	resp, err := f.client.Do(req)
 	if err != nil {
 		return nil, err

@@ -393,7 +393,8 @@ func serviceLines(svc *service) string {
 	for _, part := range []struct {
 		name string
 		of   func(slot) int64
-	}{{"arrived", func(c slot) int64 { return c.arrived }}, {"served", func(c slot) int64 { return c.served }}, {"refused", func(c slot) int64 { return c.refused }}} {
+	}{{"arrived", func(c slot) int64 { return c.arrived }}, {"served", func(c slot) int64 { return c.served }},
+		{"refused", func(c slot) int64 { return c.refused }}, {"retries", func(c slot) int64 { return c.retries }}} {
 		fmt.Fprintf(&b, "service: %s per second:", part.name)
 		for _, c := range secs {
 			fmt.Fprintf(&b, " %d", part.of(c))

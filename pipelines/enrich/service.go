@@ -120,7 +120,13 @@ func (s *service) enrich(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.calls.Add(1)
-	s.arrived()
+	retry := r.Header.Get("X-Attempt") != "" && r.Header.Get("X-Attempt") != "1"
+	s.count(func(c *slot) {
+		c.arrived++
+		if retry {
+			c.retries++
+		}
+	})
 	var rec map[string]any
 	if err := json.NewDecoder(r.Body).Decode(&rec); err != nil {
 		http.Error(w, "body is not a JSON object: "+err.Error(), http.StatusBadRequest)
@@ -178,8 +184,9 @@ func (s *service) underRate() bool {
 }
 
 // slot counts the calls of 100 ms: arrived, served (answered with an
-// enrichment), refused (429 or 503).
-type slot struct{ arrived, served, refused int64 }
+// enrichment), refused (429 or 503), and the retries among those arrived
+// (an X-Attempt header above 1).
+type slot struct{ arrived, served, refused, retries int64 }
 
 // count adds to the slot of now.
 func (s *service) count(add func(*slot)) {
@@ -191,8 +198,6 @@ func (s *service) count(add func(*slot)) {
 	}
 	add(&s.arrivals[i])
 }
-
-func (s *service) arrived() { s.count(func(c *slot) { c.arrived++ }) }
 
 // perWindow returns the sums of each window of d (a multiple of 100 ms)
 // since the start, the last partial window left out.
@@ -207,6 +212,7 @@ func (s *service) perWindow(d time.Duration) []slot {
 			sum.arrived += c.arrived
 			sum.served += c.served
 			sum.refused += c.refused
+			sum.retries += c.retries
 		}
 		out = append(out, sum)
 	}

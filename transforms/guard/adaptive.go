@@ -21,8 +21,8 @@ import (
 //     2 x alpha it shrinks by max(1, log10(limit)); between them it holds.
 //     So it settles a few calls above the service's capacity, where
 //     latency has just begun to grow, rather than oscillating around it.
-//   - A window with an overload answer or a timeout shrinks the limit to
-//     0.8 of itself. Timeouts are never read as latency: when every call
+//   - An overload answer or a timeout shrinks the limit to 0.8 of itself at
+//     once, and any more in the next window at its end. Timeouts are never read as latency: when every call
 //     times out at the same deadline, a latency rule would see a steady
 //     latency and grow the limit to its maximum.
 //
@@ -46,6 +46,9 @@ type window struct {
 	n     int
 	drop  bool
 	peak  int
+	// early: the window began with a shrink for a drop, so its own drops
+	// wait for its end.
+	early bool
 }
 
 // WindowMin is the shortest window of the adaptive limit.
@@ -96,7 +99,16 @@ func (a *Adaptive) Release(now time.Time, latency time.Duration, o Outcome) (fro
 		a.win.drop = true
 	}
 	from = int(a.limit)
-	if now.Sub(a.win.start) >= max(WindowMin, 2*a.baseline) {
+	switch {
+	case (o == TimedOut || o == Overload) && !a.win.early:
+		// A drop shrinks the limit at once and starts a new window:
+		// refusals come back fast (a refused call takes no time), so
+		// waiting for the window's end would let a pool over the
+		// service's capacity send hundreds more. Drops in that new
+		// window shrink it again at its end.
+		a.update()
+		a.win = window{start: now, peak: a.inFlight, early: true}
+	case now.Sub(a.win.start) >= max(WindowMin, 2*a.baseline):
 		a.update()
 		a.win = window{start: now, peak: a.inFlight}
 	}

@@ -58,6 +58,14 @@ func (b *Budget) Withdraw(now time.Time) (ok bool, wait time.Duration) {
 	return false, max(time.Duration(float64(time.Second)/b.floor), 10*time.Millisecond)
 }
 
+// Spend counts a retry of an overloaded call made without asking (while
+// the budget does not bind).
+func (b *Budget) Spend(now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.c.add(now, 0, 1)
+}
+
 // Refund forgets a retry taken by Withdraw that was not made.
 func (b *Budget) Refund(now time.Time) {
 	b.mu.Lock()

@@ -76,7 +76,11 @@ func New(cfg Config) *Guard {
 // returns; or ctx's error if ctx ends first.
 func (g *Guard) Enter(ctx context.Context, previous error) (done func(error), later time.Duration, err error) {
 	overloadRetry := previous != nil && g.cfg.Classify(previous) == Overload
-	if overloadRetry && g.cfg.Budget != nil && g.overloadedNow() {
+	if overloadRetry && g.cfg.Budget != nil && !g.overloadedNow() {
+		// Not binding now, but counted: a burst of retries while the
+		// service accepts leaves less budget for when it refuses.
+		g.cfg.Budget.Spend(g.cfg.Now())
+	} else if overloadRetry && g.cfg.Budget != nil {
 		if ok, wait := g.cfg.Budget.Withdraw(g.cfg.Now()); !ok {
 			g.budgetWaits.Add(1)
 			// Jittered, so that retries sent back together do not all
