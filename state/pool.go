@@ -407,9 +407,7 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 // followLimit resizes the slots to the gate's limit, if it has one.
 func (p *Pool) followLimit() {
 	if l, ok := p.gate.(slotLimiter); ok {
-		if n := l.Limit(); n > 0 {
-			p.queue.resize(min(n, p.cfg.Parallelism))
-		}
+		p.queue.resizeTo(func() int { return min(l.Limit(), p.cfg.Parallelism) })
 	}
 }
 

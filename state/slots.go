@@ -38,9 +38,16 @@ func newRunQueue(buffer, parallelism int) *runQueue {
 // at once, fewer takes free ones away and absorbs releases until the
 // running attempts fit. Waiting claims keep their order throughout.
 func (q *runQueue) resize(n int) {
+	q.resizeTo(func() int { return n })
+}
+
+// resizeTo is resize to the number limit gives, read under q.mu so that
+// concurrent resizes apply in the order they read it.
+func (q *runQueue) resizeTo(limit func() int) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if n == q.slots {
+	n := limit()
+	if n <= 0 || n == q.slots {
 		return
 	}
 	q.freeSlots += n - q.slots

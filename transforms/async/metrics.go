@@ -35,7 +35,7 @@ const (
 	// published at callbacks.
 	MetricCalls            = "calls"              // attempts that passed the guard and called the fn
 	MetricOverloaded       = "overloaded"         // attempts answered with overload (Overloaded)
-	MetricThrottled        = "throttled"          // attempts that waited over 1 ms for the throttle, the limit or the rate
+	MetricThrottled        = "throttled"          // attempts that waited over 1 ms in their slot for the throttle or the rate
 	MetricThrottledMs      = "throttled_ms"       // the time they waited, in all
 	MetricBudgetWaits      = "retry_budget_waits" // retries of overloaded attempts sent back for want of budget
 	MetricSharedRateErrors = "shared_rate_errors" // calls that found the shared rate's Redis unreachable
@@ -111,7 +111,8 @@ func (f *core) publish(ctx context.Context) {
 // publishGuardSometimes publishes the guard's counts (see publishGuard) at
 // most ten times a second per instance, since publish runs for every
 // element; and whenever no call is unfinished, so that the last counts of a
-// pipeline are published by its last callback.
+// pipeline are published by its last callback (publishGuard does nothing
+// when no count changed).
 func (f *core) publishGuardSometimes(ctx context.Context) {
 	pool, err := f.pool()
 	if err != nil {

@@ -7,10 +7,11 @@ package async
 //
 // Every attempt passes one Gate per transform and worker process (the
 // pool's, state.Config.Gate) in its parallelism slot, before its call
-// (and so before WithCallTimeout's deadline starts): the overload throttle,
-// then a place under the adaptive limit, then the rate. The throttle and the
-// retry budget are always on: they do nothing until the service answers
-// with overload (Overloaded errors).
+// (and so before WithCallTimeout's deadline starts): the retry budget (for
+// retries of overloaded attempts), the overload throttle, then the rate.
+// The adaptive limit is the number of slots itself: the pool resizes them
+// after each attempt. The throttle and the retry budget are always on: they
+// do nothing until the service answers with overload (Overloaded errors).
 
 import (
 	"context"
@@ -43,8 +44,8 @@ const KindOverloaded = "overloaded"
 func Overloaded(err error) error { return guard.Overloaded(err, 0) }
 
 // OverloadedRetryAfter is Overloaded for a service that said how long to
-// wait: the element's next attempt waits at least retryAfter, whatever its
-// backoff says.
+// wait: the element's next attempt waits at least retryAfter (at most
+// 5 minutes of it), whatever its backoff says.
 func OverloadedRetryAfter(err error, retryAfter time.Duration) error {
 	return guard.Overloaded(err, retryAfter)
 }
@@ -121,8 +122,9 @@ type SharedRateLimit struct {
 // all pipelines that name the same bucket: a GCRA token bucket in Redis, one
 // round trip per call. When Redis cannot be reached (no answer within
 // 250 ms), a worker falls back for a second at a time to a local bucket of
-// an even share: the rate divided by the number of workers seen using the
-// bucket in the last 10 s (Workers before any contact). Calls go on at about
+// an even share: the rate divided by the number of users seen using the
+// bucket in the last 10 s (each transform in each worker process is one;
+// Workers before any contact). Calls go on at about
 // the shared rate; none fails because of Redis. The metric
 // MetricSharedRateErrors counts the calls that found Redis unreachable.
 // Default: none.
@@ -155,13 +157,16 @@ func WithAdaptiveParallelism(min, max int) Option {
 }
 
 // WithRetryBudget bounds the retries of attempts answered with overload, per
-// worker: over the last 10 s they may number share of the first attempts,
-// plus guard.DefaultBudgetFloor (10) a second for when no first attempts are
-// left. A retry without budget is not dropped: it waits, holding no slot,
-// until the budget has one. So under overload, retries add at most share of
-// the first attempts as extra calls, plus the floor. The worker's throttle
-// follows the same share (see Overloaded). Retries after other errors are
-// not budgeted. Must be >= 0. Default: guard.DefaultBudgetShare (0.1).
+// worker, while the service refuses more than share/2 of the attempts
+// answered in the last 2 s: then, over the last 10 s, such retries may
+// number share of the first attempts, plus guard.DefaultBudgetFloor (10) a
+// second. A retry without budget is not dropped: it waits, holding no slot,
+// until the budget has one. While the service refuses less, retries go on
+// (and still count in the window). So retries add at most share of the first
+// attempts, plus the floor, while the budget binds; not over a whole run
+// (BENCHMARKS.md measures both). The worker's throttle follows the same
+// share (see Overloaded). Retries after other errors are not budgeted. Must
+// be >= 0. Default: guard.DefaultBudgetShare (0.1).
 func WithRetryBudget(share float64) Option {
 	return func(s *settings) {
 		if !(share >= 0) || math.IsInf(share, 0) {
@@ -199,17 +204,22 @@ func (p *protection) resolve(s *settings) {
 // the transform has published as Beam metrics.
 type guarded struct {
 	*guard.Guard
-	mu        sync.Mutex
-	published guard.Stats
+	mu             sync.Mutex
+	published      guard.Stats
+	limitPublished bool
 }
 
 // newGate builds the guard of this transform in this worker process.
 func (f *core) newGate() state.Gate {
 	p := f.Protect
+	// The worker's clock (a simulated one in the fault simulator), so that
+	// the policies' windows pass with the rest of the transform's time.
+	now := f.clock.Now
 	cfg := guard.Config{
 		Throttle: guard.NewThrottle(guard.ThrottleKFor(p.BudgetShare)),
-		Budget:   guard.NewBudget(p.BudgetShare, guard.DefaultBudgetFloor, time.Now()),
+		Budget:   guard.NewBudget(p.BudgetShare, guard.DefaultBudgetFloor, now()),
 		Classify: classify,
+		Now:      now,
 	}
 	var rates []guard.Rate
 	if p.RatePerSecond > 0 {
@@ -230,7 +240,7 @@ func (f *core) newGate() state.Gate {
 		cfg.Rate = bothRates(rates)
 	}
 	if p.AdaptiveMax > 0 {
-		cfg.Adaptive = guard.NewAdaptive(p.AdaptiveMin, p.AdaptiveMax, time.Now())
+		cfg.Adaptive = guard.NewAdaptive(p.AdaptiveMin, p.AdaptiveMax, now())
 		name, hubOf, clock := f.Name, f.events, f.clock
 		cfg.OnLimit = func(from, to int) {
 			if h := hubOf(); h != nil {
@@ -243,6 +253,8 @@ func (f *core) newGate() state.Gate {
 }
 
 // classify tells the guard how an attempt ended.
+// A fn's own deadline (context.DeadlineExceeded) is a timeout too, as
+// WithCallTimeout's is.
 func classify(err error) guard.Outcome {
 	if err == nil {
 		return guard.Succeeded
@@ -251,6 +263,9 @@ func classify(err error) guard.Outcome {
 	case KindOverloaded:
 		return guard.Overload
 	case KindTimeout:
+		return guard.TimedOut
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
 		return guard.TimedOut
 	}
 	return guard.Failed
@@ -290,10 +305,15 @@ func previousError(env state.Envelope) error {
 	return errors.New(env.LastError)
 }
 
-// overloadWait is the wait an overload answer asked for, or zero.
+// maxRetryAfter caps the wait an overload answer may ask for: a service
+// that asks for a day would park the element (and its place) that long.
+const maxRetryAfter = 5 * time.Minute
+
+// overloadWait is the wait an overload answer asked for (at most
+// maxRetryAfter), or zero.
 func overloadWait(err error) time.Duration {
 	_, d := guard.IsOverloaded(err)
-	return d
+	return min(d, maxRetryAfter)
 }
 
 // publishGuard adds the guard's counts since the last publication to the
@@ -308,7 +328,10 @@ func (f *core) publishGuard(ctx context.Context, pool *state.Pool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s, old := g.Stats(), g.published
-	g.published = s
+	if s == old && g.limitPublished {
+		return // nothing new: no metric updates per element
+	}
+	g.published, g.limitPublished = s, true
 	m := f.metrics
 	m.calls.Inc(ctx, s.Calls-old.Calls)
 	m.overloaded.Inc(ctx, s.Overloaded-old.Overloaded)

@@ -167,7 +167,9 @@ func (w *bundleWorld) await(done <-chan struct{}) {
 			last, still = p, 0
 			continue
 		}
-		if still++; still < 5 {
+		if still++; still < 5 || w.throttled() {
+			// Attempts the guard holds back wait in real time, not on the
+			// simulated clock: they are moving.
 			continue
 		}
 		if waited >= limit {
@@ -194,6 +196,18 @@ func (w *bundleWorld) progress() [5]int {
 	}
 	p[4] = int(emitted.Load())
 	return p
+}
+
+// throttled says whether a worker's guard holds attempts back right now.
+func (w *bundleWorld) throttled() bool {
+	for _, wk := range w.workers {
+		for _, pool := range wk.registry.Pools() {
+			if g, ok := pool.Gate().(*guarded); ok && g.Waiting() > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // emitted counts the outputs and failure records of every bundle the

@@ -75,6 +75,9 @@ type simFn struct {
 	Seed    uint64
 	FailPct uint64
 	SlowPct uint64
+	// Overload makes the failures overload answers (Overloaded): they go
+	// through the guard's throttle, retry budget and adaptive limit.
+	Overload bool
 }
 
 func (f *simFn) roll(key string, v, attempt int, what string) uint64 {
@@ -110,7 +113,11 @@ func (f *simFn) ProcessElement(ctx context.Context, key string, v int, emit func
 		}
 	}
 	if f.roll(key, v, attempt, "fail") < f.FailPct {
-		return fmt.Errorf("simulated failure of %s:%d attempt %d", key, v, attempt)
+		err := fmt.Errorf("simulated failure of %s:%d attempt %d", key, v, attempt)
+		if f.Overload {
+			return Overloaded(err)
+		}
+		return err
 	}
 	emit(fmt.Sprintf("%s:%d", key, v))
 	return nil
@@ -150,7 +157,11 @@ type simSchedule struct {
 	parallelism, buffer    int
 	held                   int
 	failPct, slowPct       uint64
-	actions                []simAction
+	// overload: failures are overload answers; adaptive: the pool's slots
+	// follow an adaptive limit from 1 to the parallelism (the guard in the
+	// pool, issue 21).
+	overload, adaptive bool
+	actions            []simAction
 }
 
 func newSchedule(seed uint64) simSchedule {
@@ -166,6 +177,8 @@ func newSchedule(seed uint64) simSchedule {
 	s.ordered = (seed/7919)%2 == 0
 	s.held = s.buffer + int(seed/7919/2%4)
 	s.windows = simWindowKinds[(seed/7919/16)%4]
+	s.overload = (seed/7919/64)%2 == 0
+	s.adaptive = (seed/7919/128)%2 == 0
 	for i := 0; i < 20+r.IntN(60); i++ {
 		s.actions = append(s.actions, simAction{Kind: simKinds[r.IntN(len(simKinds))], A: r.IntN(1000), B: r.IntN(1000)})
 	}
@@ -252,7 +265,7 @@ func (w *simWorld) violation(format string, args ...any) {
 
 func newSimWorld(t *testing.T, s simSchedule) *simWorld {
 	w := &simWorld{t: t, s: s, clock: timers.NewManual(time.Unix(1_900_000_000, 0))}
-	spec, _, err := inspectFn(&simFn{Seed: s.seed, FailPct: s.failPct, SlowPct: s.slowPct}, reflect.TypeOf(""), reflect.TypeOf(0))
+	spec, _, err := inspectFn(&simFn{Seed: s.seed, FailPct: s.failPct, SlowPct: s.slowPct, Overload: s.overload}, reflect.TypeOf(""), reflect.TypeOf(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +274,11 @@ func newSimWorld(t *testing.T, s simSchedule) *simWorld {
 		Parallelism: s.parallelism, Buffer: s.buffer, Held: s.held, CallbackFrequency: time.Second,
 		MaxAttempts: 3, Backoff: FixedBackoff(time.Millisecond), HasFailures: true, Ordered: s.ordered,
 		Carried: s.windows != "global", OutputType: &beam.EncodedType{T: reflect.TypeOf("")},
+		Protect: protection{BudgetShare: 0.1},
 	}, clock: w.clock, waitPeriod: 2 * time.Millisecond}
+	if s.adaptive {
+		w.base.Protect.AdaptiveMin, w.base.Protect.AdaptiveMax = 1, s.parallelism
+	}
 	for i := 0; i < s.elements; i++ {
 		w.input = append(w.input, simElem{fmt.Sprintf("k%d", i%s.keys), i})
 	}

@@ -109,8 +109,11 @@ func (a *Adaptive) Release(now time.Time, latency time.Duration, o Outcome) (fro
 		a.update()
 		a.win = window{start: now, peak: a.inFlight, early: true}
 	case now.Sub(a.win.start) >= max(WindowMin, 2*a.baseline):
+		// A window that ended with drops shrank the limit just now: the
+		// next one's drops (of calls sent before) wait for its end too.
+		dropped := a.win.drop
 		a.update()
-		a.win = window{start: now, peak: a.inFlight}
+		a.win = window{start: now, peak: a.inFlight, early: dropped}
 	}
 	return from, int(a.limit)
 }

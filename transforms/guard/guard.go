@@ -52,7 +52,12 @@ type Guard struct {
 	calls, overloaded, throttled, throttledNs atomic.Int64
 	budgetWaits, budgeted, firsts             atomic.Int64
 	latencyNs                                 atomic.Int64
+	waiting                                   atomic.Int64 // attempts in wait now
 }
+
+// Waiting returns how many attempts wait in Enter for the throttle or the
+// rate right now.
+func (g *Guard) Waiting() int { return int(g.waiting.Load()) }
 
 // New returns a guard applying cfg.
 func New(cfg Config) *Guard {
@@ -121,6 +126,8 @@ func (g *Guard) Enter(ctx context.Context, previous error) (done func(error), la
 // not at the service, and counting them would grow the limit while the
 // rate holds calls back.
 func (g *Guard) wait(ctx context.Context) error {
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
 	if t := g.cfg.Throttle; t != nil {
 		for first := true; !t.Admit(g.cfg.Now(), rand.Float64(), first); first = false {
 			if err := sleep(ctx, g.holdBack()); err != nil {
