@@ -74,8 +74,8 @@ func New(cfg Config) *Guard {
 // element's attempt before this one (nil for a first attempt).
 //
 // A retry of an overloaded call that finds no budget while the service is
-// overloaded (see Budget) is not admitted: Enter returns later > 0, and the caller asks again after that long, holding
-// nothing meanwhile. Otherwise Enter waits for the throttle and the rate,
+// overloaded (see Budget) is not admitted: Enter returns later > 0, and the
+// caller asks again after that long, holding nothing meanwhile. Otherwise Enter waits for the throttle and the rate,
 // counts the call under the adaptive limit (which the caller enforces: see
 // Limit), and returns done, to be called with the attempt's error once it
 // returns; or ctx's error if ctx ends first.
