@@ -86,6 +86,6 @@ func (f *core) accept(ctx context.Context, pool *state.Pool, vs *views, v *keyVi
 	}
 	v.add(p) // started, or Existing: a task for it runs already, and serves it
 	v.added = append(v.added, p.raw)
-	f.publish(ctx)
+	f.publish(ctx, pool)
 	return nil
 }

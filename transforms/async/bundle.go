@@ -230,7 +230,7 @@ func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, b
 			return err
 		}
 	}
-	f.publish(ctx)
+	f.publish(ctx, run.pool)
 	f.run = nil
 	return nil
 }

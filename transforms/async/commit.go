@@ -57,7 +57,7 @@ func (f *core) commit(ctx context.Context, pool *state.Pool, ks keyState, v *key
 	res.queued = queued + int(v.queue.Count)
 	f.metrics.inFlight.Set(ctx, int64(pool.Len()))
 	f.metrics.queued.Set(ctx, int64(queued+res.waitingRetries))
-	f.publish(ctx)
+	f.publish(ctx, pool)
 	return res, nil
 }
 

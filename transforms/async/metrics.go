@@ -95,8 +95,8 @@ func (m *metrics) observeRunning(ctx context.Context, t *state.Task) {
 
 // publish adds what happened off the bundle's goroutines since the last
 // callback (listener panics) to the Beam metrics, with a bundle's context.
-func (f *core) publish(ctx context.Context) {
-	f.publishGuardSometimes(ctx)
+func (f *core) publish(ctx context.Context, pool *state.Pool) {
+	f.publishGuardSometimes(ctx, pool)
 	if f.Listener == nil {
 		return
 	}
@@ -113,11 +113,7 @@ func (f *core) publish(ctx context.Context) {
 // element; and whenever no call is unfinished, so that the last counts of a
 // pipeline are published by its last callback (publishGuard does nothing
 // when no count changed).
-func (f *core) publishGuardSometimes(ctx context.Context) {
-	pool, err := f.pool()
-	if err != nil {
-		return
-	}
+func (f *core) publishGuardSometimes(ctx context.Context, pool *state.Pool) {
 	now := f.clock.Now()
 	if now.Sub(f.lastGuardPublish) < 100*time.Millisecond && pool.Unfinished() > 0 {
 		return
