@@ -42,7 +42,9 @@ type Config struct {
 // service (transforms/guard). Enter runs in the attempt's parallelism slot,
 // before the call; previous is the error of the element's attempt before
 // this one (nil for its first). It either returns done, which the pool calls
-// with the attempt's error once the call returns; or later > 0, and the
+// with the attempt's error once the call returns, still in the attempt's
+// slot (done may block a while to keep the slot, and returns when ctx
+// ends); or later > 0, and the
 // attempt is not made now: the task gives back its slot and its buffer
 // place, waits that long and queues again; or the error of ctx (the task's)
 // if it ended while Enter waited. A Gate that is an io.Closer is closed with

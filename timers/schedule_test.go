@@ -1,6 +1,7 @@
 package timers
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -99,5 +100,44 @@ func TestManual(t *testing.T) {
 	}
 	if got := m.Now(); !got.Equal(time.Unix(11, 0)) {
 		t.Errorf("Now = %v, want %v", got, time.Unix(11, 0))
+	}
+}
+
+func TestManualSleep(t *testing.T) {
+	m := NewManual(time.Unix(10, 0))
+	woke := make(chan error, 1)
+	go func() { woke <- m.Sleep(context.Background(), 2*time.Second) }()
+	// The sleeper may register before or after this Advance; either way
+	// it needs the clock two seconds past its call, and one second cannot
+	// be that.
+	m.Advance(time.Second)
+	select {
+	case err := <-woke:
+		t.Fatalf("Sleep(2s) returned (%v) before the clock moved 2 s", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	for i := 0; i < 100; i++ {
+		m.Advance(time.Second)
+		select {
+		case err := <-woke:
+			if err != nil {
+				t.Errorf("Sleep = %v; want nil", err)
+			}
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	t.Fatal("Sleep(2s) did not return after the clock moved 100 s")
+}
+
+func TestManualSleepEndsWithItsContext(t *testing.T) {
+	m := NewManual(time.Unix(10, 0))
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := m.Sleep(ctx, time.Hour); err != context.Canceled {
+		t.Errorf("Sleep with a cancelled context = %v; want context.Canceled", err)
+	}
+	if len(m.sleepers) != 0 {
+		t.Errorf("%d sleepers left after a cancelled Sleep; want 0", len(m.sleepers))
 	}
 }

@@ -36,8 +36,8 @@ const KindOverloaded = "overloaded"
 // Overloaded marks err as the service saying "too much" (HTTP 429 or 503, a
 // quota, a full queue): the attempt fails with kind "overloaded", and
 // besides the element's own retry the whole pool slows down: the worker's
-// throttle holds attempts back so that it sends at most 1 + the retry
-// budget's share (1.1 by default) times what the service accepts
+// throttle paces attempts so that it sends at most 1 + half the retry
+// budget's share (1.05 by default) times what the service accepts
 // (client-side adaptive throttling, guard.Throttle), an adaptive limit
 // shrinks, and retries of overloaded attempts spend the retry budget
 // (WithRetryBudget). Overloaded(nil) is nil.
@@ -220,6 +220,11 @@ func (f *core) newGate() state.Gate {
 		Budget:   guard.NewBudget(p.BudgetShare, guard.DefaultBudgetFloor, now()),
 		Classify: classify,
 		Now:      now,
+	}
+	if c, ok := f.clock.(interface {
+		Sleep(context.Context, time.Duration) error
+	}); ok {
+		cfg.Sleep = c.Sleep // the simulator's clock: its throttle waits pass with it
 	}
 	var rates []guard.Rate
 	if p.RatePerSecond > 0 {

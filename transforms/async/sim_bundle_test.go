@@ -157,6 +157,7 @@ func (w *bundleWorld) await(done <-chan struct{}) {
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	last, still := w.progress(), 0
+	paced := time.Duration(0) // simulated time moved for paced attempts since the last progress
 	for {
 		select {
 		case <-done:
@@ -164,12 +165,24 @@ func (w *bundleWorld) await(done <-chan struct{}) {
 		case <-tick.C:
 		}
 		if p := w.progress(); p != last {
-			last, still = p, 0
+			last, still, paced = p, 0, 0
 			continue
 		}
-		if still++; still < 5 || w.throttled() {
-			// Attempts the guard holds back wait in real time, not on the
-			// simulated clock: they are moving.
+		if still++; still < 5 {
+			continue
+		}
+		if w.paced() {
+			// Attempts the guard paces (or that hold their slot after an
+			// overload answer) wait on the simulated clock: move it for
+			// them. That is not a bundle waiting for room, but it has a
+			// bound too: a pace is at least one attempt a second.
+			if paced >= limit+time.Minute {
+				w.violation("attempts were paced for %v of simulated time without progress", paced)
+				<-done
+				return
+			}
+			w.clock.Advance(time.Second)
+			paced += time.Second
 			continue
 		}
 		if waited >= limit {
@@ -196,18 +209,6 @@ func (w *bundleWorld) progress() [5]int {
 	}
 	p[4] = int(emitted.Load())
 	return p
-}
-
-// throttled says whether a worker's guard holds attempts back right now.
-func (w *bundleWorld) throttled() bool {
-	for _, wk := range w.workers {
-		for _, pool := range wk.registry.Pools() {
-			if g, ok := pool.Gate().(*guarded); ok && g.Waiting() > 0 {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // emitted counts the outputs and failure records of every bundle the

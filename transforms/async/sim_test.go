@@ -250,13 +250,15 @@ type commitRecord struct {
 // simWorld is what both worlds share: the schedule, the clock, the input
 // and everything the runner committed.
 type simWorld struct {
-	t        *testing.T
-	s        simSchedule
-	clock    *timers.Manual
-	base     core // configured and set up; each DoFn instance starts from it
-	input    []simElem
-	commits  []commitRecord
-	problems []string
+	t     *testing.T
+	s     simSchedule
+	clock *timers.Manual
+	// registries are the workers' registries, dead or alive (newRegistry).
+	registries []*state.Registry
+	base       core // configured and set up; each DoFn instance starts from it
+	input      []simElem
+	commits    []commitRecord
+	problems   []string
 }
 
 func (w *simWorld) violation(format string, args ...any) {
@@ -289,7 +291,21 @@ func newSimWorld(t *testing.T, s simSchedule) *simWorld {
 func (w *simWorld) newRegistry() *state.Registry {
 	r := state.NewRegistry()
 	r.Now = w.clock.Now
+	w.registries = append(w.registries, r)
 	return r
+}
+
+// paced says whether a worker's guard paces attempts right now: they wait
+// on the simulated clock (guard.Config.Sleep), which must move for them.
+func (w *simWorld) paced() bool {
+	for _, r := range w.registries {
+		for _, pool := range r.Pools() {
+			if g, ok := pool.Gate().(*guarded); ok && g.Waiting() > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // instance is a new DoFn instance's core on a worker: set up, as the
@@ -642,6 +658,27 @@ func (w *streamWorld) fire(key string) {
 	})
 }
 
+// waitTask waits for a task of key to finish, moving the simulated clock
+// while the guard paces attempts (a task may be one of them).
+func (w *streamWorld) waitTask(done <-chan struct{}, key string) {
+	limit := time.After(10 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-limit:
+			w.violation("a task of key %s did not finish", key)
+			return
+		case <-tick.C:
+			if w.paced() {
+				w.clock.Advance(100 * time.Millisecond)
+			}
+		}
+	}
+}
+
 func (w *streamWorld) waitAll() {
 	enc := beam.NewElementEncoder(reflect.TypeOf(""))
 	for _, wk := range w.workers {
@@ -649,11 +686,7 @@ func (w *streamWorld) waitAll() {
 			for _, k := range w.sortedKeys() {
 				kb, _ := encode(enc, k)
 				for _, t := range p.ForOwner(string(kb)) { // the pool owner: the key, encoded
-					select {
-					case <-t.Done():
-					case <-time.After(10 * time.Second):
-						w.violation("a task of key %s did not finish", k)
-					}
+					w.waitTask(t.Done(), k)
 				}
 			}
 		}

@@ -15,7 +15,7 @@ type Config struct {
 	Rate Rate
 	// Adaptive bounds the calls running at once.
 	Adaptive *Adaptive
-	// Throttle holds calls back while the service refuses for load.
+	// Throttle paces calls while the service refuses for load.
 	Throttle *Throttle
 	// Budget bounds the retries of overloaded calls.
 	Budget *Budget
@@ -28,6 +28,10 @@ type Config struct {
 	OnLimit func(from, to int)
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
+	// Sleep waits d on the clock of Now, or until ctx ends; nil means a
+	// real timer. The throttle's waits use it (the rates keep their own
+	// clocks).
+	Sleep func(ctx context.Context, d time.Duration) error
 }
 
 // DefaultClassify: nil is a success, an OverloadError an overload, a
@@ -51,12 +55,13 @@ type Guard struct {
 
 	calls, overloaded, throttled, throttledNs atomic.Int64
 	budgetWaits, budgeted, firsts             atomic.Int64
-	latencyNs                                 atomic.Int64
+	latencyNs                                 atomic.Int64 // moving mean of accepted calls
 	waiting                                   atomic.Int64 // attempts in wait now
 }
 
-// Waiting returns how many attempts wait in Enter for the throttle or the
-// rate right now.
+// Waiting returns how many attempts wait right now: in Enter for the
+// throttle or the rate, or in done holding their slot after an overload
+// answer.
 func (g *Guard) Waiting() int { return int(g.waiting.Load()) }
 
 // New returns a guard applying cfg.
@@ -67,6 +72,9 @@ func New(cfg Config) *Guard {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Sleep == nil {
+		cfg.Sleep = sleep
+	}
 	return &Guard{cfg: cfg}
 }
 
@@ -75,10 +83,13 @@ func New(cfg Config) *Guard {
 //
 // A retry of an overloaded call that finds no budget while the service is
 // overloaded (see Budget) is not admitted: Enter returns later > 0, and the
-// caller asks again after that long, holding nothing meanwhile. Otherwise Enter waits for the throttle and the rate,
-// counts the call under the adaptive limit (which the caller enforces: see
-// Limit), and returns done, to be called with the attempt's error once it
-// returns; or ctx's error if ctx ends first.
+// caller asks again after that long, holding nothing meanwhile. Otherwise
+// Enter waits for the throttle and the rate, counts the call under the
+// adaptive limit (which the caller enforces: see Limit), and returns done,
+// to be called with the attempt's error once it returns, before the caller
+// gives back the attempt's slot; or ctx's error if ctx ends first. After an
+// overload answer, done returns only about one call's latency after the
+// attempt began (see holdSlot), so the slot is not reused at once.
 func (g *Guard) Enter(ctx context.Context, previous error) (done func(error), later time.Duration, err error) {
 	overloadRetry := previous != nil && g.cfg.Classify(previous) == Overload
 	if overloadRetry && g.cfg.Budget != nil && !g.overloadedNow() {
@@ -117,7 +128,9 @@ func (g *Guard) Enter(ctx context.Context, previous error) (done func(error), la
 		if once.Swap(true) {
 			return
 		}
-		g.finish(ctx, began, err)
+		if g.finish(ctx, began, err) == Overload {
+			g.holdSlot(ctx, began)
+		}
 	}, 0, nil
 }
 
@@ -129,9 +142,14 @@ func (g *Guard) wait(ctx context.Context) error {
 	g.waiting.Add(1)
 	defer g.waiting.Add(-1)
 	if t := g.cfg.Throttle; t != nil {
-		for first := true; !t.Admit(g.cfg.Now(), rand.Float64(), first); first = false {
-			if err := sleep(ctx, g.holdBack()); err != nil {
+		for first := true; ; first = false {
+			turn := t.Admit(g.cfg.Now(), first)
+			if err := g.cfg.Sleep(ctx, turn.Wait); err != nil {
+				t.Cancel(turn, g.cfg.Now())
 				return err
+			}
+			if turn.Wait == 0 || turn.Booked {
+				break
 			}
 		}
 	}
@@ -148,9 +166,11 @@ func (g *Guard) wait(ctx context.Context) error {
 
 // overloadedNow says whether the retry budget binds: while the service has
 // refused more than half the budget's share of the attempts answered in the
-// last two seconds (always, without a throttle to tell). Half: the throttle
-// keeps refusals near the share itself, and the budget must bind there.
-// Once the service refuses less, retries go on.
+// last two seconds (always, without a throttle to tell). The throttle's
+// pace keeps refusals near that share (ThrottleKFor), so the budget may
+// bind and let go by turns there; either way retries stay within it, as
+// they number about the refusals. Once the service refuses less, retries go
+// on.
 func (g *Guard) overloadedNow() bool {
 	if g.cfg.Throttle == nil {
 		return true
@@ -167,13 +187,6 @@ func (g *Guard) Limit() int {
 	return g.cfg.Adaptive.Limit()
 }
 
-// holdBack is how long a throttled attempt waits before it asks again: about
-// one call's latency (5 ms to 1 s), jittered so waiters spread out.
-func (g *Guard) holdBack() time.Duration {
-	d := min(max(time.Duration(g.latencyNs.Load()), 5*time.Millisecond), time.Second)
-	return time.Duration(float64(d) * (0.5 + rand.Float64()))
-}
-
 // noteThrottled counts an attempt that waited more than a millisecond.
 func (g *Guard) noteThrottled(start time.Time) {
 	if d := g.cfg.Now().Sub(start); d > time.Millisecond {
@@ -182,8 +195,26 @@ func (g *Guard) noteThrottled(start time.Time) {
 	}
 }
 
-// finish feeds an attempt's end to the policies.
-func (g *Guard) finish(ctx context.Context, began time.Time, err error) {
+// holdSlot makes an attempt answered with overload return about one call's
+// latency (the moving mean of accepted calls, 5 ms to 1 s) after it began.
+// A refusal comes back at once; if its slot went to the next attempt at
+// once, a pool a little over the service's capacity would refuse itself in
+// a tight loop (measured: 568 refusals in the second a capacity halved,
+// before the adaptive limit had shrunk). Held, an excess slot asks about as
+// often as a served one.
+func (g *Guard) holdSlot(ctx context.Context, began time.Time) {
+	hold := min(max(time.Duration(g.latencyNs.Load()), 5*time.Millisecond), time.Second)
+	d := hold - g.cfg.Now().Sub(began)
+	if d <= 0 {
+		return
+	}
+	g.waiting.Add(1)
+	defer g.waiting.Add(-1)
+	_ = g.cfg.Sleep(ctx, d) // a cancelled attempt returns at once
+}
+
+// finish feeds an attempt's end to the policies and returns the outcome.
+func (g *Guard) finish(ctx context.Context, began time.Time, err error) Outcome {
 	now := g.cfg.Now()
 	o := g.cfg.Classify(err)
 	if err != nil && ctx.Err() != nil {
@@ -203,6 +234,7 @@ func (g *Guard) finish(ctx context.Context, began time.Time, err error) {
 	if a := g.cfg.Adaptive; a != nil {
 		g.release(a, latency, o)
 	}
+	return o
 }
 
 func (g *Guard) release(a *Adaptive, latency time.Duration, o Outcome) {

@@ -161,3 +161,47 @@ func TestGuardBudgetBindsOnlyWhileTheServiceRefuses(t *testing.T) {
 		}
 	}
 }
+
+func TestGuardHoldsTheSlotAfterAnOverloadAnswer(t *testing.T) {
+	c := &clock{now: time.Unix(1_000_000, 0)}
+	var slept []time.Duration
+	g := New(Config{Now: c.Now, Sleep: func(ctx context.Context, d time.Duration) error {
+		slept = append(slept, d)
+		c.now = c.now.Add(d)
+		return nil
+	}})
+	attempt := func(took time.Duration, err error) {
+		t.Helper()
+		done, later, err2 := g.Enter(context.Background(), nil)
+		if err2 != nil || later != 0 {
+			t.Fatalf("Enter = %v, %v; want admitted", later, err2)
+		}
+		c.now = c.now.Add(took)
+		done(err)
+	}
+	for i := 0; i < 40; i++ {
+		attempt(40*time.Millisecond, nil) // the moving mean nears 40 ms
+	}
+	for _, tc := range []struct {
+		name      string
+		took      time.Duration
+		err       error
+		wantLo    time.Duration
+		wantHi    time.Duration
+		wantSleep bool
+	}{
+		{"a refusal at once holds about one latency", time.Millisecond, Overloaded(errors.New("503"), 0), 35 * time.Millisecond, 40 * time.Millisecond, true},
+		{"a slow refusal holds the rest of it", 30 * time.Millisecond, Overloaded(errors.New("503"), 0), 5 * time.Millisecond, 10 * time.Millisecond, true},
+		{"a refusal slower than a call holds nothing", 50 * time.Millisecond, Overloaded(errors.New("503"), 0), 0, 0, false},
+		{"an ordinary error holds nothing", time.Millisecond, errors.New("500"), 0, 0, false},
+	} {
+		slept = nil
+		attempt(tc.took, tc.err)
+		switch {
+		case !tc.wantSleep && len(slept) != 0:
+			t.Errorf("%s: held the slot %v; want no hold", tc.name, slept)
+		case tc.wantSleep && (len(slept) != 1 || slept[0] < tc.wantLo || slept[0] > tc.wantHi):
+			t.Errorf("%s: held the slot %v; want one hold in [%v, %v]", tc.name, slept, tc.wantLo, tc.wantHi)
+		}
+	}
+}

@@ -3,30 +3,40 @@ package guard
 import (
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
-// Throttle is client-side adaptive throttling, as in the SRE book's chapter
-// "Handling Overload": over the last ThrottleWindow it counts requests (the
-// attempts the service answered, and the asks the throttle held back) and
-// accepts (answers that were not overload), and holds an attempt back with
-// probability
+// Throttle is client-side adaptive throttling after the SRE book's chapter
+// "Handling Overload", made for a pool that waits rather than drops. Over
+// the last ThrottleWindow it counts requests (the attempts the service
+// answered, and the attempts the throttle delayed) and accepts (answers that
+// were not overload). While requests stay within K times the accepts it does
+// nothing. Past that, the service is refusing a share of what it gets, and
+// the throttle paces every attempt to K times the rate the service accepted
+// over the last two seconds: the pool then sends about K times what the
+// service accepts, so refusals cost the service little, and the pace follows
+// the service's capacity up as well as down (what it accepts at K times its
+// pace raises the pace).
 //
-//	max(0, (requests - K*accepts) / (requests + 1))
+// Why pacing, not the book's random rejection: the book's client drops a
+// rejected request, which takes it out of the traffic. A pool cannot drop an
+// element; an attempt held back for a moment comes back, so a rejection
+// probability would delay attempts without lowering the rate they are sent
+// at (measured: a pool of 64 against a service taking 24 kept 15% of its
+// calls refused at K = 1.1). A pace lowers the rate itself.
 //
-// While the service accepts everything the probability is zero. Once it
-// refuses, the pool sends about K times what it accepts, so the refusals
-// cost the service little and the pool follows its capacity. A held-back
-// attempt is not dropped: it waits a moment and asks again. It counts as a
-// request once, the first time it is held back, which keeps the throttle
-// closed while the service keeps refusing; counting every ask would let a
-// pool's waiting attempts close it for good. Requests are counted when
-// answered rather than when sent, so that calls still in flight (all of
-// them, at the start) do not look like refusals.
+// A delayed attempt counts as one request, which keeps the pace on while
+// attempts queue for it; once they stop queueing and the service accepts
+// what it gets, the counts fall within K and the pace is off.
 type Throttle struct {
 	k       float64
 	mu      sync.Mutex
 	c       *counts // a: requests, b: accepts
 	answers *counts // a: answered, b: refused (the last two seconds)
+	pace    *rate.Limiter
+	pacing  bool
+	last    time.Time // the latest now Admit saw
 }
 
 // DefaultThrottleK is the SRE book's K: the pool sends up to twice what the
@@ -34,36 +44,95 @@ type Throttle struct {
 const DefaultThrottleK = 2
 
 // ThrottleKFor is the multiplier that matches a retry budget of share: the
-// pool sends at most 1 + share times what the service accepts, so the
-// refusals it still gets are about what the budget lets it retry, and
-// retries do not pile up behind the budget. At least 1.05, so that the
-// throttle keeps probing a service that accepts little.
-func ThrottleKFor(share float64) float64 { return 1 + max(share, 0.05) }
+// pool sends at most 1 + share/2 times what the service accepts, so the
+// refusals it still gets, each of which wants a retry, stay within half of
+// what the budget lets it retry. At least 1.05, so that the throttle keeps
+// probing a service that accepts little.
+func ThrottleKFor(share float64) float64 { return 1 + max(share/2, 0.05) }
 
-// ThrottleWindow is how far back the throttle counts.
+// ThrottleWindow is how far back the throttle counts requests and accepts.
 const ThrottleWindow = 10 * time.Second
+
+// minPace is the pace while the service accepts nothing: a probe a second.
+const minPace = 1.0
 
 // NewThrottle returns a throttle with multiplier k (> 1; the SRE book uses
 // 2): larger is more aggressive towards the service.
 func NewThrottle(k float64) *Throttle {
-	return &Throttle{k: k, c: newCounts(ThrottleWindow, 10), answers: newCounts(2*time.Second, 4)}
+	return &Throttle{
+		k: k, c: newCounts(ThrottleWindow, 10), answers: newCounts(2*time.Second, 4),
+		pace: rate.NewLimiter(rate.Inf, 1),
+	}
 }
 
-// Admit says whether an attempt goes ahead at now; u is a uniform random
-// number in [0, 1). An attempt held back at its first ask (first) counts as
-// a request.
-func (t *Throttle) Admit(now time.Time, u float64, first bool) bool {
+// maxAhead is how far ahead of now an attempt may book its turn: one that
+// would wait longer asks again after that long, at the pace of then.
+const maxAhead = time.Second
+
+// A Turn is an attempt's answer from Admit.
+type Turn struct {
+	// Wait is how long the attempt waits before it starts; 0: at once.
+	Wait time.Duration
+	// Booked: after Wait the attempt starts without asking again; if not,
+	// it asks again after Wait (its turn was too far ahead to book).
+	Booked bool
+	r      *rate.Reservation
+}
+
+// Admit schedules an attempt at now: it may start at once, or after the
+// Turn's Wait (see Turn). first is false when the attempt asks again after
+// a Turn that was not booked: it counts as a request only once. An attempt
+// that gives up during a booked wait hands its turn back with Cancel.
+func (t *Throttle) Admit(now time.Time, first bool) Turn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	req, acc := t.c.sum(now)
-	if u >= (req-t.k*acc)/(req+1) {
-		return true
+	// Callers read the clock before the lock: keep it from going back.
+	if now.Before(t.last) {
+		now = t.last
 	}
-	if first {
+	t.last = now
+	perSecond := t.paceAt(now)
+	if perSecond == 0 {
+		t.pacing = false
+		return Turn{}
+	}
+	if !t.pacing {
+		// The pace starts empty: attempts already sent are what made it
+		// start.
+		t.pace = rate.NewLimiter(rate.Limit(perSecond), burstOf(perSecond))
+		t.pace.AllowN(now, burstOf(perSecond))
+		t.pacing = true
+	} else {
+		t.pace.SetLimitAt(now, rate.Limit(perSecond))
+		t.pace.SetBurstAt(now, burstOf(perSecond))
+	}
+	r := t.pace.ReserveN(now, 1)
+	wait := r.DelayFrom(now)
+	if wait > 0 && first {
 		t.c.add(now, 1, 0)
 	}
-	return false
+	if wait > maxAhead {
+		r.CancelAt(now)
+		return Turn{Wait: maxAhead}
+	}
+	return Turn{Wait: wait, Booked: true, r: r}
 }
+
+// Cancel hands back a booked turn whose attempt gave up while it waited.
+func (t *Throttle) Cancel(turn Turn, now time.Time) {
+	if turn.r == nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if now.Before(t.last) {
+		now = t.last
+	}
+	turn.r.CancelAt(now)
+}
+
+// burstOf is the pace's burst at perSecond: 20 ms of it, at least one.
+func burstOf(perSecond float64) int { return max(1, int(perSecond/50)) }
 
 // Observe counts the answer to an admitted attempt: accepted is false for an
 // overload answer. Abandoned attempts are not observed.
@@ -79,17 +148,34 @@ func (t *Throttle) Observe(now time.Time, accepted bool) {
 	}
 }
 
-// Rejection returns the current probability of holding an attempt back.
-func (t *Throttle) Rejection(now time.Time) float64 {
+// Pace returns the attempts a second the throttle lets through at now, or 0
+// while it does not pace.
+func (t *Throttle) Pace(now time.Time) float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.paceAt(now)
+}
+
+// paceAt is Pace under t.mu.
+func (t *Throttle) paceAt(now time.Time) float64 {
 	req, acc := t.c.sum(now)
-	return max(0, (req-t.k*acc)/(req+1))
+	if req <= t.k*acc {
+		return 0
+	}
+	answered, refused := t.answers.sum(now)
+	if answered == 0 {
+		// Nothing answered lately (the pool was idle): no rate to pace
+		// at. Attempts go, and their answers give one.
+		return 0
+	}
+	// Over the time answers came in: a lull is not a service that accepts
+	// nothing.
+	return max(t.k*(answered-refused)/t.answers.busySpan(now).Seconds(), minPace)
 }
 
 // Refused returns the share of the attempts answered in the last two
-// seconds (held-back ones not counted) that were refused for load, or 0
-// when none were answered: whether the service is overloaded now.
+// seconds (delayed ones not counted) that were refused for load, or 0 when
+// none were answered: whether the service is overloaded now.
 func (t *Throttle) Refused(now time.Time) float64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()

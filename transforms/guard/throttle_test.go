@@ -1,37 +1,105 @@
 package guard
 
 import (
-	"math/rand/v2"
 	"testing"
 	"time"
 )
 
-func TestThrottle(t *testing.T) {
+// observeOver spreads accepted and refused answers evenly over d from
+// start, mixed evenly too.
+func observeOver(th *Throttle, start time.Time, d time.Duration, accepted, refused int) {
+	n := accepted + refused
+	for i := 0; i < n; i++ {
+		th.Observe(start.Add(d*time.Duration(i)/time.Duration(n)), (i+1)*accepted/n > i*accepted/n)
+	}
+}
+
+func TestThrottlePace(t *testing.T) {
 	start := time.Unix(1_000_000, 0)
 	for _, tc := range []struct {
 		name              string
-		accepted, refused int
-		wantLo, wantHi    float64 // the rejection probability after them
+		accepted, refused int // over 2 s
+		want              float64
 	}{
-		{"nothing yet", 0, 0, 0, 0},
-		{"all accepted", 1000, 0, 0, 0},
-		{"half refused (K=2 lets that through)", 500, 500, 0, 0},
-		{"most refused", 100, 900, 0.79, 0.81},
-		{"all refused", 0, 1000, 0.99, 1},
+		{"nothing yet", 0, 0, 0},
+		{"all accepted", 200, 0, 0},
+		{"a third refused (K=2 lets that through)", 200, 100, 0},
+		{"most refused: K times the accept rate", 20, 180, 2 * 10},
+		{"all refused: a probe a second", 0, 200, minPace},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			th := NewThrottle(DefaultThrottleK)
-			for i := 0; i < tc.accepted; i++ {
-				th.Observe(start, true)
+			observeOver(th, start, 2*time.Second, tc.accepted, tc.refused)
+			now := start.Add(2 * time.Second)
+			if got := th.Pace(now); got < tc.want*0.9 || got > tc.want*1.1 {
+				t.Errorf("pace = %.2f/s; want %.2f/s", got, tc.want)
 			}
-			for i := 0; i < tc.refused; i++ {
-				th.Observe(start, false)
+			if tc.want == 0 {
+				if d := th.Admit(now, true).Wait; d != 0 {
+					t.Errorf("Admit without a pace = %v; want 0", d)
+				}
 			}
-			if got := th.Rejection(start); got < tc.wantLo || got > tc.wantHi {
-				t.Errorf("rejection = %.3f; want in [%.2f, %.2f]", got, tc.wantLo, tc.wantHi)
-			}
-			if tc.wantHi == 0 && !th.Admit(start, 0, true) {
-				t.Error("Admit held an attempt back at rejection 0")
+		})
+	}
+}
+
+func TestThrottleSpacesAttemptsAtItsPace(t *testing.T) {
+	start := time.Unix(1_000_000, 0)
+	th := NewThrottle(DefaultThrottleK)
+	observeOver(th, start, 2*time.Second, 20, 180) // pace 20/s
+	now := start.Add(2 * time.Second)
+	var last Turn
+	for i := 0; i < 10; i++ {
+		last = th.Admit(now, true) // ten attempts asking at once
+	}
+	if want := 500 * time.Millisecond; !last.Booked || last.Wait < want*9/10 || last.Wait > want*11/10 {
+		t.Errorf("the tenth of ten attempts at once: %+v; want a booked wait of about %v at 20/s", last, want)
+	}
+	for i := 0; i < 30; i++ {
+		last = th.Admit(now, true)
+	}
+	if last.Booked || last.Wait != maxAhead {
+		t.Errorf("the 40th attempt at once: %+v; want to ask again after %v, not booked 2 s ahead", last, maxAhead)
+	}
+}
+
+func TestThrottleCancelHandsTheTurnBack(t *testing.T) {
+	start := time.Unix(1_000_000, 0)
+	th := NewThrottle(DefaultThrottleK)
+	observeOver(th, start, 2*time.Second, 20, 180) // pace 20/s
+	now := start.Add(2 * time.Second)
+	var turns []Turn
+	for i := 0; i < 10; i++ {
+		turns = append(turns, th.Admit(now, true))
+	}
+	// A failed bundle: none of them called. Latest first: x/time/rate
+	// hands back a turn only as far as no later turn was booked after it
+	// (and maxAhead bounds what can be lost that way).
+	for i := len(turns) - 1; i >= 0; i-- {
+		th.Cancel(turns[i], now)
+	}
+	if d := th.Admit(now, true).Wait; d > 100*time.Millisecond {
+		t.Errorf("after ten turns handed back, the next attempt waits %v; want about one turn (50 ms)", d)
+	}
+}
+
+func TestThrottleLullIsNotARefusal(t *testing.T) {
+	start := time.Unix(1_000_000, 0)
+	for _, tc := range []struct {
+		name string
+		idle time.Duration
+		want float64 // pace after the lull, per second
+	}{
+		{"no lull", 0, 2 * 100},
+		{"a second idle: the rate of the busy second", time.Second, 2 * 100},
+		{"idle past the window: no pace until answers come", 3 * time.Second, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			th := NewThrottle(DefaultThrottleK)
+			observeOver(th, start, 2*time.Second, 200, 800) // 100/s accepted
+			now := start.Add(2*time.Second + tc.idle)
+			if got := th.Pace(now); got < tc.want*0.85 || got > tc.want*1.15 {
+				t.Errorf("pace = %.1f/s; want %.1f/s", got, tc.want)
 			}
 		})
 	}
@@ -40,63 +108,99 @@ func TestThrottle(t *testing.T) {
 func TestThrottleForgetsAfterItsWindow(t *testing.T) {
 	start := time.Unix(1_000_000, 0)
 	th := NewThrottle(DefaultThrottleK)
-	for i := 0; i < 1000; i++ {
-		th.Observe(start, false)
+	observeOver(th, start, time.Second, 0, 1000)
+	if d := th.Admit(start.Add(time.Second), true).Wait; d <= 0 {
+		t.Error("Admit let an attempt through at once after 1,000 refusals")
 	}
-	if th.Admit(start, 0.5, true) {
-		t.Error("Admit let an attempt through at u=0.5 after 1,000 refusals")
-	}
-	later := start.Add(ThrottleWindow + time.Second)
-	if got := th.Rejection(later); got != 0 {
-		t.Errorf("rejection a window later = %.3f; want 0", got)
+	later := start.Add(ThrottleWindow + 2*time.Second)
+	if got, d := th.Pace(later), th.Admit(later, true).Wait; got != 0 || d != 0 {
+		t.Errorf("a window later: pace %.2f, wait %v; want 0 and 0", got, d)
 	}
 }
 
-func TestThrottleHeldBackAsksCountAsRequests(t *testing.T) {
-	// While the service refuses, held-back asks keep the throttle closed: the
-	// pool sends about K times what the service accepts.
-	start := time.Unix(1_000_000, 0)
-	th := NewThrottle(DefaultThrottleK)
-	sent, accepted := 0, 0
-	rng := rand.New(rand.NewPCG(1, 2))
-	capacity := 0.0 // the service can take a tenth of the asks, up to 5 at once
-	for i := 0; i < 30_000; i++ {
-		// One ask a millisecond, as a pool's waiters ask about once per call
-		// latency; 30 s.
-		now := start.Add(time.Duration(i) * time.Millisecond)
-		capacity = min(capacity+0.1, 5)
-		if !th.Admit(now, rng.Float64(), true) {
-			continue
+// TestThrottleClosedPool runs a pool of 64 workers that send again as soon
+// as an answer comes (a refused element makes room for the next at once)
+// against a service that accepts up to a rate and refuses the rest, on a
+// simulated clock in steps of a millisecond. The rate changes from 1,000/s
+// to 500/s at 15 s and back at 30 s. A throttle that only delays attempts
+// without lowering their rate keeps most of the pool's excess refused.
+func TestThrottleClosedPool(t *testing.T) {
+	const (
+		k       = 1.1
+		workers = 64
+		latency = 20 * time.Millisecond // of an accepted call
+	)
+	capacity := func(at time.Duration) float64 {
+		if at >= 15*time.Second && at < 30*time.Second {
+			return 500
 		}
-		sent++
-		ok := capacity >= 1
-		if ok {
-			accepted++
-			capacity--
-		}
-		th.Observe(now, ok)
+		return 1000
 	}
-	if ratio := float64(sent) / float64(accepted); ratio > 2.2 {
-		t.Errorf("sent %d for %d accepted (%.2f x); want at most about K=2 x", sent, accepted, ratio)
-	}
-	if want := 30_000 / 10; accepted < want*8/10 {
-		t.Errorf("accepted %d; want at least 0.9 of the service's capacity %d", accepted, want)
-	}
-}
-
-func TestThrottleCountsAHeldBackAttemptOnce(t *testing.T) {
 	start := time.Unix(1_000_000, 0)
-	th := NewThrottle(DefaultThrottleK)
-	for i := 0; i < 30; i++ {
-		th.Observe(start, false)
+	th := NewThrottle(k)
+	type worker struct {
+		at      time.Duration
+		waiting bool // booked a start at at
+		asked   bool // asked before without a booking
 	}
-	th.Admit(start, 0, true) // held back: one more request
-	before := th.Rejection(start)
-	for i := 0; i < 10_000; i++ {
-		th.Admit(start, 0, false) // the same attempt asking again
+	ws := make([]worker, workers)
+	tokens := 0.0
+	type tally struct{ sent, accepted int }
+	var phases [3]tally // seconds 10-15, 25-30, 45-50
+	phaseOf := func(at time.Duration) int {
+		switch s := at / time.Second; {
+		case s >= 10 && s < 15:
+			return 0
+		case s >= 25 && s < 30:
+			return 1
+		case s >= 45 && s < 50:
+			return 2
+		}
+		return -1
 	}
-	if after := th.Rejection(start); after != before {
-		t.Errorf("rejection after 10,000 asks of one attempt = %.4f; want %.4f as after its first", after, before)
+	for at := time.Duration(0); at < 50*time.Second; at += time.Millisecond {
+		c := capacity(at)
+		tokens = min(tokens+c/1000, c/50)
+		now := start.Add(at)
+		for i := range ws {
+			w := &ws[i]
+			if w.at > at {
+				continue
+			}
+			if !w.waiting {
+				if turn := th.Admit(now, !w.asked); turn.Wait > 0 {
+					w.at, w.waiting, w.asked = at+turn.Wait, turn.Booked, !turn.Booked
+					continue
+				}
+			}
+			w.waiting, w.asked = false, false
+			ok := tokens >= 1
+			if ok {
+				tokens--
+				w.at = at + latency
+			} else {
+				w.at = at + time.Millisecond
+			}
+			th.Observe(now, ok)
+			if p := phaseOf(at); p >= 0 {
+				phases[p].sent++
+				if ok {
+					phases[p].accepted++
+				}
+			}
+		}
+	}
+	for i, want := range []float64{1000, 500, 1000} {
+		p := phases[i]
+		t.Logf("phase %d: sent %d, accepted %d", i, p.sent, p.accepted)
+		ratio := float64(p.sent) / float64(p.accepted)
+		rate := float64(p.accepted) / 5
+		if ratio > k+0.05 {
+			t.Errorf("phase %d (capacity %.0f/s): sent %d for %d accepted (%.2f x); want at most about K = %.2f x", i, want, p.sent, p.accepted, ratio, k)
+		}
+		if rate < 0.9*want {
+			t.Errorf("phase %d: accepted %.0f/s; want at least 0.9 of the capacity %.0f/s", i, rate, want)
+		}
 	}
 }
 
