@@ -6,6 +6,7 @@ require (
 	github.com/apache/beam/sdks/v2 v2.77.0
 	github.com/google/pprof v0.0.0-20260507013755-92041b743c96
 	github.com/google/uuid v1.6.0
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/redis/go-redis/v9 v9.23.0
 	golang.org/x/sync v0.25.0
 	golang.org/x/time v0.16.0

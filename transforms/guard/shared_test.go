@@ -3,7 +3,6 @@ package guard
 import (
 	"context"
 	"net"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,22 +10,9 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-)
 
-// redisAddr returns the Redis server the tests may use (integration/redis.sh
-// starts one and prints ASYNCBEAM_REDIS). In CI its absence is a failure,
-// elsewhere a skip that says how to run the test.
-func redisAddr(t *testing.T) string {
-	t.Helper()
-	if a := os.Getenv("ASYNCBEAM_REDIS"); a != "" {
-		return a
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("ASYNCBEAM_REDIS is not set: .ci/run must start Redis (integration/redis.sh start)")
-	}
-	t.Skip(`needs Redis: eval "$(integration/redis.sh start)"`)
-	return ""
-}
+	"github.com/asyncbeam/asyncbeam/integration/redistest"
+)
 
 // hammer calls Wait from n goroutines for d and returns the calls let
 // through.
@@ -50,7 +36,7 @@ func hammer(t *testing.T, r Rate, n int, d time.Duration) int64 {
 }
 
 func TestSharedRateIsSharedByItsUsers(t *testing.T) {
-	addr := redisAddr(t)
+	addr := redistest.Addr(t)
 	cfg := SharedRateConfig{Addr: addr, Key: "test:" + uuid.NewString(), PerSecond: 200, Burst: 1}
 	var rates []*SharedRate
 	for i := 0; i < 2; i++ {
@@ -129,7 +115,7 @@ func TestSharedRateConfigErrorsSayWhatToChange(t *testing.T) {
 }
 
 func TestSharedRateGivesBackWhatCancelledCallersReserved(t *testing.T) {
-	addr := redisAddr(t)
+	addr := redistest.Addr(t)
 	r, err := NewSharedRate(SharedRateConfig{Addr: addr, Key: "test:" + uuid.NewString(), PerSecond: 5, Burst: 1})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,133 @@
+package cache
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// SharedConfig is a cache shared by every worker that names the same
+// Prefix on the same Redis server.
+type SharedConfig struct {
+	// Addr is the Redis server, host:port.
+	Addr string
+	// Prefix starts every key this cache writes; caches with the same
+	// Prefix share entries. Give each kind of lookup its own.
+	Prefix string
+	// TTL is how long an entry lives in Redis.
+	TTL time.Duration
+}
+
+// Validate says what is wrong with c, if anything.
+func (c SharedConfig) Validate() error {
+	switch {
+	case c.Addr == "":
+		return errors.New("the Redis address is empty; give host:port")
+	case c.Prefix == "":
+		return errors.New("the key prefix is empty; name the lookup this cache holds")
+	case c.TTL < time.Second:
+		return fmt.Errorf("the time to live %v must be at least 1s", c.TTL)
+	}
+	return nil
+}
+
+// sharedTimeout bounds every Redis round trip; downFor is how long the
+// cache stays away from Redis after one failed.
+const (
+	sharedTimeout = 250 * time.Millisecond
+	downFor       = time.Second
+)
+
+// Shared is a cache kept in Redis: one GET per lookup, one SET with the
+// time to live per stored value. Redis that fails or does not answer within
+// 250 ms makes the lookup a miss (the caller calls, as without a cache) and
+// the store a no-op, counted in Errors; the cache then leaves Redis alone
+// for a second, so that an outage costs no more than a few timeouts a
+// second. An entry is never half-written: a value is one SET.
+type Shared struct {
+	cfg SharedConfig
+	rdb *redis.Client
+
+	hits, misses, errs atomic.Int64
+
+	mu        sync.Mutex
+	downUntil time.Time
+}
+
+// NewShared connects lazily: no call is made until the first Get or Set.
+func NewShared(cfg SharedConfig) (*Shared, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("shared cache: %w", err)
+	}
+	return &Shared{cfg: cfg, rdb: redis.NewClient(&redis.Options{Addr: cfg.Addr,
+		DialTimeout: sharedTimeout, ReadTimeout: sharedTimeout, WriteTimeout: sharedTimeout,
+		MaxRetries: -1, DialerRetries: 1})}, nil
+}
+
+func (s *Shared) key(k Key) string { return s.cfg.Prefix + ":" + hex.EncodeToString(k[:]) }
+
+// Get returns the value of k if Redis holds it.
+func (s *Shared) Get(ctx context.Context, k Key) ([]byte, bool) {
+	if s.isDown() {
+		s.misses.Add(1)
+		return nil, false
+	}
+	rctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	v, err := s.rdb.Get(rctx, s.key(k)).Bytes()
+	switch {
+	case err == nil:
+		s.hits.Add(1)
+		return v, true
+	case errors.Is(err, redis.Nil):
+	case ctx.Err() == nil:
+		s.failed()
+	}
+	s.misses.Add(1)
+	return nil, false
+}
+
+// Set stores value under k for the time to live.
+func (s *Shared) Set(ctx context.Context, k Key, value []byte) {
+	if s.isDown() {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	if err := s.rdb.Set(rctx, s.key(k), value, s.cfg.TTL).Err(); err != nil && ctx.Err() == nil {
+		s.failed()
+	}
+}
+
+func (s *Shared) isDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Now().Before(s.downUntil)
+}
+
+func (s *Shared) failed() {
+	s.errs.Add(1)
+	s.mu.Lock()
+	s.downUntil = time.Now().Add(downFor)
+	s.mu.Unlock()
+}
+
+// SharedStats are a Shared cache's counts since it was made.
+type SharedStats struct {
+	Hits, Misses int64
+	Errors       int64 // round trips that failed or timed out
+}
+
+// Stats returns the cache's counts.
+func (s *Shared) Stats() SharedStats {
+	return SharedStats{Hits: s.hits.Load(), Misses: s.misses.Load(), Errors: s.errs.Load()}
+}
+
+// Close closes the connection to Redis.
+func (s *Shared) Close() error { return s.rdb.Close() }

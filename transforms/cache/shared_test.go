@@ -1,0 +1,81 @@
+package cache
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/asyncbeam/asyncbeam/integration/redistest"
+)
+
+func TestSharedConfigValidate(t *testing.T) {
+	for _, c := range []SharedConfig{
+		{Prefix: "p", TTL: time.Minute},
+		{Addr: "127.0.0.1:1", TTL: time.Minute},
+		{Addr: "127.0.0.1:1", Prefix: "p", TTL: time.Millisecond},
+	} {
+		if _, err := NewShared(c); err == nil {
+			t.Errorf("NewShared(%+v) = nil error; want one", c)
+		}
+	}
+}
+
+func TestSharedAgainstRedis(t *testing.T) {
+	addr := redistest.Addr(t)
+	cfg := SharedConfig{Addr: addr, Prefix: "test:" + uuid.NewString(), TTL: time.Second}
+	a, err := NewShared(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, _ := NewShared(cfg) // another worker
+	defer b.Close()
+	ctx := context.Background()
+	if _, ok := a.Get(ctx, key("k")); ok {
+		t.Fatal("a hit in a new prefix")
+	}
+	a.Set(ctx, key("k"), []byte("value"))
+	if v, ok := b.Get(ctx, key("k")); !ok || string(v) != "value" {
+		t.Errorf("the other worker's Get = %q, %v; want \"value\", true", v, ok)
+	}
+	time.Sleep(1200 * time.Millisecond) // Redis expires it
+	if _, ok := b.Get(ctx, key("k")); ok {
+		t.Error("a hit after the time to live")
+	}
+	if st := b.Stats(); st != (SharedStats{Hits: 1, Misses: 1}) {
+		t.Errorf("stats = %+v; want 1 hit, 1 miss, no errors", st)
+	}
+}
+
+func TestSharedOutageIsAMiss(t *testing.T) {
+	// A port that refuses: Redis is down.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s, err := NewShared(SharedConfig{Addr: addr, Prefix: "p", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	start := time.Now()
+	for i := 0; i < 100; i++ {
+		s.Set(ctx, key("k"), []byte("v"))
+		if _, ok := s.Get(ctx, key("k")); ok {
+			t.Fatal("a hit from a Redis that is down")
+		}
+	}
+	st := s.Stats()
+	if st.Errors != 1 || st.Misses != 100 {
+		t.Errorf("stats = %+v; want 1 error (then a second away from Redis) and 100 misses", st)
+	}
+	if d := time.Since(start); d > downFor {
+		t.Errorf("100 lookups during an outage took %v; want them not to wait on Redis", d)
+	}
+}
