@@ -265,6 +265,27 @@ type Job struct {
 	// Previous is the error of the element's last attempt before this
 	// task (a retry started from bag state), or nil; the Gate sees it.
 	Previous error
+	// Lookup, if not nil, runs before each attempt, in its slot and before
+	// the Gate: a result cache (see Lookup).
+	Lookup func(ctx context.Context) Lookup
+}
+
+// Lookup is what a Job's Lookup says about an attempt about to be made.
+type Lookup struct {
+	// Hit: the attempt is not made; the task finishes with Outputs (no
+	// Gate, no call, no retry).
+	Hit     bool
+	Outputs []any
+	// Wait, if not nil: the attempt is not made now (the same call is in
+	// flight for another task). The task gives back its slot and its
+	// buffer place; Wait arranges for wake to be called once when it
+	// should look up again (never from within Wait) and returns how to
+	// cancel that, or reports ended if that time has come already.
+	Wait func(wake func()) (stop func() bool, ended bool)
+	// Abandon, if not nil, is called when the attempt goes on but does not
+	// reach its call (the Gate sent it back, or its task ended first): the
+	// Lookup's promise to make the call is off.
+	Abandon func()
 }
 
 // Submit starts job for k unless a task for k exists already (Existing). A
@@ -377,8 +398,28 @@ func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 // keeps its Hold place: it is still held in memory. Attempts of one task
 // never overlap, so job (the task's own copy) needs no lock.
 func (p *Pool) attempt(t *Task, job *Job, c *claim) {
+	var abandon func()
+	if job.Lookup != nil {
+		l := job.Lookup(t.ctx)
+		switch {
+		case l.Hit:
+			p.queue.releaseSlot()
+			t.finishAt(l.Outputs, nil, p.cfg.Now())
+			return
+		case l.Wait != nil:
+			p.queue.releaseSlot()
+			if !p.queue.pauseOn(c, t.ctx, l.Wait) {
+				t.finish(nil, fmt.Errorf("cancelled while waiting for the same call of another element: %w", t.ctx.Err()))
+			}
+			return
+		}
+		abandon = l.Abandon
+	}
 	done, ok := p.enter(t, job, c)
 	if !ok {
+		if abandon != nil {
+			abandon()
+		}
 		return
 	}
 	start := time.Now()

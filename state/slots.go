@@ -68,7 +68,7 @@ type claimState int
 const (
 	queued  claimState = iota // waiting for a place or a slot
 	running                   // granted a slot: its attempt runs
-	paused                    // waiting out a retry's backoff, with no place
+	paused                    // waiting out a retry's backoff (or another call), with no place
 	gone                      // withdrawn, or its task finished
 )
 
@@ -80,7 +80,7 @@ type claim struct {
 	hasPlace bool
 	state    claimState
 	launch   func()      // runs one attempt; started on its own goroutine when granted a slot
-	timer    *time.Timer // the backoff of a paused claim
+	stopWait func() bool // stops the wait of a paused claim (a backoff's timer)
 }
 
 func newClaim(priority int, buffered bool, launch func()) *claim {
@@ -156,14 +156,31 @@ func (q *runQueue) releaseSlot() {
 // queues it. It reports false, doing nothing, if the task was cancelled
 // meanwhile (ctx): the caller finishes it.
 func (q *runQueue) pause(c *claim, ctx context.Context, delay time.Duration) bool {
+	return q.pauseOn(c, ctx, func(wake func()) (func() bool, bool) {
+		return time.AfterFunc(delay, wake).Stop, false
+	})
+}
+
+// pauseOn is pause until an event rather than for a delay: register arranges
+// for wake to be called once when the event comes, never from within
+// register, and returns how to cancel that; or reports ended, the event
+// having come already, and c queues again at once.
+func (q *runQueue) pauseOn(c *claim, ctx context.Context, register func(wake func()) (stop func() bool, ended bool)) bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if ctx.Err() != nil {
 		return false
 	}
 	q.givePlace(c)
+	stop, ended := register(func() { q.again(c) })
+	if ended {
+		q.seq++
+		c.seq = q.seq
+		q.ask(c)
+		return true
+	}
 	c.state = paused
-	c.timer = time.AfterFunc(delay, func() { q.again(c) })
+	c.stopWait = stop
 	return true
 }
 
@@ -190,7 +207,7 @@ func (q *runQueue) withdraw(c *claim) bool {
 	case queued:
 		q.givePlace(c)
 	case paused:
-		c.timer.Stop()
+		c.stopWait()
 	default:
 		return false
 	}

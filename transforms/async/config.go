@@ -44,6 +44,8 @@ type config struct {
 	Listener   *listenerSpec
 	// Protect is what protects the called service (protect.go).
 	Protect protection
+	// Cache is WithCache's, or nil.
+	Cache *cacheSpec
 	// RetryInWorker makes failed attempts wait out their backoff in the
 	// pool, counted in memory, instead of in bag state: set for the DoFns of
 	// bounded input, whose bundles have no later callback to write a retry
@@ -76,6 +78,10 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 	if err != nil {
 		return config{}, err
 	}
+	cacheSpec, err := inspectCache(set.cache, valT)
+	if err != nil {
+		return config{}, err
+	}
 	return config{
 		Name:              name,
 		ID:                uuid.NewString(),
@@ -98,6 +104,7 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 		PriorityFn:        priorityFn,
 		Listener:          listener,
 		Protect:           set.protect,
+		Cache:             cacheSpec,
 	}, nil
 }
 

@@ -40,6 +40,11 @@ const (
 	MetricBudgetWaits      = "retry_budget_waits" // retries of overloaded attempts sent back for want of budget
 	MetricSharedRateErrors = "shared_rate_errors" // calls that found the shared rate's Redis unreachable
 	MetricConcurrencyLimit = "concurrency_limit"  // gauge: the adaptive limit, or the fixed parallelism
+	// The result cache (cache.go, WithCache), published at callbacks.
+	MetricCacheHits         = "cache_hits"          // attempts answered from the cache, without a call
+	MetricCacheMisses       = "cache_misses"        // attempts that found nothing cached and called
+	MetricCacheEvictions    = "cache_evictions"     // results dropped from a worker's cache for room or age
+	MetricSharedCacheErrors = "shared_cache_errors" // Redis round trips of the shared cache that failed
 )
 
 // metrics are the transform's Beam metrics. Beam ignores updates made with a
@@ -48,6 +53,7 @@ type metrics struct {
 	accepted, started, finished, committed, rescheduled, cancelled, evicted, deduplicated, retried, failed beam.Counter
 	progressReports, listenerPanics                                                                        beam.Counter
 	calls, overloaded, throttled, throttledMs, budgetWaits, sharedErrors                                   beam.Counter
+	cacheHits, cacheMisses, cacheEvictions, sharedCacheErrors                                              beam.Counter
 	inFlight, queued, limit                                                                                beam.Gauge
 	latency, commitDelay, progress                                                                         beam.Distribution
 }
@@ -66,6 +72,8 @@ func newMetrics(ns string) *metrics {
 		progress: beam.NewDistribution(ns, MetricProgress), progressReports: c(MetricProgressReports), listenerPanics: c(MetricListenerPanics),
 		calls: c(MetricCalls), overloaded: c(MetricOverloaded), throttled: c(MetricThrottled), throttledMs: c(MetricThrottledMs),
 		budgetWaits: c(MetricBudgetWaits), sharedErrors: c(MetricSharedRateErrors), limit: beam.NewGauge(ns, MetricConcurrencyLimit),
+		cacheHits: c(MetricCacheHits), cacheMisses: c(MetricCacheMisses), cacheEvictions: c(MetricCacheEvictions),
+		sharedCacheErrors: c(MetricSharedCacheErrors),
 	}
 }
 
@@ -97,6 +105,9 @@ func (m *metrics) observeRunning(ctx context.Context, t *state.Task) {
 // callback (listener panics) to the Beam metrics, with a bundle's context.
 func (f *core) publish(ctx context.Context, pool *state.Pool) {
 	f.publishGuardSometimes(ctx, pool)
+	if f.Cache != nil {
+		f.publishCache(ctx)
+	}
 	if f.Listener == nil {
 		return
 	}

@@ -42,6 +42,7 @@ type settings struct {
 	priorityFn  any
 	listener    Listener
 	protect     protection
+	cache       *Cache
 	// parallelismSet: WithParallelism was given (it conflicts with
 	// WithAdaptiveParallelism).
 	parallelismSet bool

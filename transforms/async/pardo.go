@@ -137,6 +137,7 @@ func revertStep(s beam.Scope, spec userSpec, c core, failures beam.PCollection) 
 // (unrestorable, with a failure output) are returned apart.
 func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) (outs []beam.PCollection, unrestorable beam.PCollection, err error) {
 	in, inner := col, outT
+	c.OutputType = &beam.EncodedType{T: outT} // the result cache encodes outputs with it
 	if carriesWindows(col) {
 		if in, unrestorable, err = carryWindows(s, col, c.config); err != nil {
 			return nil, beam.PCollection{}, err

@@ -81,6 +81,11 @@ func TestTryParDoConstructionErrors(t *testing.T) {
 		{"adaptive max below min", &slowLabel{}, true, []async.Option{async.WithAdaptiveParallelism(8, 4)}, "want 1 <= min <= max"},
 		{"adaptive and fixed", &slowLabel{}, true, []async.Option{async.WithParallelism(16), async.WithAdaptiveParallelism(1, 32)}, "keep one"},
 		{"negative budget", &slowLabel{}, true, []async.Option{async.WithRetryBudget(-0.1)}, "want a share >= 0"},
+		{"cache size 0", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{TTL: time.Minute})}, "WithCache: Size 0: want > 0"},
+		{"cache without TTL", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10})}, "WithCache: TTL 0s: want > 0"},
+		{"cache key fn of wrong type", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10, TTL: time.Minute, KeyFn: strings.ToUpper})}, "want func(int) string"},
+		{"shared cache without prefix", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10, TTL: time.Minute, Redis: "localhost:6379"})}, "WithCache: the key prefix is empty"},
+		{"shared cache TTL under a second", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10, TTL: time.Millisecond, Redis: "localhost:6379", Prefix: "p"})}, "at least 1s"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -161,7 +161,11 @@ type simSchedule struct {
 	// follow an adaptive limit from 1 to the parallelism (the guard in the
 	// pool, issue 21).
 	overload, adaptive bool
-	actions            []simAction
+	// cache: a result cache of 8 results per worker (WithCache, issue 22):
+	// a duplicate record, or a record redelivered after a failed bundle,
+	// may take a result without a call, or wait for its copy's call.
+	cache   bool
+	actions []simAction
 }
 
 func newSchedule(seed uint64) simSchedule {
@@ -179,6 +183,7 @@ func newSchedule(seed uint64) simSchedule {
 	s.windows = simWindowKinds[(seed/7919/16)%4]
 	s.overload = (seed/7919/64)%2 == 0
 	s.adaptive = (seed/7919/128)%2 == 0
+	s.cache = (seed/7919/256)%2 == 0
 	for i := 0; i < 20+r.IntN(60); i++ {
 		s.actions = append(s.actions, simAction{Kind: simKinds[r.IntN(len(simKinds))], A: r.IntN(1000), B: r.IntN(1000)})
 	}
@@ -280,6 +285,9 @@ func newSimWorld(t *testing.T, s simSchedule) *simWorld {
 	}, clock: w.clock, waitPeriod: 2 * time.Millisecond}
 	if s.adaptive {
 		w.base.Protect.AdaptiveMin, w.base.Protect.AdaptiveMax = 1, s.parallelism
+	}
+	if s.cache {
+		w.base.Cache = &cacheSpec{Size: 8, TTL: time.Minute}
 	}
 	for i := 0; i < s.elements; i++ {
 		w.input = append(w.input, simElem{fmt.Sprintf("k%d", i%s.keys), i})
@@ -873,8 +881,8 @@ func TestSimulator(t *testing.T) {
 		}
 		violations++
 		small := shrink(t, s)
-		t.Errorf("seed %d (batch=%v, windows=%s, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -args -sim.seed=%d",
-			seed, s.batch, s.windows, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, strings.Join(problems, "; "), small.actions, seed)
+		t.Errorf("seed %d (batch=%v, windows=%s, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d, cache %v): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -args -sim.seed=%d",
+			seed, s.batch, s.windows, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, s.cache, strings.Join(problems, "; "), small.actions, seed)
 		if violations >= 3 {
 			break
 		}

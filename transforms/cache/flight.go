@@ -22,6 +22,10 @@ type Call struct {
 	value     []byte
 	err       error
 	followers int // joined after the leader; read under Flight.mu
+
+	mu    sync.Mutex
+	wakes map[uint64]func() // OnDone's, until the call ends
+	next  uint64
 }
 
 // ErrAbandoned is a followed call whose leader gave up without an outcome
@@ -59,9 +63,9 @@ func (f *Flight) Abandon(k Key, c *Call) int { return f.end(k, c, nil, ErrAbando
 
 func (f *Flight) end(k Key, c *Call, value []byte, err error) int {
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	select {
 	case <-c.done:
+		f.mu.Unlock()
 		return 0 // ended already
 	default:
 	}
@@ -69,8 +73,45 @@ func (f *Flight) end(k Key, c *Call, value []byte, err error) int {
 		delete(f.calls, k)
 	}
 	c.value, c.err = value, err
+	c.mu.Lock()
 	close(c.done)
-	return c.followers
+	wakes := c.wakes
+	c.wakes = nil
+	c.mu.Unlock()
+	n := c.followers
+	f.mu.Unlock()
+	// Not under a lock: a wake may take its caller's locks.
+	for _, wake := range wakes {
+		wake()
+	}
+	return n
+}
+
+// OnDone arranges for wake to be called once when the call ends, never from
+// within OnDone, and returns how to cancel that (stop reports whether it
+// did); or reports ended, the call having ended already, and arranges
+// nothing. It lets a follower wait without a goroutine (state.Lookup.Wait).
+func (c *Call) OnDone(wake func()) (stop func() bool, ended bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.done:
+		return nil, true
+	default:
+	}
+	if c.wakes == nil {
+		c.wakes = map[uint64]func(){}
+	}
+	id := c.next
+	c.next++
+	c.wakes[id] = wake
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.wakes[id]
+		delete(c.wakes, id)
+		return ok
+	}, false
 }
 
 // InFlight returns the calls in flight now.

@@ -101,3 +101,26 @@ func TestFlightKeysAreIndependent(t *testing.T) {
 	default:
 	}
 }
+
+func TestCallOnDone(t *testing.T) {
+	var f Flight
+	k := key("k")
+	lead, _ := f.Join(k)
+	c, _ := f.Join(k)
+	woken := 0
+	_, ended := c.OnDone(func() { woken++ })
+	stop, _ := c.OnDone(func() { woken += 100 })
+	if ended || woken != 0 {
+		t.Fatalf("OnDone before the end: ended %v, woken %d; want false, 0 (never from within OnDone)", ended, woken)
+	}
+	if !stop() || stop() {
+		t.Error("stop: want true once, then false")
+	}
+	f.Finish(k, lead, []byte("v"), nil)
+	if woken != 1 {
+		t.Errorf("woken = %d after the end; want 1 (the stopped wake not called)", woken)
+	}
+	if stop, ended := c.OnDone(func() { woken++ }); !ended || stop != nil || woken != 1 {
+		t.Errorf("OnDone after the end: ended %v, stop %v, woken %d; want true, nil, 1", ended, stop != nil, woken)
+	}
+}

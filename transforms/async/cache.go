@@ -1,0 +1,322 @@
+package async
+
+// The result cache (WithCache): an element whose lookup was answered before
+// takes the answer's outputs without a call, and copies of a lookup being
+// called right now wait for that one call. It sits in the pool's Lookup
+// (state.Job.Lookup), before each attempt and before the guard: a hit makes
+// no call, so it spends no rate, budget or concurrency; a follower gives
+// back its slot and place while it waits. Either way the element's task
+// finishes with its outputs as if it had called, and is committed exactly
+// once through the same path as every other (commit.go, bundle.go): a
+// cache changes which calls are made, never what is committed or how
+// often.
+//
+// Values are the outputs of one call encoded with the output coder, so a
+// hit decodes its own copy, and the Redis-shared cache holds the same bytes
+// for every worker. A cache that cannot decode what it holds (another
+// version of the output type) is a miss.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/cache"
+)
+
+// Cache configures WithCache.
+type Cache struct {
+	// Size is how many results a worker keeps (> 0), least recently used
+	// out first.
+	Size int
+	// TTL is how long a result is used after its call (> 0; at least 1 s
+	// with Redis).
+	TTL time.Duration
+	// KeyFn, if not nil, is a registered top-level func(V) string giving
+	// the lookup an element's value stands for: elements with equal
+	// answers share one result (a customer's profile, whatever the record
+	// that asks for it). nil: the element's key and value together.
+	KeyFn any
+	// Redis (host:port), if not empty, shares results among all workers
+	// that name the same Prefix; a Redis that fails or is slow (250 ms)
+	// makes a lookup a miss and a store a no-op, counted in the metric
+	// shared_cache_errors: never a failed or wrong element.
+	Redis, Prefix string
+}
+
+// cacheSpec is Cache as the DoFn carries it to workers.
+type cacheSpec struct {
+	Size          int
+	TTL           time.Duration
+	KeyFn         *beam.EncodedFunc
+	Redis, Prefix string
+}
+
+// WithCache keeps the results of calls in each worker (and in Redis with
+// Cache.Redis) so that an element whose lookup was answered before is not
+// called: its outputs are the cached ones, with its own timestamp and
+// window, and it is committed exactly once like any other. Copies of a
+// lookup being called right now on the worker wait for that call instead
+// of calling again (single flight), holding no slot. Only successes are
+// cached. Use it for calls whose answer depends only on the lookup, not on
+// when it is made (within TTL).
+func WithCache(c Cache) Option {
+	return func(s *settings) {
+		switch {
+		case c.Size <= 0:
+			s.errs = append(s.errs, fmt.Errorf("WithCache: Size %d: want > 0 results per worker", c.Size))
+		case c.TTL <= 0:
+			s.errs = append(s.errs, fmt.Errorf("WithCache: TTL %v: want > 0", c.TTL))
+		case c.Redis != "" || c.Prefix != "":
+			if err := (cache.SharedConfig{Addr: c.Redis, Prefix: c.Prefix, TTL: c.TTL}).Validate(); err != nil {
+				s.errs = append(s.errs, fmt.Errorf("WithCache: %w", err))
+			}
+		}
+		cc := c
+		s.cache = &cc
+	}
+}
+
+// inspectCache checks WithCache's key function against the value type.
+func inspectCache(c *Cache, valT reflect.Type) (*cacheSpec, error) {
+	if c == nil {
+		return nil, nil
+	}
+	keyFn, err := inspectValueFn("WithCache KeyFn", c.KeyFn, valT, reflect.TypeOf(""))
+	if err != nil {
+		return nil, err
+	}
+	return &cacheSpec{Size: c.Size, TTL: c.TTL, KeyFn: keyFn, Redis: c.Redis, Prefix: c.Prefix}, nil
+}
+
+// resultCache is a transform's cache in one worker process: one per
+// transform, in the registry, so that every DoFn instance and bundle of
+// the worker shares it.
+type resultCache struct {
+	local  *cache.Local
+	shared *cache.Shared // nil without Redis
+	flight cache.Flight
+	// hits: attempts answered from the cache; misses: attempts that led a
+	// call (a follower counts once, as a hit or as a miss when it leads).
+	hits, misses atomic.Int64
+
+	mu        sync.Mutex
+	published cacheStats
+}
+
+// cacheStats are the counts published as metrics.
+type cacheStats struct{ hits, misses, evictions, sharedErrors int64 }
+
+// stats returns the cache's counts now.
+func (c *resultCache) stats() cacheStats {
+	s := cacheStats{hits: c.hits.Load(), misses: c.misses.Load(), evictions: c.local.Stats().Evictions}
+	if c.shared != nil {
+		s.sharedErrors = c.shared.Stats().Errors
+	}
+	return s
+}
+
+// Close closes the connection to Redis (the registry closes its values).
+func (c *resultCache) Close() error {
+	if c.shared != nil {
+		return c.shared.Close()
+	}
+	return nil
+}
+
+// resultCache returns this transform's cache in this process, or nil
+// without WithCache.
+func (f *core) resultCache() (*resultCache, error) {
+	if f.Cache == nil {
+		return nil, nil
+	}
+	v, err := f.reg().SharedValue(f.ID+"/cache", func() (any, error) {
+		local, err := cache.NewLocal(f.Cache.Size, f.Cache.TTL, f.clock.Now)
+		if err != nil {
+			return nil, err
+		}
+		rc := &resultCache{local: local}
+		if f.Cache.Redis != "" {
+			if rc.shared, err = cache.NewShared(cache.SharedConfig{Addr: f.Cache.Redis, Prefix: f.Cache.Prefix, TTL: f.Cache.TTL}); err != nil {
+				return nil, err
+			}
+		}
+		return rc, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("async: %s: the result cache: %w", f.Name, err)
+	}
+	return v.(*resultCache), nil
+}
+
+// cacheKey is the lookup an element stands for.
+func (f *core) cacheKey(el element) (cache.Key, error) {
+	if f.Cache.KeyFn == nil {
+		return cache.KeyOf(el.kb, el.vb), nil
+	}
+	k, err := callValueFn[string](f.Cache.KeyFn, "cache key", el.value)
+	if err != nil {
+		return cache.Key{}, err
+	}
+	return cache.KeyOf([]byte(k)), nil
+}
+
+// cached wires the cache into an element's job: Lookup before each attempt,
+// and the leader's call stored and its followers woken after it.
+func (f *core) cached(el element, job state.Job) state.Job {
+	rc, err := f.resultCache()
+	if rc == nil || err != nil {
+		if err != nil {
+			slog.Error("async: calling without the result cache", "transform", f.Name, "err", err)
+		}
+		return job
+	}
+	k, err := f.cacheKey(el)
+	if err != nil {
+		// The element still calls, and its call fails the same way: its
+		// key function is the caller's bug, reported with the element.
+		work := job.Work
+		job.Work = func(ctx context.Context, attempt int) ([]any, error) {
+			if attempt == 1 {
+				return nil, Permanent(err)
+			}
+			return work(ctx, attempt)
+		}
+		return job
+	}
+	var lead *cache.Call // the call this task's current attempt leads; attempts never overlap
+	job.Lookup = func(ctx context.Context) state.Lookup {
+		if outs, ok := f.cacheGet(rc, k); ok {
+			rc.hits.Add(1)
+			return state.Lookup{Hit: true, Outputs: outs}
+		}
+		call, leader := rc.flight.Join(k)
+		if !leader {
+			return state.Lookup{Wait: call.OnDone}
+		}
+		if rc.shared != nil {
+			if v, ok := rc.shared.Get(ctx, k); ok {
+				if outs, err := f.decodeOutputs(v); err == nil {
+					rc.local.Add(k, v, 0)
+					rc.flight.Finish(k, call, v, nil)
+					rc.hits.Add(1)
+					return state.Lookup{Hit: true, Outputs: outs}
+				}
+			}
+		}
+		rc.misses.Add(1)
+		lead = call
+		return state.Lookup{Abandon: func() { rc.flight.Abandon(k, call); lead = nil }}
+	}
+	work := job.Work
+	job.Work = func(ctx context.Context, attempt int) (outs []any, err error) {
+		call := lead
+		lead = nil
+		if call == nil {
+			return work(ctx, attempt)
+		}
+		defer func() {
+			if call != nil {
+				rc.flight.Abandon(k, call) // a failure or a panic: the followers look up again
+			}
+		}()
+		if outs, err = work(ctx, attempt); err != nil {
+			return outs, err
+		}
+		if v, encErr := f.encodeOutputs(outs); encErr == nil {
+			rc.local.Add(k, v, 0)
+			if rc.shared != nil {
+				rc.shared.Set(ctx, k, v)
+			}
+			rc.flight.Finish(k, call, v, nil)
+			call = nil
+		}
+		return outs, nil
+	}
+	return job
+}
+
+// cacheGet returns the decoded outputs cached locally under k.
+func (f *core) cacheGet(rc *resultCache, k cache.Key) ([]any, bool) {
+	v, ok := rc.local.Get(k)
+	if !ok {
+		return nil, false
+	}
+	outs, err := f.decodeOutputs(v)
+	return outs, err == nil
+}
+
+// encodeOutputs encodes one call's outputs: their count, then each output's
+// length and bytes in the output coder.
+func (f *core) encodeOutputs(outs []any) ([]byte, error) {
+	enc := beam.NewElementEncoder(f.OutputType.T)
+	b := binary.AppendUvarint(nil, uint64(len(outs)))
+	for _, o := range outs {
+		ob, err := encode(enc, o)
+		if err != nil {
+			return nil, err
+		}
+		b = binary.AppendUvarint(b, uint64(len(ob)))
+		b = append(b, ob...)
+	}
+	return b, nil
+}
+
+// decodeOutputs is encodeOutputs reversed.
+func (f *core) decodeOutputs(b []byte) ([]any, error) {
+	dec := beam.NewElementDecoder(f.OutputType.T)
+	r := bytes.NewReader(b)
+	n, err := binary.ReadUvarint(r)
+	if err != nil || n > uint64(len(b)) {
+		return nil, errors.New("async: a cached result is not one this transform wrote")
+	}
+	outs := make([]any, 0, n)
+	for i := uint64(0); i < n; i++ {
+		l, err := binary.ReadUvarint(r)
+		if err != nil || l > uint64(r.Len()) {
+			return nil, errors.New("async: a cached result is cut short")
+		}
+		ob := make([]byte, l)
+		if _, err := io.ReadFull(r, ob); err != nil {
+			return nil, err
+		}
+		o, err := decode(dec, ob)
+		if err != nil {
+			return nil, err
+		}
+		outs = append(outs, o)
+	}
+	return outs, nil
+}
+
+// publishCache adds the cache's counts since the last publication to the
+// Beam metrics.
+func (f *core) publishCache(ctx context.Context) {
+	rc, _ := f.resultCache()
+	if rc == nil {
+		return
+	}
+	rc.mu.Lock()
+	s, old := rc.stats(), rc.published
+	rc.published = s
+	rc.mu.Unlock()
+	if s == old {
+		return
+	}
+	m := f.metrics
+	m.cacheHits.Inc(ctx, s.hits-old.hits)
+	m.cacheMisses.Inc(ctx, s.misses-old.misses)
+	m.cacheEvictions.Inc(ctx, s.evictions-old.evictions)
+	m.sharedCacheErrors.Inc(ctx, s.sharedErrors-old.sharedErrors)
+}
