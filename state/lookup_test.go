@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +30,31 @@ func TestLookupHitMakesNoCallAndPassesNoGate(t *testing.T) {
 	}
 	if p.InFlight() != 0 {
 		t.Errorf("places in flight after the hit = %d; want 0", p.InFlight())
+	}
+}
+
+// TestLookupErrFailsWithoutACall: a Lookup with Err finishes the task with
+// it; the gate and the call never see it, and its slot is free again.
+func TestLookupErrFailsWithoutACall(t *testing.T) {
+	g := &fakeGate{}
+	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Gate: func() Gate { return g }})
+	bad := errors.New("no key")
+	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", ID: "1"}, 0, Job{
+		Work:   func(context.Context, int) ([]any, error) { t.Error("a failed lookup called"); return nil, nil },
+		Lookup: func(context.Context) Lookup { return Lookup{Err: bad} },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wait(t, task)
+	if out, err := task.Result(); !errors.Is(err, bad) || out != nil {
+		t.Errorf("Result = %v, %v; want nil, %v", out, err, bad)
+	}
+	if n := g.enterings.Load(); n != 0 {
+		t.Errorf("gate asked %d times; want 0", n)
+	}
+	if p.InFlight() != 0 {
+		t.Errorf("places in flight after the failed lookup = %d; want 0", p.InFlight())
 	}
 }
 

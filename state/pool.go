@@ -276,6 +276,9 @@ type Lookup struct {
 	// Gate, no call, no retry).
 	Hit     bool
 	Outputs []any
+	// Err, if not nil: the attempt is not made; the task finishes with Err
+	// (no Gate, no call, no retry).
+	Err error
 	// Wait, if not nil: the attempt is not made now (the same call is in
 	// flight for another task). The task gives back its slot and its
 	// buffer place; Wait arranges for wake to be called once when it
@@ -402,9 +405,13 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 	if job.Lookup != nil {
 		l := job.Lookup(t.ctx)
 		switch {
-		case l.Hit:
+		case l.Hit || l.Err != nil:
 			p.queue.releaseSlot()
-			t.finishAt(l.Outputs, nil, p.cfg.Now())
+			if l.Err != nil {
+				t.finishAt(nil, l.Err, p.cfg.Now())
+			} else {
+				t.finishAt(l.Outputs, nil, p.cfg.Now())
+			}
 			return
 		case l.Wait != nil:
 			p.queue.releaseSlot()
@@ -415,11 +422,8 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 		}
 		abandon = l.Abandon
 	}
-	done, ok := p.enter(t, job, c)
+	done, ok := p.enter(t, job, c, abandon)
 	if !ok {
-		if abandon != nil {
-			abandon()
-		}
 		return
 	}
 	start := time.Now()
@@ -457,11 +461,16 @@ func (p *Pool) followLimit() {
 // enter passes the gate before an attempt of t. When the gate sends the
 // attempt back for later, or the task is cancelled while it waits, enter
 // gives back the slot, pauses or finishes the task, and reports false.
-func (p *Pool) enter(t *Task, job *Job, c *claim) (done func(error), ok bool) {
+func (p *Pool) enter(t *Task, job *Job, c *claim, abandon func()) (done func(error), ok bool) {
 	if p.gate == nil {
 		return nil, true
 	}
 	done, later, err := p.gate.Enter(t.ctx, job.Previous)
+	if (err != nil || later > 0) && abandon != nil {
+		// Before the slot goes: the task's next attempt may start at once
+		// after, and must find this one's Lookup ended.
+		abandon()
+	}
 	switch {
 	case err == nil && later <= 0:
 		return done, true

@@ -107,8 +107,8 @@ type resultCache struct {
 	local  *cache.Local
 	shared *cache.Shared // nil without Redis
 	flight cache.Flight
-	// hits: attempts answered from the cache; misses: attempts that led a
-	// call (a follower counts once, as a hit or as a miss when it leads).
+	// hits: attempts answered from the cache; misses: calls made for a
+	// lookup (a follower counts once, as a hit or as a miss when it leads).
 	hits, misses atomic.Int64
 
 	mu        sync.Mutex
@@ -184,40 +184,64 @@ func (f *core) cached(el element, job state.Job) state.Job {
 	}
 	k, err := f.cacheKey(el)
 	if err != nil {
-		// The element still calls, and its call fails the same way: its
-		// key function is the caller's bug, reported with the element.
-		work := job.Work
-		job.Work = func(ctx context.Context, attempt int) ([]any, error) {
-			if attempt == 1 {
-				return nil, Permanent(err)
-			}
-			return work(ctx, attempt)
-		}
+		// The key function is the caller's bug: the element fails for good
+		// with it, without a call.
+		job.Lookup = func(context.Context) state.Lookup { return state.Lookup{Err: Permanent(err)} }
 		return job
 	}
-	var lead *cache.Call // the call this task's current attempt leads; attempts never overlap
-	job.Lookup = func(ctx context.Context) state.Lookup {
+	// The call this task's current attempt leads, and the one it last
+	// followed; attempts of a task never overlap, and the pool ends a
+	// sent-back attempt's lead before the next attempt can start.
+	var lead, followed *cache.Call
+	job.Lookup = func(ctx context.Context) (l state.Lookup) {
+		defer func() {
+			if r := recover(); r != nil {
+				// A coder or Redis client that panics: call as if uncached.
+				slog.Error("async: the result cache panicked; calling without it", "transform", f.Name, "panic", r)
+				if lead != nil {
+					call := lead
+					lead = nil
+					rc.flight.Abandon(k, call)
+				}
+				l = state.Lookup{}
+			}
+		}()
+		if call := followed; call != nil {
+			// Woken: the call it waited for ended. Its value, if it has one,
+			// is the answer, whatever the local cache holds by now.
+			followed = nil
+			if v, err := call.Result(); err == nil {
+				if outs, err := f.decodeOutputs(v); err == nil {
+					rc.hits.Add(1)
+					return state.Lookup{Hit: true, Outputs: outs}
+				}
+			}
+		}
 		if outs, ok := f.cacheGet(rc, k); ok {
 			rc.hits.Add(1)
 			return state.Lookup{Hit: true, Outputs: outs}
 		}
 		call, leader := rc.flight.Join(k)
 		if !leader {
+			followed = call
 			return state.Lookup{Wait: call.OnDone}
 		}
+		lead = call
 		if rc.shared != nil {
-			if v, ok := rc.shared.Get(ctx, k); ok {
+			if v, ttl, ok := rc.shared.Get(ctx, k); ok {
 				if outs, err := f.decodeOutputs(v); err == nil {
-					rc.local.Add(k, v, 0)
+					lead = nil
+					rc.local.Add(k, v, ttl) // for what is left of its life in Redis
 					rc.flight.Finish(k, call, v, nil)
 					rc.hits.Add(1)
 					return state.Lookup{Hit: true, Outputs: outs}
 				}
 			}
 		}
-		rc.misses.Add(1)
-		lead = call
-		return state.Lookup{Abandon: func() { rc.flight.Abandon(k, call); lead = nil }}
+		return state.Lookup{Abandon: func() {
+			lead = nil
+			rc.flight.Abandon(k, call)
+		}}
 	}
 	work := job.Work
 	job.Work = func(ctx context.Context, attempt int) (outs []any, err error) {
@@ -226,21 +250,27 @@ func (f *core) cached(el element, job state.Job) state.Job {
 		if call == nil {
 			return work(ctx, attempt)
 		}
+		rc.misses.Add(1)
 		defer func() {
 			if call != nil {
-				rc.flight.Abandon(k, call) // a failure or a panic: the followers look up again
+				rc.flight.Abandon(k, call) // a failure, a panic or an interrupted call: the followers look up again
 			}
 		}()
-		if outs, err = work(ctx, attempt); err != nil {
+		outs, err = work(ctx, attempt)
+		// Only the element's own answer is cached: not a failure, not what
+		// a call returned after its task was cancelled (not the element's
+		// result: see state.ErrInterrupted), not a fallback's answer when
+		// attempts differ in their fallback (WithFallbacks).
+		if err != nil || ctx.Err() != nil || (len(f.Fallbacks) > 1 && el.done+attempt > 1) {
 			return outs, err
 		}
 		if v, encErr := f.encodeOutputs(outs); encErr == nil {
 			rc.local.Add(k, v, 0)
+			rc.flight.Finish(k, call, v, nil) // the followers first: Redis can wait
+			call = nil
 			if rc.shared != nil {
 				rc.shared.Set(ctx, k, v)
 			}
-			rc.flight.Finish(k, call, v, nil)
-			call = nil
 		}
 		return outs, nil
 	}
@@ -296,6 +326,9 @@ func (f *core) decodeOutputs(b []byte) ([]any, error) {
 			return nil, err
 		}
 		outs = append(outs, o)
+	}
+	if r.Len() != 0 {
+		return nil, errors.New("async: a cached result is longer than what this transform writes")
 	}
 	return outs, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,3 +162,51 @@ func TestPipelineSharedCacheOutageCalls(t *testing.T) {
 		t.Error("shared_cache_errors = 0; want the outage counted")
 	}
 }
+
+// lookupOrPanic is lookupOf, except that it panics for lookup 7: a key
+// function with a bug.
+func lookupOrPanic(v int) string {
+	if v%lookups == 7 {
+		panic(fmt.Sprintf("no key for %d", v))
+	}
+	return lookupOf(v)
+}
+
+func init() { register.Function1x1(lookupOrPanic) }
+
+// TestPipelineCacheKeyPanicIsAFailure: an element whose key function panics
+// is a failure record with the panic, never called; the others are served.
+func TestPipelineCacheKeyPanicIsAFailure(t *testing.T) {
+	const n = 60
+	svc := startRefusingService(t, false)
+	p, s := beam.NewPipelineWithRoot()
+	out, failures := async.ParDoWithFailures(s, &profileLookup{URL: svc.URL}, input(s, n, 7), async.WithParallelism(8),
+		async.WithCache(async.Cache{Size: 100, TTL: time.Minute, KeyFn: lookupOrPanic}))
+	var wantOut, wantFail []any
+	for v := 0; v < n; v++ {
+		body := fmt.Sprintf("v%d", v%lookups)
+		if v%lookups == 7 {
+			wantFail = append(wantFail, fmt.Sprintf("%d/permanent/1", v))
+			continue
+		}
+		wantOut = append(wantOut, body, "again "+body)
+	}
+	passert.Equals(s, out, wantOut...)
+	passert.Equals(s, beam.ParDo(s, keyPanicFailure, failures), wantFail...)
+	ptest.RunAndValidate(t, p)
+	_, byValue := svc.starts()
+	if _, called := byValue[7]; called || callsMade(svc) != lookups-1 {
+		t.Errorf("calls %d, lookup 7 called: %v; want %d calls, not lookup 7", callsMade(svc), called, lookups-1)
+	}
+}
+
+// keyPanicFailure prints a failure record's value, kind and attempts, and
+// checks that its error names the key function's panic.
+func keyPanicFailure(f async.Failure) string {
+	if !strings.Contains(f.Error, "cache key function") || !strings.Contains(f.Error, "no key for") {
+		return "unexpected error: " + f.Error
+	}
+	return fmt.Sprintf("%s/%s/%d", f.ValueText, f.Kind, f.Attempts)
+}
+
+func init() { register.Function1x1(keyPanicFailure) }

@@ -42,8 +42,8 @@ const (
 	MetricConcurrencyLimit = "concurrency_limit"  // gauge: the adaptive limit, or the fixed parallelism
 	// The result cache (cache.go, WithCache), published at callbacks.
 	MetricCacheHits         = "cache_hits"          // attempts answered from the cache, without a call
-	MetricCacheMisses       = "cache_misses"        // attempts that found nothing cached and called
-	MetricCacheEvictions    = "cache_evictions"     // results dropped from a worker's cache for room or age
+	MetricCacheMisses       = "cache_misses"        // calls made for a lookup the cache could not answer
+	MetricCacheEvictions    = "cache_evictions"     // results pushed out of a worker's cache for room
 	MetricSharedCacheErrors = "shared_cache_errors" // Redis round trips of the shared cache that failed
 )
 

@@ -16,8 +16,8 @@ import (
 // rather than the library's expirable LRU: that one starts a goroutine per
 // cache that nothing can stop (v2.0.7), and reads the wall clock, where
 // Local takes its clock from the caller (tests, the fault simulator). An
-// expired entry is dropped when it is next looked up, or pushed out by
-// newer ones; it is never returned.
+// expired entry is never returned; it stays until newer entries push it
+// out or an Add replaces it. Size counts entries, not bytes.
 type Local struct {
 	lru *lru.Cache[Key, entry]
 	ttl time.Duration
@@ -56,8 +56,8 @@ func NewLocal(size int, ttl time.Duration, now func() time.Time) (*Local, error)
 func (l *Local) Get(k Key) ([]byte, bool) {
 	e, ok := l.lru.Get(k)
 	if ok && !l.now().Before(e.expires) {
-		// Remove counts it as an eviction too; expiries are told apart.
-		l.lru.Remove(k)
+		// Not removed: another caller may have just added a fresh value
+		// under k. Newer entries push it out, or an Add replaces it.
 		l.expired.Add(1)
 		ok = false
 	}
@@ -85,7 +85,8 @@ func (l *Local) Len() int { return l.lru.Len() }
 // LocalStats are a Local cache's counts since it was made.
 type LocalStats struct {
 	Hits, Misses int64
-	// Evictions: entries dropped for room or for age (Expired of them).
+	// Evictions: entries dropped for room; Expired: lookups that found an
+	// entry past its time to live (counted as misses too).
 	Evictions, Expired int64
 }
 

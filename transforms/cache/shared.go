@@ -72,25 +72,34 @@ func NewShared(cfg SharedConfig) (*Shared, error) {
 
 func (s *Shared) key(k Key) string { return s.cfg.Prefix + ":" + hex.EncodeToString(k[:]) }
 
-// Get returns the value of k if Redis holds it.
-func (s *Shared) Get(ctx context.Context, k Key) ([]byte, bool) {
+// Get returns the value of k if Redis holds it, and how long it has left
+// to live there.
+func (s *Shared) Get(ctx context.Context, k Key) ([]byte, time.Duration, bool) {
 	if s.isDown() {
 		s.misses.Add(1)
-		return nil, false
+		return nil, 0, false
 	}
 	rctx, cancel := context.WithTimeout(ctx, sharedTimeout)
 	defer cancel()
-	v, err := s.rdb.Get(rctx, s.key(k)).Bytes()
+	var get *redis.StringCmd
+	var ttl *redis.DurationCmd
+	_, err := s.rdb.Pipelined(rctx, func(p redis.Pipeliner) error {
+		get = p.Get(rctx, s.key(k))
+		ttl = p.PTTL(rctx, s.key(k))
+		return nil
+	})
+	v, getErr := get.Bytes()
 	switch {
-	case err == nil:
+	case getErr == nil && ttl.Val() > 0:
 		s.hits.Add(1)
-		return v, true
-	case errors.Is(err, redis.Nil):
+		return v, ttl.Val(), true
+	case errors.Is(getErr, redis.Nil) || (err == nil && ttl.Val() <= 0):
+		// Absent, or expiring as we look.
 	case ctx.Err() == nil:
 		s.failed()
 	}
 	s.misses.Add(1)
-	return nil, false
+	return nil, 0, false
 }
 
 // Set stores value under k for the time to live.

@@ -34,15 +34,15 @@ func TestSharedAgainstRedis(t *testing.T) {
 	b, _ := NewShared(cfg) // another worker
 	defer b.Close()
 	ctx := context.Background()
-	if _, ok := a.Get(ctx, key("k")); ok {
+	if _, _, ok := a.Get(ctx, key("k")); ok {
 		t.Fatal("a hit in a new prefix")
 	}
 	a.Set(ctx, key("k"), []byte("value"))
-	if v, ok := b.Get(ctx, key("k")); !ok || string(v) != "value" {
-		t.Errorf("the other worker's Get = %q, %v; want \"value\", true", v, ok)
+	if v, ttl, ok := b.Get(ctx, key("k")); !ok || string(v) != "value" || ttl <= 0 || ttl > time.Second {
+		t.Errorf("the other worker's Get = %q, %v, %v; want \"value\", a time to live in (0, 1s], true", v, ttl, ok)
 	}
 	time.Sleep(1200 * time.Millisecond) // Redis expires it
-	if _, ok := b.Get(ctx, key("k")); ok {
+	if _, _, ok := b.Get(ctx, key("k")); ok {
 		t.Error("a hit after the time to live")
 	}
 	if st := b.Stats(); st != (SharedStats{Hits: 1, Misses: 1}) {
@@ -67,7 +67,7 @@ func TestSharedOutageIsAMiss(t *testing.T) {
 	start := time.Now()
 	for i := 0; i < 100; i++ {
 		s.Set(ctx, key("k"), []byte("v"))
-		if _, ok := s.Get(ctx, key("k")); ok {
+		if _, _, ok := s.Get(ctx, key("k")); ok {
 			t.Fatal("a hit from a Redis that is down")
 		}
 	}
