@@ -36,6 +36,9 @@ type Config struct {
 	// Gate, if not nil, makes the gate every attempt passes before its call
 	// (see Gate); NewPool calls it once.
 	Gate func() Gate
+	// Batch, if not nil, sends attempts in batches (see BatchConfig): then
+	// Parallelism and the Gate count requests, and Job.Work is not used.
+	Batch *BatchConfig
 }
 
 // Gate admits the attempts of calls: the policies that protect the called
@@ -68,6 +71,9 @@ func (c Config) validate() error {
 	if c.Hold != 0 && c.Hold < c.Buffer {
 		return fmt.Errorf("state: hold %d must be >= the buffer %d", c.Hold, c.Buffer)
 	}
+	if c.Batch != nil {
+		return c.Batch.validate()
+	}
 	return nil
 }
 
@@ -91,12 +97,16 @@ var ErrClosed = errors.New("state: pool closed")
 // for concurrent use. All its goroutines are waited for by Close.
 type Pool struct {
 	cfg   Config
-	queue *runQueue           // Buffer places and parallelism slots, granted by priority
-	hold  *semaphore.Weighted // Hold places, taken by buffered tasks until removed
-	base  context.Context     // parent of every task context; cancelled by Close
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
-	gate  Gate // nil: every attempt starts as soon as it has a slot
+	queue *runQueue // Buffer places and parallelism slots, granted by priority
+	// calls are the slots calls run in: queue's, or with batches the
+	// batcher's (queue's slots then only order the tasks' starts).
+	calls   *runQueue
+	batches *batcher            // nil without Config.Batch
+	hold    *semaphore.Weighted // Hold places, taken by buffered tasks until removed
+	base    context.Context     // parent of every task context; cancelled by Close
+	stop    context.CancelFunc
+	wg      sync.WaitGroup
+	gate    Gate // nil: every attempt starts as soon as it has a slot
 
 	mu       sync.Mutex
 	closed   bool
@@ -133,16 +143,26 @@ func NewPool(cfg Config) (*Pool, error) {
 	if l, ok := gate.(slotLimiter); ok && l.Limit() > 0 {
 		slots = min(slots, l.Limit())
 	}
-	return &Pool{
+	p := &Pool{
 		gate:   gate,
 		cfg:    cfg,
-		queue:  newRunQueue(cfg.Buffer, slots),
 		hold:   semaphore.NewWeighted(int64(cfg.Hold)),
 		base:   base,
 		stop:   stop,
 		tasks:  map[TaskKey]*Task{},
 		owners: map[string]*owner{},
-	}, nil
+	}
+	if cfg.Batch != nil {
+		// Every task with a buffer place may join a batch at once; an
+		// unbuffered one holds an element slot only while it joins.
+		p.queue = newRunQueue(cfg.Buffer, cfg.Buffer)
+		p.batches = newBatcher(p, *cfg.Batch, slots)
+		p.calls = p.batches.calls
+	} else {
+		p.queue = newRunQueue(cfg.Buffer, slots)
+		p.calls = p.queue
+	}
+	return p, nil
 }
 
 // Gate returns the pool's gate, or nil.
@@ -253,7 +273,8 @@ func (p *Pool) ExpectedLatency() time.Duration {
 
 // Job is what Submit runs for one element.
 type Job struct {
-	// Work is one attempt of the element's call. Required.
+	// Work is one attempt of the element's call. Required, but with
+	// Config.Batch (then BatchSend makes the calls).
 	Work Work
 	// Retry, if not nil, lets the task try again in this process after a
 	// failed attempt (see Retry); the task finishes only with its final
@@ -266,8 +287,14 @@ type Job struct {
 	// task (a retry started from bag state), or nil; the Gate sees it.
 	Previous error
 	// Lookup, if not nil, runs before each attempt, in its slot and before
-	// the Gate: a result cache (see Lookup).
+	// the Gate: a result cache (see Lookup). With batches it runs before
+	// the task joins a batch.
 	Lookup func(ctx context.Context) Lookup
+	// Item is what a batch request carries for the task (BatchItem.Item),
+	// and BatchGroup the batches it may join: tasks of one group only are
+	// sent together. Used with Config.Batch only.
+	Item       any
+	BatchGroup string
 }
 
 // Lookup is what a Job's Lookup says about an attempt about to be made.
@@ -422,6 +449,10 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 		}
 		abandon = l.Abandon
 	}
+	if p.batches != nil {
+		p.batches.join(t, job, c, abandon)
+		return
+	}
 	done, ok := p.enter(t, job, c, abandon)
 	if !ok {
 		return
@@ -435,6 +466,12 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 	}
 	p.queue.releaseSlot()
 	p.observe(time.Since(start))
+	p.settle(t, job, c, n, outputs, err)
+}
+
+// settle ends attempt n of t, which returned outputs and err, once its slot
+// is given back: t finishes, or waits to retry when the job's Retry wants.
+func (p *Pool) settle(t *Task, job *Job, c *claim, n int, outputs []any, err error) {
 	if err == nil || job.Retry == nil || t.ctx.Err() != nil {
 		t.finishAt(outputs, err, p.cfg.Now())
 		return
@@ -454,7 +491,7 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 // followLimit resizes the slots to the gate's limit, if it has one.
 func (p *Pool) followLimit() {
 	if l, ok := p.gate.(slotLimiter); ok {
-		p.queue.resizeTo(func() int { return min(l.Limit(), p.cfg.Parallelism) })
+		p.calls.resizeTo(func() int { return min(l.Limit(), p.cfg.Parallelism) })
 	}
 }
 

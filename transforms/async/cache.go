@@ -243,12 +243,13 @@ func (f *core) cached(el element, job state.Job) state.Job {
 			rc.flight.Abandon(k, call)
 		}}
 	}
-	work := job.Work
-	job.Work = func(ctx context.Context, attempt int) (outs []any, err error) {
+	// around takes an attempt's answer (from the element's own call, or
+	// from its batch request) and caches it when this attempt led the call.
+	around := func(ctx context.Context, attempt int, answer func() ([]any, error)) (outs []any, err error) {
 		call := lead
 		lead = nil
 		if call == nil {
-			return work(ctx, attempt)
+			return answer()
 		}
 		rc.misses.Add(1)
 		defer func() {
@@ -256,7 +257,7 @@ func (f *core) cached(el element, job state.Job) state.Job {
 				rc.flight.Abandon(k, call) // a failure, a panic or an interrupted call: the followers look up again
 			}
 		}()
-		outs, err = work(ctx, attempt)
+		outs, err = answer()
 		// Only the element's own answer is cached: not a failure, not what
 		// a call returned after its task was cancelled (not the element's
 		// result: see state.ErrInterrupted), not a fallback's answer when
@@ -273,6 +274,13 @@ func (f *core) cached(el element, job state.Job) state.Job {
 			}
 		}
 		return outs, nil
+	}
+	work := job.Work
+	job.Work = func(ctx context.Context, attempt int) ([]any, error) {
+		return around(ctx, attempt, func() ([]any, error) { return work(ctx, attempt) })
+	}
+	if bi, ok := job.Item.(*batchItem); ok {
+		bi.after = around
 	}
 	return job
 }

@@ -46,6 +46,8 @@ type config struct {
 	Protect protection
 	// Cache is WithCache's, or nil.
 	Cache *cacheSpec
+	// Batch is BatchParDo's batching, or nil.
+	Batch *batchSpec
 	// RetryInWorker makes failed attempts wait out their backoff in the
 	// pool, counted in memory, instead of in bag state: set for the DoFns of
 	// bounded input, whose bundles have no later callback to write a retry
@@ -105,6 +107,7 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 		Listener:          listener,
 		Protect:           set.protect,
 		Cache:             cacheSpec,
+		Batch:             newBatchSpec(set.batch),
 	}, nil
 }
 
@@ -119,5 +122,5 @@ func (c *config) staleAfter() time.Duration { return max(20*c.CallbackFrequency,
 // (see streamFn.arm).
 func (c *config) poolConfig(now func() time.Time) state.Config {
 	return state.Config{Parallelism: c.Parallelism, Buffer: c.Buffer, Hold: c.Held, Now: now,
-		Forget: max(4*c.CallbackFrequency, 4*time.Second)}
+		Forget: max(4*c.CallbackFrequency, 4*time.Second), Batch: c.batchConfig()}
 }

@@ -259,7 +259,7 @@ func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, el element
 
 // job is what the pool runs for one element.
 func (f *core) job(el element) state.Job {
-	return f.cached(el, state.Job{Work: f.work(el), Retry: f.inWorkerRetry(el), Priority: el.priority, Previous: el.previous})
+	return f.cached(el, f.batchJob(el, state.Job{Work: f.work(el), Retry: f.inWorkerRetry(el), Priority: el.priority, Previous: el.previous}))
 }
 
 // work is one element's call; attempt n of the task is attempt done+n of the

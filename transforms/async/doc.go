@@ -9,6 +9,11 @@
 // Each output carries the event time and the window of the element it came
 // from, as a plain beam.ParDo's would.
 //
+// BatchParDo does the same for a fn whose ProcessBatch takes many elements
+// per call (a bulk endpoint, a model server): the pool gathers batches
+// (state.BatchConfig) and counts requests, and each element keeps its own
+// commit, retries and failure record (batch.go, batchfn.go).
+//
 // # How it works
 //
 // Calls run on a pool of goroutines shared by all instances of the

@@ -45,6 +45,10 @@ const (
 	MetricCacheMisses       = "cache_misses"        // calls made for a lookup the cache could not answer
 	MetricCacheEvictions    = "cache_evictions"     // results pushed out of a worker's cache for room
 	MetricSharedCacheErrors = "shared_cache_errors" // Redis round trips of the shared cache that failed
+	// BatchParDo's requests (batch.go), published at callbacks.
+	MetricRequests     = "requests"      // calls of ProcessBatch
+	MetricRequestItems = "request_items" // elements sent in them (a retried element counts again)
+	MetricBatchSize    = "batch_size"    // distribution: elements per request
 )
 
 // metrics are the transform's Beam metrics. Beam ignores updates made with a
@@ -54,8 +58,9 @@ type metrics struct {
 	progressReports, listenerPanics                                                                        beam.Counter
 	calls, overloaded, throttled, throttledMs, budgetWaits, sharedErrors                                   beam.Counter
 	cacheHits, cacheMisses, cacheEvictions, sharedCacheErrors                                              beam.Counter
+	requests, requestItems                                                                                 beam.Counter
 	inFlight, queued, limit                                                                                beam.Gauge
-	latency, commitDelay, progress                                                                         beam.Distribution
+	latency, commitDelay, progress, batchSize                                                              beam.Distribution
 }
 
 func newMetrics(ns string) *metrics {
@@ -74,6 +79,7 @@ func newMetrics(ns string) *metrics {
 		budgetWaits: c(MetricBudgetWaits), sharedErrors: c(MetricSharedRateErrors), limit: beam.NewGauge(ns, MetricConcurrencyLimit),
 		cacheHits: c(MetricCacheHits), cacheMisses: c(MetricCacheMisses), cacheEvictions: c(MetricCacheEvictions),
 		sharedCacheErrors: c(MetricSharedCacheErrors),
+		requests:          c(MetricRequests), requestItems: c(MetricRequestItems), batchSize: beam.NewDistribution(ns, MetricBatchSize),
 	}
 }
 
@@ -107,6 +113,9 @@ func (f *core) publish(ctx context.Context, pool *state.Pool) {
 	f.publishGuardSometimes(ctx, pool)
 	if f.Cache != nil {
 		f.publishCache(ctx)
+	}
+	if f.Batch != nil {
+		f.publishBatches(ctx)
 	}
 	if f.Listener == nil {
 		return

@@ -43,6 +43,7 @@ type settings struct {
 	listener    Listener
 	protect     protection
 	cache       *Cache
+	batch       batchSettings
 	// parallelismSet: WithParallelism was given (it conflicts with
 	// WithAdaptiveParallelism).
 	parallelismSet bool
@@ -171,6 +172,7 @@ func resolve(opts []Option) (settings, error) {
 		o(&s)
 	}
 	s.protect.resolve(&s)
+	s.resolveBatch()
 	if s.buffer == 0 {
 		s.buffer = max(2*s.parallelism, 10)
 	} else if s.buffer < s.parallelism {

@@ -86,7 +86,11 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 	if err != nil {
 		return nil, err
 	}
-	spec, outT, err := inspectFn(fn, keyT, valT)
+	inspect := inspectFn
+	if set.batch.on {
+		inspect = inspectBatchFn
+	}
+	spec, outT, err := inspect(fn, keyT, valT)
 	if err != nil {
 		return nil, err
 	}

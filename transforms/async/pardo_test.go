@@ -86,6 +86,8 @@ func TestTryParDoConstructionErrors(t *testing.T) {
 		{"cache key fn of wrong type", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10, TTL: time.Minute, KeyFn: strings.ToUpper})}, "want func(int) string"},
 		{"shared cache without prefix", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10, TTL: time.Minute, Redis: "localhost:6379"})}, "WithCache: the key prefix is empty"},
 		{"shared cache TTL under a second", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10, TTL: time.Millisecond, Redis: "localhost:6379", Prefix: "p"})}, "at least 1s"},
+		{"batch option on ParDo", &slowLabel{}, true, []async.Option{async.WithBatchSize(10)}, "WithBatchSize(10): batch options apply to async.BatchParDo"},
+		{"batch fn on ParDo", &batchLabel{}, true, nil, "has ProcessBatch but no ProcessElement: use async.BatchParDo"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -97,6 +99,45 @@ func TestTryParDoConstructionErrors(t *testing.T) {
 			_, err := async.TryParDo(s, tc.fn, col, tc.opts...)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("TryParDo error = %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// badBatchBundle is a batch fn with a bundle method.
+type badBatchBundle struct{ batchLabel }
+
+func (*badBatchBundle) StartBundle() {}
+
+// unregisteredBatch is a batch fn nobody registered.
+type unregisteredBatch struct{ batchLabel }
+
+func init() { beam.RegisterType(reflect.TypeOf((*badBatchBundle)(nil)).Elem()) }
+
+func TestTryBatchParDoConstructionErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   any
+		opts []async.Option
+		want string
+	}{
+		{"per-element fn", &slowLabel{}, nil, "has ProcessElement but no ProcessBatch: use async.ParDo"},
+		{"not registered", &unregisteredBatch{}, nil, "batch fn type async_test.unregisteredBatch is not registered: call beam.RegisterType"},
+		{"wrong emitter", func(keys []string, values []int, emit func(string)) {}, nil, "not an emitter func(i int, out O)"},
+		{"wrong values", func(keys []string, values []string, emit func(int, string)) {}, nil, "the values parameter is []string"},
+		{"wrong returns", func(keys []string, values []int, emit func(int, string)) []error { return nil }, nil, "want nothing, an error, or ([]error, error)"},
+		{"bundle method", &badBatchBundle{}, nil, "a batch fn may have Setup and Teardown, not bundle methods"},
+		{"batch size 0", &batchLabel{}, []async.Option{async.WithBatchSize(0)}, "WithBatchSize(0): the batch size must be > 0"},
+		{"negative wait", &batchLabel{}, []async.Option{async.WithBatchWait(-time.Second)}, "WithBatchWait(-1s)"},
+		{"fallbacks", &batchLabel{}, []async.Option{async.WithFallbacks("a", "b")}, "WithFallbacks does not apply to async.BatchParDo"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, s := beam.NewPipelineWithRoot()
+			col := beam.ParDo(s, &keyBy{Keys: 2}, beam.Create(s, 1, 2))
+			_, err := async.TryBatchParDo(s, tc.fn, col, tc.opts...)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("TryBatchParDo error = %v, want one containing %q", err, tc.want)
 			}
 		})
 	}

@@ -93,13 +93,14 @@ var simCalls = struct {
 	calls, reverts map[uint64]map[string]int
 }{calls: map[uint64]map[string]int{}, reverts: map[uint64]map[string]int{}}
 
-func countCall(m map[uint64]map[string]int, seed uint64, key string, v int) {
+func countCall(m map[uint64]map[string]int, seed uint64, key string, v int) int {
 	simCalls.Lock()
 	defer simCalls.Unlock()
 	if m[seed] == nil {
 		m[seed] = map[string]int{}
 	}
 	m[seed][fmt.Sprintf("%s:%d", key, v)]++
+	return m[seed][fmt.Sprintf("%s:%d", key, v)]
 }
 
 func (f *simFn) ProcessElement(ctx context.Context, key string, v int, emit func(string)) error {
@@ -129,8 +130,47 @@ func (f *simFn) Revert(_ context.Context, key string, v int, _ error) error {
 	return nil
 }
 
+// simBatchFn is simFn's batch form (BatchParDo): an element's attempt is
+// its count of calls so far; a request is slow, or fails whole, as its first
+// element's roll says, and each element fails on its own roll.
+type simBatchFn struct{ simFn }
+
+func (f *simBatchFn) ProcessBatch(ctx context.Context, keys []string, values []int, emit func(int, string)) ([]error, error) {
+	attempts := make([]int, len(keys))
+	for i := range keys {
+		attempts[i] = countCall(simCalls.calls, f.Seed, keys[i], values[i])
+	}
+	k0, v0, a0 := keys[0], values[0], attempts[0]
+	if f.roll(k0, v0, a0, "slow") < f.SlowPct {
+		select {
+		case <-time.After(time.Duration(f.roll(k0, v0, a0, "ms")%3) * time.Millisecond):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	failure := func(err error) error {
+		if f.Overload {
+			return Overloaded(err)
+		}
+		return err
+	}
+	if f.roll(k0, v0, a0, "whole") < f.FailPct/2 {
+		return nil, failure(fmt.Errorf("simulated failure of a request of %d from %s:%d", len(keys), k0, v0))
+	}
+	errs := make([]error, len(keys))
+	for i := range keys {
+		if f.roll(keys[i], values[i], attempts[i], "fail") < f.FailPct {
+			errs[i] = failure(fmt.Errorf("simulated failure of %s:%d attempt %d", keys[i], values[i], attempts[i]))
+			continue
+		}
+		emit(i, fmt.Sprintf("%s:%d", keys[i], values[i]))
+	}
+	return errs, nil
+}
+
 func init() {
 	register.DoFn4x1[context.Context, string, int, func(string), error](&simFn{})
+	beam.RegisterType(reflect.TypeOf((*simBatchFn)(nil)).Elem())
 }
 
 // simAction is one step of a schedule.
@@ -164,8 +204,15 @@ type simSchedule struct {
 	// cache: a result cache of 8 results per worker (WithCache, issue 22):
 	// a duplicate record, or a record redelivered after a failed bundle,
 	// may take a result without a call, or wait for its copy's call.
-	cache   bool
-	actions []simAction
+	cache bool
+	// requests: the fn is a batch fn (BatchParDo, issue 22) with batches
+	// of up to batchSize, gathered for 0 or 1 ms, across keys or per key;
+	// a request may fail whole, and elements of one fail on their own.
+	requests     bool
+	batchSize    int
+	batchWait    time.Duration
+	batchesByKey bool
+	actions      []simAction
 }
 
 func newSchedule(seed uint64) simSchedule {
@@ -184,6 +231,10 @@ func newSchedule(seed uint64) simSchedule {
 	s.overload = (seed/7919/64)%2 == 0
 	s.adaptive = (seed/7919/128)%2 == 0
 	s.cache = (seed/7919/256)%2 == 0
+	s.requests = (seed/7919/512)%2 == 0
+	s.batchSize = 1 + int(seed/7919/1024%5)
+	s.batchWait = time.Duration(seed/7919/8192%2) * time.Millisecond
+	s.batchesByKey = (seed/7919/16384)%2 == 0
 	for i := 0; i < 20+r.IntN(60); i++ {
 		s.actions = append(s.actions, simAction{Kind: simKinds[r.IntN(len(simKinds))], A: r.IntN(1000), B: r.IntN(1000)})
 	}
@@ -272,7 +323,11 @@ func (w *simWorld) violation(format string, args ...any) {
 
 func newSimWorld(t *testing.T, s simSchedule) *simWorld {
 	w := &simWorld{t: t, s: s, clock: timers.NewManual(time.Unix(1_900_000_000, 0))}
-	spec, _, err := inspectFn(&simFn{Seed: s.seed, FailPct: s.failPct, SlowPct: s.slowPct, Overload: s.overload}, reflect.TypeOf(""), reflect.TypeOf(0))
+	fn := simFn{Seed: s.seed, FailPct: s.failPct, SlowPct: s.slowPct, Overload: s.overload}
+	spec, _, err := inspectFn(&fn, reflect.TypeOf(""), reflect.TypeOf(0))
+	if s.requests {
+		spec, _, err = inspectBatchFn(&simBatchFn{fn}, reflect.TypeOf(""), reflect.TypeOf(0))
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,6 +343,9 @@ func newSimWorld(t *testing.T, s simSchedule) *simWorld {
 	}
 	if s.cache {
 		w.base.Cache = &cacheSpec{Size: 8, TTL: time.Minute}
+	}
+	if s.requests {
+		w.base.Batch = &batchSpec{Size: s.batchSize, Wait: s.batchWait, PerKey: s.batchesByKey}
 	}
 	for i := 0; i < s.elements; i++ {
 		w.input = append(w.input, simElem{fmt.Sprintf("k%d", i%s.keys), i})
@@ -502,6 +560,9 @@ func (w *simWorld) release(registries []*state.Registry, baseline int) {
 	for _, r := range registries { // calls left running by failed bundles end on their own
 		for _, p := range r.Pools() {
 			for deadline := time.Now().Add(10 * time.Second); p.Unfinished() > 0 && time.Now().Before(deadline); {
+				if w.paced() { // a call holding its slot, or a request paced, waits on the simulated clock
+					w.clock.Advance(100 * time.Millisecond)
+				}
 				time.Sleep(time.Millisecond)
 			}
 		}
@@ -881,8 +942,8 @@ func TestSimulator(t *testing.T) {
 		}
 		violations++
 		small := shrink(t, s)
-		t.Errorf("seed %d (batch=%v, windows=%s, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d, cache %v): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -args -sim.seed=%d",
-			seed, s.batch, s.windows, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, s.cache, strings.Join(problems, "; "), small.actions, seed)
+		t.Errorf("seed %d (batch=%v, windows=%s, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d, cache %v, requests %v of %d by key %v): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -args -sim.seed=%d",
+			seed, s.batch, s.windows, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, s.cache, s.requests, s.batchSize, s.batchesByKey, strings.Join(problems, "; "), small.actions, seed)
 		if violations >= 3 {
 			break
 		}

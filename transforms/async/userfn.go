@@ -35,6 +35,8 @@ type userSpec struct {
 	Type *beam.EncodedType `json:",omitempty"`
 	JSON string            `json:",omitempty"`
 	Func *beam.EncodedFunc `json:",omitempty"`
+	// Batch: the fn is BatchParDo's, with ProcessBatch (batchfn.go).
+	Batch bool `json:",omitempty"`
 }
 
 // hasRevert reports whether the wrapped fn is a DoFn struct with a Revert
@@ -79,16 +81,23 @@ func inspectFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) 
 		if err != nil {
 			return userSpec{}, nil, err
 		}
-		body, err := json.Marshal(fn)
-		if err != nil {
-			return userSpec{}, nil, fmt.Errorf("fn %v cannot be serialised as JSON of its exported fields: %w", t, err)
-		}
-		return userSpec{Type: &beam.EncodedType{T: t}, JSON: string(body)}, sig.output, nil
+		spec, err := structSpec(fn, t)
+		return spec, sig.output, err
 	case v.Kind() == reflect.Struct:
 		return userSpec{}, nil, fmt.Errorf("fn is a %v value: pass a pointer (&%v{...}) so that its methods are found", v.Type(), v.Type().Name())
 	default:
 		return userSpec{}, nil, fmt.Errorf("fn is a %v: want a pointer to a registered DoFn struct or a registered function of the form %s", v.Type(), expectedShape)
 	}
+}
+
+// structSpec is the spec of a DoFn struct fn of type t: its type and the
+// JSON of its exported fields.
+func structSpec(fn any, t reflect.Type) (userSpec, error) {
+	body, err := json.Marshal(fn)
+	if err != nil {
+		return userSpec{}, fmt.Errorf("fn %v cannot be serialised as JSON of its exported fields: %w", t, err)
+	}
+	return userSpec{Type: &beam.EncodedType{T: t}, JSON: string(body)}, nil
 }
 
 // registeredStruct checks that v, given as what, is a non-nil pointer to a
@@ -167,6 +176,9 @@ var lifecycle = []string{"Setup", "StartBundle", "FinishBundle", "Teardown"}
 func checkStruct(pt reflect.Type, keyT, valT reflect.Type) (signature, error) {
 	m, ok := pt.MethodByName("ProcessElement")
 	if !ok {
+		if _, ok := pt.MethodByName("ProcessBatch"); ok {
+			return signature{}, fmt.Errorf("fn %v has ProcessBatch but no ProcessElement: use async.BatchParDo for it", pt)
+		}
 		return signature{}, fmt.Errorf("fn %v has no ProcessElement method; want %s", pt, expectedShape)
 	}
 	sig, err := checkProcess(methodType(m), keyT, valT, fmt.Sprintf("%v.ProcessElement", pt))
@@ -233,6 +245,7 @@ type userFn struct {
 	methods map[string]reflect.Value // present lifecycle methods
 	revertM reflect.Value            // the compensation method, if any
 	emitT   reflect.Type
+	batch   batchCall // a batch fn's ProcessBatch (spec.Batch)
 
 	mu      sync.Mutex
 	refs    int
@@ -267,7 +280,11 @@ func newUserFn(spec userSpec) (*userFn, error) {
 			}
 			return out[0].(error)
 		}
-		return &userFn{name: fn.Name(), process: process, procT: fn.Type(), methods: map[string]reflect.Value{}, emitT: lastIn(fn.Type())}, nil
+		u := &userFn{name: fn.Name(), process: process, procT: fn.Type(), methods: map[string]reflect.Value{}, emitT: lastIn(fn.Type())}
+		if spec.Batch {
+			u.batch = newBatchCall(spec, reflect.Value{})
+		}
+		return u, nil
 	case spec.Type != nil:
 		ptr := reflect.New(spec.Type.T)
 		if spec.JSON != "" {
@@ -275,9 +292,15 @@ func newUserFn(spec userSpec) (*userFn, error) {
 				return nil, fmt.Errorf("async: rebuilding wrapped DoFn %v: %w", spec.Type.T, err)
 			}
 		}
-		m := ptr.MethodByName("ProcessElement")
-		process := func(args []reflect.Value) error { return resultError(m.Call(args)) }
-		u := &userFn{name: spec.Type.T.String(), process: process, procT: m.Type(), methods: map[string]reflect.Value{}, emitT: lastIn(m.Type())}
+		u := &userFn{name: spec.Type.T.String(), methods: map[string]reflect.Value{}}
+		if spec.Batch {
+			u.batch = newBatchCall(spec, ptr)
+			u.procT = u.batch.ft
+		} else {
+			m := ptr.MethodByName("ProcessElement")
+			u.process = func(args []reflect.Value) error { return resultError(m.Call(args)) }
+			u.procT, u.emitT = m.Type(), lastIn(m.Type())
+		}
 		for _, name := range lifecycle {
 			if m := ptr.MethodByName(name); m.IsValid() {
 				u.methods[name] = m

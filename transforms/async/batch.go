@@ -1,0 +1,295 @@
+package async
+
+// BatchParDo: the wrapped fn takes many elements per call (a bulk endpoint,
+// a model server, a multi-get), while every element keeps its own commit,
+// retries, failure record, timestamp and window. The pool gathers the
+// batches and counts requests (state.BatchConfig); this file is the
+// transform's side: its options, what a request carries for an element,
+// and the request itself.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// DefaultBatchSize is BatchParDo's batch size when WithBatchSize is not
+// given.
+const DefaultBatchSize = 50
+
+// BatchParDo is TryBatchParDo that panics on error.
+func BatchParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) beam.PCollection {
+	out, err := TryBatchParDo(s, fn, col, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return out
+}
+
+// BatchParDoWithFailures is TryBatchParDoWithFailures that panics on error.
+func BatchParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (out, failures beam.PCollection) {
+	out, failures, err := TryBatchParDoWithFailures(s, fn, col, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return out, failures
+}
+
+// TryBatchParDo is TryParDo for a fn that takes many elements per call. fn
+// is a pointer to a registered struct whose method ProcessBatch has the form
+//
+//	ProcessBatch([ctx context.Context,] keys []K, values []V, emit func(i int, out O)) [error | ([]error, error)]
+//
+// (with optional Setup, Teardown and Revert, not StartBundle or
+// FinishBundle), or a registered top-level function of that form. One call
+// gets up to WithBatchSize elements, from any keys (WithBatchPerKey: from
+// one key), as parallel lists. emit(i, out) adds an output of element i.
+// The []error, if not nil, has one entry per element: a non-nil entry fails
+// that element's attempt (its outputs are dropped) and the others succeed.
+// The last error fails the whole request: the attempt of every element in
+// it.
+//
+// Everything else is as under TryParDo, per element: each element is
+// committed exactly once with its own timestamp and window; a failed
+// element is retried (WithMaxAttempts) in a later request, batched again
+// with others, and only it; WithCallTimeout bounds a request; failure
+// records and Revert are per element; a cached element (WithCache) is never
+// sent. WithParallelism, the guard's limits and the retry budget count
+// requests, not elements. WithFallbacks does not apply.
+func TryBatchParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.PCollection, error) {
+	outs, err := buildBatch(s.Scope("async.BatchParDo"), fn, col, false, opts)
+	if err != nil {
+		return beam.PCollection{}, fmt.Errorf("async.BatchParDo: %w", err)
+	}
+	return outs[0], nil
+}
+
+// TryBatchParDoWithFailures is TryBatchParDo with the failure output of
+// TryParDoWithFailures.
+func TryBatchParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (out, failures beam.PCollection, err error) {
+	outs, err := buildBatch(s.Scope("async.BatchParDoWithFailures"), fn, col, true, opts)
+	if err != nil {
+		return beam.PCollection{}, beam.PCollection{}, fmt.Errorf("async.BatchParDoWithFailures: %w", err)
+	}
+	return outs[0], outs[1], nil
+}
+
+func buildBatch(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []Option) ([]beam.PCollection, error) {
+	return build(s, fn, col, hasFailures, append([]Option{batched}, opts...))
+}
+
+// batched marks the settings of a BatchParDo (always its first option).
+func batched(s *settings) { s.batch.on = true }
+
+// batchSettings are the batch options.
+type batchSettings struct {
+	on     bool // BatchParDo
+	size   int  // 0: DefaultBatchSize
+	wait   time.Duration
+	perKey bool
+	given  []string // batch options given, for the error under ParDo
+}
+
+// WithBatchSize sets the most elements in one call of a BatchParDo's fn.
+// Must be > 0. Default: DefaultBatchSize (50).
+func WithBatchSize(n int) Option {
+	return func(s *settings) {
+		s.batch.given = append(s.batch.given, fmt.Sprintf("WithBatchSize(%d)", n))
+		if n <= 0 {
+			s.errs = append(s.errs, fmt.Errorf("WithBatchSize(%d): the batch size must be > 0", n))
+			return
+		}
+		s.batch.size = n
+	}
+}
+
+// WithBatchWait sets how long a batch that is not full waits for more
+// elements after its first, before it asks for a call slot. Whatever the
+// wait, a batch goes on gathering until it has a slot: at capacity batches
+// fill without any wait. Default: 0 (no added latency); set it when the
+// service is cheaper per element in full batches than it is slow.
+func WithBatchWait(d time.Duration) Option {
+	return func(s *settings) {
+		s.batch.given = append(s.batch.given, fmt.Sprintf("WithBatchWait(%v)", d))
+		if d < 0 {
+			s.errs = append(s.errs, fmt.Errorf("WithBatchWait(%v): the wait must be >= 0", d))
+			return
+		}
+		s.batch.wait = d
+	}
+}
+
+// WithBatchPerKey makes each call of a BatchParDo's fn take the elements of
+// one key only (and, off the global window, of one window), for services
+// that want a key's items together. Default: batches mix keys.
+func WithBatchPerKey() Option {
+	return func(s *settings) {
+		s.batch.given = append(s.batch.given, "WithBatchPerKey()")
+		s.batch.perKey = true
+	}
+}
+
+// resolveBatch checks the batch options and sizes the buffers for batches:
+// Parallelism requests of Size elements in flight, as many gathering.
+func (s *settings) resolveBatch() {
+	b := &s.batch
+	if !b.on {
+		if len(b.given) > 0 {
+			s.errs = append(s.errs, fmt.Errorf("%s: batch options apply to async.BatchParDo, whose fn takes many elements per call; async.ParDo calls its fn per element", b.given[0]))
+		}
+		return
+	}
+	if b.size == 0 {
+		b.size = DefaultBatchSize
+	}
+	if len(s.fallbacks) > 0 {
+		s.errs = append(s.errs, errors.New("WithFallbacks does not apply to async.BatchParDo: the elements of one request are at different attempts; read the attempt per element from your own state, or use async.ParDo"))
+	}
+	if s.buffer == 0 {
+		s.buffer = max(2*s.parallelism*b.size, 10)
+	}
+	if s.held == 0 {
+		s.held = max(64*s.parallelism, 2*s.buffer)
+	}
+}
+
+// batchSpec is a BatchParDo's batching, shipped in the config.
+type batchSpec struct {
+	Size   int
+	Wait   time.Duration
+	PerKey bool
+}
+
+func newBatchSpec(b batchSettings) *batchSpec {
+	if !b.on {
+		return nil
+	}
+	return &batchSpec{Size: b.size, Wait: b.wait, PerKey: b.perKey}
+}
+
+// batchConfig is the pool's batching for this transform.
+func (c *config) batchConfig() *state.BatchConfig {
+	if c.Batch == nil {
+		return nil
+	}
+	return &state.BatchConfig{Size: c.Batch.Size, Wait: c.Batch.Wait, Send: sendBatch}
+}
+
+// batchItem is what a request carries for one element.
+type batchItem struct {
+	f  *core
+	el element
+	// after takes the element's answer and gives back its outcome: the
+	// result cache's (see cached), or nil.
+	after func(ctx context.Context, attempt int, answer func() ([]any, error)) ([]any, error)
+}
+
+// batchJob makes job, the job of el, a batch member.
+func (f *core) batchJob(el element, job state.Job) state.Job {
+	if f.Batch == nil {
+		return job
+	}
+	job.Item = &batchItem{f: f, el: el}
+	if f.Batch.PerKey {
+		job.BatchGroup = string(el.kb) + "\x00" + el.window
+	}
+	return job
+}
+
+// sendBatch is the pool's BatchSend: one call of the wrapped fn's
+// ProcessBatch, through the instance of the first element (every element
+// of a request is of one transform, and its fn's instances are alike).
+func sendBatch(ctx context.Context, items []state.BatchItem) ([]state.Outcome, error) {
+	members := make([]*batchItem, len(items))
+	keys, values := make([]any, len(items)), make([]any, len(items))
+	for i, it := range items {
+		b := it.Item.(*batchItem)
+		members[i], keys[i], values[i] = b, b.el.key, b.el.value
+		n := b.el.done + it.Attempt
+		if b.el.fromState && it.Attempt == 1 {
+			b.f.event(EventRescheduled, b.el.key, b.el.id, b.el.done, nil)
+		}
+		b.f.event(EventStarted, b.el.key, b.el.id, n, nil)
+	}
+	f := members[0].f
+	f.batchStats().observe(len(items))
+	outs, errs, err := f.callBatchWithin(ctx, f.CallTimeout, keys, values)
+	outcomes := make([]state.Outcome, len(items))
+	for i, b := range members {
+		var o []any
+		e := err
+		if err == nil {
+			o, e = outs[i], errs[i]
+		}
+		if b.after != nil {
+			o, e = b.after(items[i].Ctx, items[i].Attempt, func() ([]any, error) { return o, e })
+		}
+		if e == nil {
+			b.f.event(EventSucceeded, b.el.key, b.el.id, b.el.done+items[i].Attempt, nil)
+		}
+		outcomes[i] = state.Outcome{Outputs: o, Err: e}
+	}
+	return outcomes, err
+}
+
+// callBatchWithin is callWithin for a request.
+func (f *core) callBatchWithin(ctx context.Context, limit time.Duration, keys, values []any) ([][]any, []error, error) {
+	if limit <= 0 {
+		return f.user.callBatch(ctx, keys, values)
+	}
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	outs, errs, err := f.user.callBatch(ctx, keys, values)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, nil, &timeoutError{limit: limit, err: err}
+	}
+	return outs, errs, err
+}
+
+// batchStats counts a transform's requests in a worker process, for the
+// metrics (published at callbacks, like the guard's).
+type batchStats struct {
+	mu    sync.Mutex
+	sizes []int64 // sizes of the requests made since the last publish
+}
+
+func (b *batchStats) observe(n int) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sizes = append(b.sizes, int64(n))
+}
+
+func (b *batchStats) drain() []int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s := b.sizes
+	b.sizes = nil
+	return s
+}
+
+// batchStats returns this transform's request counts in this process.
+func (f *core) batchStats() *batchStats {
+	v, _ := f.reg().SharedValue(f.ID+"/batch", func() (any, error) { return &batchStats{}, nil })
+	return v.(*batchStats)
+}
+
+// publishBatches publishes the requests made since the last callback.
+func (f *core) publishBatches(ctx context.Context) {
+	sizes := f.batchStats().drain()
+	if len(sizes) == 0 {
+		return
+	}
+	var sum int64
+	for _, n := range sizes {
+		f.metrics.batchSize.Update(ctx, n)
+		sum += n
+	}
+	f.metrics.requests.Inc(ctx, int64(len(sizes)))
+	f.metrics.requestItems.Inc(ctx, sum)
+}

@@ -1,0 +1,225 @@
+package async_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async"
+)
+
+// batchLabel is slowLabel's batch form: one sleep per request, the same
+// outputs per element.
+type batchLabel struct{ SleepMs int }
+
+func (f *batchLabel) ProcessBatch(ctx context.Context, keys []string, values []int, emit func(int, string)) error {
+	select {
+	case <-time.After(time.Duration(f.SleepMs) * time.Millisecond):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	for i := range keys {
+		emit(i, fmt.Sprintf("%s:%d", keys[i], values[i]))
+	}
+	return nil
+}
+
+// batchService is a loopback bulk endpoint: POST a JSON list of values, get
+// a JSON list of answers, one per value ("" and an error text for a value
+// it rejects: every tenth). Its first request fails whole with a 500.
+type batchService struct {
+	*httptest.Server
+	mu    sync.Mutex
+	sizes []int
+	seen  map[int]int // value -> requests that carried it
+}
+
+func startBatchService(t *testing.T) *batchService {
+	s := &batchService{seen: map[int]int{}}
+	s.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var values []int
+		if err := json.NewDecoder(r.Body).Decode(&values); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.mu.Lock()
+		s.sizes = append(s.sizes, len(values))
+		first := len(s.sizes) == 1
+		for _, v := range values {
+			s.seen[v]++
+		}
+		s.mu.Unlock()
+		if first {
+			http.Error(w, "warming up", http.StatusInternalServerError)
+			return
+		}
+		type answer struct{ Label, Error string }
+		out := make([]answer, len(values))
+		for i, v := range values {
+			if v%10 == 0 {
+				out[i].Error = fmt.Sprintf("value %d rejected", v)
+				continue
+			}
+			out[i].Label = fmt.Sprintf("v%d", v)
+		}
+		json.NewEncoder(w).Encode(out)
+	}))
+	t.Cleanup(s.Close)
+	return s
+}
+
+// bulkLookup calls batchService: a request error fails the request, a
+// rejected value fails its element for good.
+type bulkLookup struct{ URL string }
+
+func (f *bulkLookup) ProcessBatch(ctx context.Context, keys []string, values []int, emit func(int, string)) ([]error, error) {
+	body, _ := json.Marshal(values)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.URL, strings.NewReader(string(body)))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("bulk lookup: %s", resp.Status)
+	}
+	var answers []struct{ Label, Error string }
+	if err := json.NewDecoder(resp.Body).Decode(&answers); err != nil {
+		return nil, err
+	}
+	errs := make([]error, len(values))
+	for i, a := range answers {
+		if a.Error != "" {
+			errs[i] = async.Permanent(errors.New(a.Error))
+			continue
+		}
+		emit(i, keys[i]+":"+a.Label)
+	}
+	return errs, nil
+}
+
+// describeRejection prints a failure record's key, value and kind, and
+// checks its attempts: 1, or 2 when its first request failed whole.
+func describeRejection(f async.Failure) string {
+	if f.Attempts != 1 && f.Attempts != 2 {
+		return fmt.Sprintf("%s/%s: %d attempts", f.KeyText, f.ValueText, f.Attempts)
+	}
+	return fmt.Sprintf("%s/%s/%s", f.KeyText, f.ValueText, f.Kind)
+}
+
+func init() {
+	register.Function1x1(describeRejection)
+	// A batch fn is no Beam DoFn: it is registered as a type.
+	beam.RegisterType(reflect.TypeOf((*batchLabel)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*bulkLookup)(nil)).Elem())
+}
+
+// TestPipelineBatchesLikeParDo: BatchParDo's outputs, with their timestamps
+// and windows, are a plain ParDo's over the same elements, in the global,
+// fixed and sliding windows, with batches across keys and per key.
+func TestPipelineBatchesLikeParDo(t *testing.T) {
+	for _, w := range windowings {
+		for _, perKey := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/perKey=%v", w.name, perKey), func(t *testing.T) {
+				p, s := beam.NewPipelineWithRoot()
+				ints := make([]int, 60)
+				for i := range ints {
+					ints[i] = i
+				}
+				stamped := beam.ParDo(s, secondsApart{}, beam.CreateList(s, ints))
+				keyed := beam.ParDo(s, &keyBy{Keys: 3}, beam.WindowInto(s, w.fn, stamped))
+				opts := []async.Option{async.WithParallelism(2), async.WithBatchSize(8), async.WithBatchWait(5 * time.Millisecond)}
+				if perKey {
+					opts = append(opts, async.WithBatchPerKey())
+				}
+				got := beam.ParDo(s, stamp{}, async.BatchParDo(s, &batchLabel{SleepMs: 2}, keyed, opts...))
+				want := beam.ParDo(s, stamp{}, beam.ParDo(s, &slowLabel{}, keyed))
+				global := window.NewGlobalWindows()
+				passert.Equals(s, beam.WindowInto(s, global, got), beam.WindowInto(s, global, want))
+				ptest.RunAndValidate(t, p)
+			})
+		}
+	}
+}
+
+// TestPipelineBatchFailuresAndRetries: against a loopback bulk endpoint,
+// bounded and unbounded: a request that fails whole is retried for all its
+// elements, a rejected element is a failure record after one attempt, every
+// other element is output once; requests carry many elements, and the
+// metrics count them as the service does.
+func TestPipelineBatchFailuresAndRetries(t *testing.T) {
+	for _, unbounded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unbounded=%v", unbounded), func(t *testing.T) {
+			const n = 300
+			svc := startBatchService(t)
+			p, s := beam.NewPipelineWithRoot()
+			s = s.Scope("bulk")
+			var col beam.PCollection
+			if unbounded {
+				const ticks = 3
+				interval := 100 * time.Millisecond
+				start := time.Now().Truncate(time.Second)
+				impulses := periodic.Impulse(s, start, start.Add(ticks*interval), interval, false)
+				col = beam.ParDo(s, &fanOut{PerTick: n / ticks, Keys: 7, StartMs: start.UnixMilli(), IntervalMs: interval.Milliseconds()}, impulses)
+			} else {
+				col = input(s, n, 7)
+			}
+			out, failures := async.BatchParDoWithFailures(s, &bulkLookup{URL: svc.URL}, col, async.WithParallelism(2),
+				async.WithBatchSize(25), async.WithBatchWait(20*time.Millisecond), async.WithMaxAttempts(3), async.WithBackoff(async.FixedBackoff(10*time.Millisecond)),
+				async.WithCallbackFrequency(200*time.Millisecond))
+			var wantOut, wantFail []any
+			for i := 0; i < n; i++ {
+				k, v := keyed(i, 7)
+				if v%10 == 0 {
+					wantFail = append(wantFail, fmt.Sprintf("%s/%d/permanent", k, v))
+					continue
+				}
+				wantOut = append(wantOut, fmt.Sprintf("%s:v%d", k, v))
+			}
+			passert.Equals(s, out, wantOut...)
+			passert.Equals(s, beam.ParDo(s, describeRejection, failures), wantFail...)
+			res := ptest.RunAndValidate(t, p)
+
+			svc.mu.Lock()
+			sizes, seen := append([]int(nil), svc.sizes...), svc.seen
+			svc.mu.Unlock()
+			items := 0
+			for _, k := range sizes {
+				items += k
+				if k > 25 {
+					t.Errorf("a request of %d elements; want at most the batch size 25", k)
+				}
+			}
+			if len(sizes) > n/5 {
+				t.Errorf("%d requests for %d elements; want them batched (at most %d)", len(sizes), n, n/5)
+			}
+			for v := 0; v < n; v++ {
+				if seen[v] < 1 || seen[v] > 2 {
+					t.Errorf("value %d sent %d times; want 1 (2 if its first request failed whole)", v, seen[v])
+				}
+			}
+			counters, _ := guardCounters(res, "bulk")
+			if counters[async.MetricRequests] != int64(len(sizes)) || counters[async.MetricRequestItems] != int64(items) {
+				t.Errorf("metrics: %d requests of %d elements; the service saw %d of %d", counters[async.MetricRequests], counters[async.MetricRequestItems], len(sizes), items)
+			}
+		})
+	}
+}

@@ -1,0 +1,226 @@
+package async
+
+// The wrapped batch fn of BatchParDo: checking its shape at construction and
+// calling its ProcessBatch on a worker, with a panic turned into an error.
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"runtime/debug"
+	"sync"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// expectedBatchShape is quoted by every error about a batch fn's signature.
+const expectedBatchShape = "ProcessBatch([ctx context.Context,] keys []K, values []V, emit func(i int, out O)) [error | ([]error, error)]"
+
+var errorsType = reflect.TypeOf([]error(nil))
+
+// inspectBatchFn is inspectFn for BatchParDo's fn.
+func inspectBatchFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) {
+	if fn == nil {
+		return userSpec{}, nil, fmt.Errorf("fn is nil: pass a pointer to a registered struct with a method %s, or a registered function of that form", expectedBatchShape)
+	}
+	v := reflect.ValueOf(fn)
+	switch {
+	case v.Kind() == reflect.Func:
+		out, err := checkBatch(v.Type(), keyT, valT, "fn")
+		if err != nil {
+			return userSpec{}, nil, err
+		}
+		encoded, err := encodeFunc("fn", fn)
+		if err != nil {
+			return userSpec{}, nil, err
+		}
+		return userSpec{Func: encoded, Batch: true}, out, nil
+	case v.Kind() == reflect.Ptr && v.Type().Elem().Kind() == reflect.Struct:
+		t, err := registeredStruct("batch fn", v)
+		if err != nil {
+			return userSpec{}, nil, err
+		}
+		out, err := checkBatchStruct(v.Type(), keyT, valT)
+		if err != nil {
+			return userSpec{}, nil, err
+		}
+		spec, err := structSpec(fn, t)
+		spec.Batch = true
+		return spec, out, err
+	case v.Kind() == reflect.Struct:
+		return userSpec{}, nil, fmt.Errorf("fn is a %v value: pass a pointer (&%v{...}) so that its methods are found", v.Type(), v.Type().Name())
+	default:
+		return userSpec{}, nil, fmt.Errorf("fn is a %v: want a pointer to a registered struct with a method %s, or a registered function of that form", v.Type(), expectedBatchShape)
+	}
+}
+
+// checkBatchStruct checks a batch DoFn struct: ProcessBatch, Setup and
+// Teardown, Revert; not StartBundle or FinishBundle (a request has no
+// bundle of its own to start or finish).
+func checkBatchStruct(pt reflect.Type, keyT, valT reflect.Type) (reflect.Type, error) {
+	m, ok := pt.MethodByName("ProcessBatch")
+	if !ok {
+		if _, ok := pt.MethodByName("ProcessElement"); ok {
+			return nil, fmt.Errorf("fn %v has ProcessElement but no ProcessBatch: use async.ParDo for it, or give it %s", pt, expectedBatchShape)
+		}
+		return nil, fmt.Errorf("fn %v has no ProcessBatch method; want %s", pt, expectedBatchShape)
+	}
+	out, err := checkBatch(methodType(m), keyT, valT, fmt.Sprintf("%v.ProcessBatch", pt))
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range []string{"StartBundle", "FinishBundle"} {
+		if _, ok := pt.MethodByName(name); ok {
+			return nil, fmt.Errorf("fn %v has %s: a batch fn may have Setup and Teardown, not bundle methods (a request is not a bundle); move its work to Setup or ProcessBatch", pt, name)
+		}
+	}
+	for _, name := range []string{"Setup", "Teardown"} {
+		if m, ok := pt.MethodByName(name); ok {
+			if err := checkLifecycle(name, methodType(m), nil); err != nil {
+				return nil, fmt.Errorf("fn %v: %w", pt, err)
+			}
+		}
+	}
+	if m, ok := pt.MethodByName("Revert"); ok {
+		if err := checkRevert(methodType(m), keyT, valT); err != nil {
+			return nil, fmt.Errorf("fn %v: %w", pt, err)
+		}
+	}
+	return out, nil
+}
+
+// checkBatch checks a ProcessBatch signature (without receiver) and returns
+// the output type O.
+func checkBatch(ft reflect.Type, keyT, valT reflect.Type, what string) (reflect.Type, error) {
+	bad := func(format string, args ...any) (reflect.Type, error) {
+		return nil, fmt.Errorf("%s has signature %v: %s; want %s with K=%v, V=%v", what, ft, fmt.Sprintf(format, args...), expectedBatchShape, keyT, valT)
+	}
+	if ft.Kind() != reflect.Func {
+		return bad("it is not a function")
+	}
+	in := make([]reflect.Type, 0, ft.NumIn())
+	for i := 0; i < ft.NumIn(); i++ {
+		in = append(in, ft.In(i))
+	}
+	if len(in) > 0 && in[0] == contextType {
+		in = in[1:]
+	}
+	if len(in) != 3 {
+		return bad("it takes %d parameters after the optional context, want 3", len(in))
+	}
+	if in[0].Kind() != reflect.Slice || !keyT.AssignableTo(in[0].Elem()) {
+		return bad("the keys parameter is %v but the input's keys are %v", in[0], keyT)
+	}
+	if in[1].Kind() != reflect.Slice || !valT.AssignableTo(in[1].Elem()) {
+		return bad("the values parameter is %v but the input's values are %v", in[1], valT)
+	}
+	e := in[2]
+	if e.Kind() != reflect.Func || e.NumIn() != 2 || e.NumOut() != 0 || e.IsVariadic() || e.In(0).Kind() != reflect.Int {
+		return bad("the last parameter %v is not an emitter func(i int, out O)", e)
+	}
+	switch {
+	case ft.NumOut() == 0, ft.NumOut() == 1 && ft.Out(0) == errorType,
+		ft.NumOut() == 2 && ft.Out(0) == errorsType && ft.Out(1) == errorType:
+	default:
+		return bad("it returns %d values; want nothing, an error, or ([]error, error)", ft.NumOut())
+	}
+	return e.In(1), nil
+}
+
+// batchCall is a batch fn's ProcessBatch, bound on a worker.
+type batchCall struct {
+	ft   reflect.Type // without receiver
+	call func(args []reflect.Value) []any
+}
+
+// newBatchCall binds spec's ProcessBatch: the method of ptr, or spec's
+// function when ptr is not valid.
+func newBatchCall(spec userSpec, ptr reflect.Value) batchCall {
+	if !ptr.IsValid() {
+		fn := spec.Func.Fn
+		return batchCall{ft: fn.Type(), call: func(args []reflect.Value) []any {
+			in := make([]any, len(args))
+			for i, a := range args {
+				in[i] = a.Interface()
+			}
+			return fn.Call(in)
+		}}
+	}
+	m := ptr.MethodByName("ProcessBatch")
+	return batchCall{ft: m.Type(), call: func(args []reflect.Value) []any {
+		res := m.Call(args)
+		out := make([]any, len(res))
+		for i, r := range res {
+			out[i] = r.Interface()
+		}
+		return out
+	}}
+}
+
+// callBatch calls ProcessBatch once for keys and values and returns each
+// element's outputs and error, or the request's error: what ProcessBatch
+// returned as its error, a panic, or an answer that does not fit (a list of
+// errors of another length, an output for an element it was not given).
+func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]any, errs []error, err error) {
+	ft := u.batch.ft
+	n := len(keys)
+	args := make([]reflect.Value, 0, 4)
+	if ft.In(0) == contextType {
+		args = append(args, reflect.ValueOf(ctx))
+	}
+	kt, vt := ft.In(len(args)), ft.In(len(args)+1)
+	ks, vs := reflect.MakeSlice(kt, n, n), reflect.MakeSlice(vt, n, n)
+	for i := range keys {
+		ks.Index(i).Set(valueOf(keys[i], kt.Elem()))
+		vs.Index(i).Set(valueOf(values[i], vt.Elem()))
+	}
+	outs = make([][]any, n)
+	var mu sync.Mutex // ProcessBatch may emit from goroutines of its own
+	var stray error
+	emit := reflect.MakeFunc(ft.In(len(args)+2), func(a []reflect.Value) []reflect.Value {
+		i := int(a[0].Int())
+		mu.Lock()
+		defer mu.Unlock()
+		if i < 0 || i >= n {
+			if stray == nil {
+				stray = fmt.Errorf("ProcessBatch emitted for element %d of a request of %d", i, n)
+			}
+			return nil
+		}
+		outs[i] = append(outs[i], a[1].Interface())
+		return nil
+	})
+	args = append(args, ks, vs, emit)
+	defer func() {
+		if r := recover(); r != nil {
+			outs, errs, err = nil, nil, &state.PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	res := u.batch.call(args)
+	switch len(res) {
+	case 1:
+		err, _ = res[0].(error)
+	case 2:
+		errs, _ = res[0].([]error)
+		err, _ = res[1].(error)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case stray != nil:
+		return nil, nil, stray
+	case errs != nil && len(errs) != n:
+		return nil, nil, fmt.Errorf("ProcessBatch returned %d errors for a request of %d elements; want one per element (nil for a success), or a nil list", len(errs), n)
+	}
+	if errs == nil {
+		errs = make([]error, n)
+	}
+	for i, e := range errs {
+		if e != nil {
+			outs[i] = nil // a failed element's outputs are not its result
+		}
+	}
+	return outs, errs, nil
+}
