@@ -49,6 +49,8 @@ func TestEnrichOnEmbeddedPrism(t *testing.T) {
 		{"failing service calls are accounted for", []string{"--error_rate=0.2", "--latency=5ms"}, `records: in=3000 out=\d+ failed=\d+ wall=`},
 		{"generated records over many customers, with bad lines", []string{"--generate=2000", "--customers=1500", "--bad_lines=4", "--latency=5ms"},
 			`records: in=2000 out=1996 failed=4 wall=.* failures: bad_input=4`},
+		{"batches to the batch endpoint, some failing whole", []string{"--batch_size=50", "--concurrency=4", "--error_rate=0.2", "--latency=5ms"},
+			`records: in=3000 out=\d+ failed=\d+ wall=.* requests=\d+ per_request=`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -45,9 +45,17 @@ func summarize(inIDs []string, out files, wall time.Duration, svc *service, call
 	}
 	line := fmt.Sprintf("records: in=%d out=%d failed=%d wall=%s throughput=%.0f/s calls=%d overloaded=%d concurrency=%d",
 		len(inIDs), enriched, failed, wall.Round(time.Millisecond), float64(len(inIDs))/wall.Seconds(), calls.calls, calls.overloaded, calls.limit)
+	if calls.requests > 0 {
+		line += fmt.Sprintf(" requests=%d per_request=%.1f", calls.requests, float64(calls.requestItems)/float64(calls.requests))
+	}
 	if svc != nil {
-		// The limit: every call made by *concurrency at once, back to back.
+		// The limit: every call made by *concurrency at once, back to back
+		// (full batches with --batch_size).
 		limit := time.Duration(len(inIDs)) * svc.latency / time.Duration(*concurrency)
+		if *batchSize > 0 {
+			batches := (len(inIDs) + *batchSize - 1) / *batchSize
+			limit = time.Duration(batches) * (svc.latency + time.Duration(*batchSize)*svc.itemCost) / time.Duration(*concurrency)
+		}
 		line += fmt.Sprintf(" parallelism=%d limit=%s (%.2f of it)", svc.peak.Load(), limit.Round(time.Millisecond), limit.Seconds()/wall.Seconds())
 	}
 	if len(kinds) > 0 {

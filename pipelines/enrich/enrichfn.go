@@ -151,3 +151,88 @@ func (f *enrichFn) call(ctx context.Context, line string) (map[string]any, error
 	}
 	return extra, nil
 }
+
+// enrichBatchFn is enrichFn for the service's batch endpoint (--batch_size):
+// one call for many records. A record that is not JSON, or that the service
+// answers with an error, fails on its own, for good; a failed call fails
+// them all, to be retried.
+type enrichBatchFn struct {
+	ServiceURL string
+	TimeoutMs  int64
+
+	client *http.Client
+}
+
+func (f *enrichBatchFn) Setup() {
+	f.client = &http.Client{Timeout: time.Duration(f.TimeoutMs) * time.Millisecond}
+}
+
+func (f *enrichBatchFn) ProcessBatch(ctx context.Context, keys []string, recs []record, emit func(int, string)) ([]error, error) {
+	errs := make([]error, len(recs))
+	parsed := make([]map[string]any, len(recs))
+	var body []json.RawMessage
+	var sent []int // indexes of the records in the request
+	for i, r := range recs {
+		if err := json.Unmarshal([]byte(r.Line), &parsed[i]); err != nil || parsed[i] == nil {
+			errs[i] = async.Permanent(fmt.Errorf("record of key %s is not a JSON object", keys[i]))
+			continue
+		}
+		body = append(body, json.RawMessage(r.Line))
+		sent = append(sent, i)
+	}
+	if len(sent) == 0 {
+		return errs, nil
+	}
+	answers, err := f.call(ctx, body)
+	if err != nil {
+		return nil, err
+	}
+	if len(answers) != len(sent) {
+		return nil, fmt.Errorf("enrichment service: %d answers for %d records", len(answers), len(sent))
+	}
+	for j, i := range sent {
+		if msg, ok := answers[j]["error"].(string); ok {
+			errs[i] = async.Permanent(fmt.Errorf("enrichment service: %s", msg))
+			continue
+		}
+		for k, v := range answers[j] {
+			parsed[i][k] = v
+		}
+		out, err := json.Marshal(parsed[i])
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		emit(i, string(out))
+	}
+	return errs, nil
+}
+
+func (f *enrichBatchFn) call(ctx context.Context, recs []json.RawMessage) ([]map[string]any, error) {
+	payload, err := json.Marshal(recs)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.ServiceURL, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if err := async.CheckResponse(resp); err != nil {
+		return nil, fmt.Errorf("enrichment service: %w (%s)", err, bytes.TrimSpace(answer))
+	}
+	var out []map[string]any
+	if err := json.Unmarshal(answer, &out); err != nil {
+		return nil, fmt.Errorf("enrichment service answered a batch with invalid JSON: %w", err)
+	}
+	return out, nil
+}

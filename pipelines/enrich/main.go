@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -73,6 +74,9 @@ var (
 	frequency   = flag.Duration("callback_frequency", time.Second, "commit timer period for unbounded input")
 	httpTimeout = flag.Duration("http_timeout", 10*time.Second, "timeout of one HTTP call")
 	verbose     = flag.Bool("verbose", false, "show the runner's own log lines")
+	batchSize   = flag.Int("batch_size", 0, "send records to the service's batch endpoint, up to this many per call (async.BatchParDo; 0: one record per call)")
+	batchWait   = flag.Duration("batch_wait", 0, "with --batch_size: how long a batch that is not full waits for more records")
+	itemCost    = flag.Duration("batch_item_cost", 200*time.Microsecond, "latency the loopback service adds per record of a batch call, on top of --latency")
 )
 
 func init() {
@@ -86,6 +90,7 @@ func init() {
 	register.Function1x1(recordPriority)
 	register.Emitter1[string]()
 	register.Function1x2(failureJSON)
+	beam.RegisterType(reflect.TypeOf((*enrichBatchFn)(nil)).Elem())
 }
 
 func main() {
@@ -120,11 +125,14 @@ func run(ctx context.Context) error {
 	var svc *service
 	if url == "" {
 		limits := serviceLimits{Capacity: *svcCapacity, Rate: *svcRate, CapacityLater: *svcLater, CapacityLaterAt: *svcLaterAt}
-		if svc, err = startService(*latency, *errorRate, limits); err != nil {
+		if svc, err = startService(*latency, *itemCost, *errorRate, limits); err != nil {
 			return err
 		}
 		defer svc.stop(context.Background())
 		url = svc.url
+		if *batchSize > 0 {
+			url += "/batch"
+		}
 	}
 	fmt.Printf("enrich: %d records from %s, key %q, service %s, runner %s\n", len(inIDs), inPath, *keyField, url, runner.Name())
 	out := files{enriched: filepath.Join(outDir, "enriched.jsonl"), failures: filepath.Join(outDir, "failures.jsonl")}
@@ -174,7 +182,12 @@ func pipeline(inPath, url string, out files) (*beam.Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	enriched, failures, err := async.TryParDoWithFailures(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed, opts...)
+	var enriched, failures beam.PCollection
+	if *batchSize > 0 {
+		enriched, failures, err = async.TryBatchParDoWithFailures(s, &enrichBatchFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed, opts...)
+	} else {
+		enriched, failures, err = async.TryParDoWithFailures(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed, opts...)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +217,11 @@ func asyncOptions() ([]async.Option, error) {
 			return nil, fmt.Errorf("--shared_rate_limit needs --redis host:port (integration/redis.sh starts one)")
 		}
 		opts = append(opts, async.WithSharedRateLimit(async.SharedRateLimit{Redis: *redisAddr, Key: *rateKey, PerSecond: *sharedRate, Burst: burstFor(*sharedRate)}))
+	}
+	if *batchSize > 0 {
+		opts = append(opts, async.WithBatchSize(*batchSize), async.WithBatchWait(*batchWait))
+	} else if *batchSize < 0 || *batchWait != 0 {
+		return nil, fmt.Errorf("--batch_size=%d, --batch_wait=%v: give --batch_size > 0 to batch, or neither", *batchSize, *batchWait)
 	}
 	if *buffer > 0 {
 		opts = append(opts, async.WithMaxItemsToBuffer(*buffer))
@@ -362,6 +380,7 @@ func isTerminal(f *os.File) bool {
 // calls answered with overload, and the concurrency limit at the end.
 type callFigures struct {
 	calls, overloaded, limit int64
+	requests, requestItems   int64 // with --batch_size
 }
 
 func callFiguresOf(res beam.PipelineResult) callFigures {
@@ -373,6 +392,10 @@ func callFiguresOf(res beam.PipelineResult) callFigures {
 				f.calls += c.Result()
 			case async.MetricOverloaded:
 				f.overloaded += c.Result()
+			case async.MetricRequests:
+				f.requests += c.Result()
+			case async.MetricRequestItems:
+				f.requestItems += c.Result()
 			}
 		}
 	}

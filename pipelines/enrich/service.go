@@ -17,7 +17,10 @@ import (
 // service is the enrichment web service the job starts on loopback when no
 // --service_url is given. POST /enrich with a JSON record answers, after the
 // configured latency, with fields derived from the record; a share of calls
-// (the error rate) answers 500 instead.
+// (the error rate) answers 500 instead. POST /enrich/batch takes a JSON
+// list of records and answers a list, one entry per record (its fields, or
+// {"error": ...} for one that is not a JSON object), after the latency plus
+// the per-item cost for each record: one call, many records.
 //
 // With a capacity (serviceLimits) it serves at most that many calls at once
 // at its latency, queues as many more (their latency grows by the wait), and
@@ -25,12 +28,14 @@ import (
 // Retry-After to the calls past that many in the current second.
 type service struct {
 	latency   time.Duration
+	itemCost  time.Duration // added latency per record of a batch call
 	errorRate float64
 	limits    serviceLimits
 	serving   *capacity // nil without a capacity
 	started   time.Time
 
 	calls, failures, overloaded atomic.Int64
+	items                       atomic.Int64 // records in the calls (one per call but for batch calls)
 	inFlight                    atomic.Int64
 	peak                        atomic.Int64
 
@@ -76,12 +81,12 @@ func (l serviceLimits) validate() error {
 }
 
 // startService listens on a free loopback port and serves until stop.
-func startService(latency time.Duration, errorRate float64, limits serviceLimits) (*service, error) {
+func startService(latency, itemCost time.Duration, errorRate float64, limits serviceLimits) (*service, error) {
 	if errorRate < 0 || errorRate > 1 {
 		return nil, fmt.Errorf("--error_rate=%v: want a share between 0 and 1", errorRate)
 	}
-	if latency < 0 {
-		return nil, fmt.Errorf("--latency=%v: want >= 0", latency)
+	if latency < 0 || itemCost < 0 {
+		return nil, fmt.Errorf("--latency=%v, --batch_item_cost=%v: want durations >= 0", latency, itemCost)
 	}
 	if err := limits.validate(); err != nil {
 		return nil, err
@@ -90,7 +95,7 @@ func startService(latency time.Duration, errorRate float64, limits serviceLimits
 	if err != nil {
 		return nil, fmt.Errorf("starting the loopback enrichment service: %w", err)
 	}
-	s := &service{latency: latency, errorRate: errorRate, limits: limits, started: time.Now(), url: "http://" + ln.Addr().String() + "/enrich"}
+	s := &service{latency: latency, itemCost: itemCost, errorRate: errorRate, limits: limits, started: time.Now(), url: "http://" + ln.Addr().String() + "/enrich"}
 	if limits.Capacity > 0 {
 		s.serving = newCapacity(limits.Capacity)
 		if limits.CapacityLater > 0 {
@@ -99,6 +104,7 @@ func startService(latency time.Duration, errorRate float64, limits serviceLimits
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /enrich", s.enrich)
+	mux.HandleFunc("POST /enrich/batch", s.enrichBatch)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)
 	go func() {
@@ -111,8 +117,47 @@ func startService(latency time.Duration, errorRate float64, limits serviceLimits
 }
 
 func (s *service) enrich(w http.ResponseWriter, r *http.Request) {
+	done := s.arrive(r)
+	defer done()
+	var rec map[string]any
+	if err := json.NewDecoder(r.Body).Decode(&rec); err != nil {
+		http.Error(w, "body is not a JSON object: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.items.Add(1)
+	if s.serve(w, r, s.latency) {
+		json.NewEncoder(w).Encode(enrich(rec))
+	}
+}
+
+// enrichBatch is enrich for a list of records: one call.
+func (s *service) enrichBatch(w http.ResponseWriter, r *http.Request) {
+	done := s.arrive(r)
+	defer done()
+	var recs []json.RawMessage
+	if err := json.NewDecoder(r.Body).Decode(&recs); err != nil {
+		http.Error(w, "body is not a JSON list: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.items.Add(int64(len(recs)))
+	if !s.serve(w, r, s.latency+time.Duration(len(recs))*s.itemCost) {
+		return
+	}
+	out := make([]any, len(recs))
+	for i, raw := range recs {
+		var rec map[string]any
+		if err := json.Unmarshal(raw, &rec); err != nil || rec == nil {
+			out[i] = map[string]string{"error": fmt.Sprintf("record %d is not a JSON object", i)}
+			continue
+		}
+		out[i] = enrich(rec)
+	}
+	json.NewEncoder(w).Encode(out)
+}
+
+// arrive counts a call as it arrives; the returned func ends it.
+func (s *service) arrive(r *http.Request) (done func()) {
 	now := s.inFlight.Add(1)
-	defer s.inFlight.Add(-1)
 	for {
 		old := s.peak.Load()
 		if now <= old || s.peak.CompareAndSwap(old, now) {
@@ -127,36 +172,37 @@ func (s *service) enrich(w http.ResponseWriter, r *http.Request) {
 			c.retries++
 		}
 	})
-	var rec map[string]any
-	if err := json.NewDecoder(r.Body).Decode(&rec); err != nil {
-		http.Error(w, "body is not a JSON object: "+err.Error(), http.StatusBadRequest)
-		return
-	}
+	return func() { s.inFlight.Add(-1) }
+}
+
+// serve applies the service's rate, capacity, latency and error rate to a
+// call, and reports whether it is to be answered (otherwise it was).
+func (s *service) serve(w http.ResponseWriter, r *http.Request, latency time.Duration) bool {
 	if !s.underRate() {
 		s.refuse(w, http.StatusTooManyRequests, "rate limit exceeded")
-		return
+		return false
 	}
 	if s.serving != nil {
 		if !s.serving.enter(r.Context()) {
 			if r.Context().Err() == nil {
 				s.refuse(w, http.StatusServiceUnavailable, "over capacity")
 			}
-			return
+			return false
 		}
 		defer s.serving.leave()
 	}
 	select {
-	case <-time.After(s.latency):
+	case <-time.After(latency):
 	case <-r.Context().Done():
-		return
+		return false
 	}
 	if s.errorRate > 0 && rand.Float64() < s.errorRate {
 		s.failures.Add(1)
 		http.Error(w, "enrichment backend failed", http.StatusInternalServerError)
-		return
+		return false
 	}
 	s.count(func(c *slot) { c.served++ })
-	json.NewEncoder(w).Encode(enrich(rec))
+	return true
 }
 
 // refuse answers an overload, asking the caller to wait a second.
