@@ -53,7 +53,10 @@ type Config struct {
 // if it ended while Enter waited. A Gate that is an io.Closer is closed with
 // the pool. A Gate with a method Limit() int (> 0) sets how many of the
 // pool's Parallelism slots attempts may use: the pool reads it when made and
-// after every attempt, and waiting tasks keep their priority order.
+// after every attempt, and waiting tasks keep their priority order. With
+// Config.Batch, an attempt is a request: ctx is the request's (it ends when
+// every task in it has), previous is the error of its first task that is a
+// retry, and done sees the request's own error (not its items').
 type Gate interface {
 	Enter(ctx context.Context, previous error) (done func(error), later time.Duration, err error)
 }

@@ -61,7 +61,7 @@ import (
 )
 
 var (
-	suitesFlag       = flag.String("suites", strings.Join(suiteNames, ","), "suites to run: "+strings.Join(suiteNames, ", ")+"; and service (issue 21: the enrich job against a service with a capacity, run only when named; its shared-rate row needs $ASYNCBEAM_REDIS)")
+	suitesFlag       = flag.String("suites", strings.Join(suiteNames, ","), "suites to run: "+strings.Join(suiteNames, ", ")+"; and service (issue 21: the enrich job against a service with a capacity, run only when named; its shared-rate row needs $ASYNCBEAM_REDIS), fewer (issue 22: the enrich job with one record per call and with batches, run only when named)")
 	latency          = flag.Duration("latency", 20*time.Millisecond, "latency L of one call")
 	par              = flag.Int("p", 64, "parallelism P of async, bundle, eager and python")
 	freq             = flag.Duration("c", time.Second, "callback frequency C of async and python (and timeronly's timer period)")
@@ -129,9 +129,19 @@ func main() {
 // repeats once more, and so on, so that a slow patch of the machine falls
 // on every contender rather than on one row's repeats.
 func runAll() error {
-	names, service := withoutService(list(*suitesFlag))
+	names, service, fewer := withoutProcessSuites(list(*suitesFlag))
+	if fewer {
+		defer func() {
+			if err := runFewerSuite(); err != nil {
+				fmt.Fprintln(os.Stderr, "bench: fewer suite:", err)
+			}
+		}()
+	}
 	if len(names) == 0 && service {
 		return runServiceSuite()
+	}
+	if len(names) == 0 && !service {
+		return nil // only fewer, deferred above
 	}
 	specs, err := suites(names)
 	if err != nil {
@@ -207,15 +217,19 @@ func reportFile() error {
 	return finish(doc.Commit, doc.Started, doc.Rows)
 }
 
-// withoutService takes the service suite (service_suite.go: the enrich job
-// in processes of its own, not a spec of the harness) out of the list.
-func withoutService(names []string) (rest []string, service bool) {
+// withoutProcessSuites takes the suites that run the enrich job in
+// processes of their own (service_suite.go, fewer_suite.go), not specs of
+// the harness, out of the list.
+func withoutProcessSuites(names []string) (rest []string, service, fewer bool) {
 	for _, n := range names {
-		if n == "service" {
+		switch n {
+		case "service":
 			service = true
-			continue
+		case "fewer":
+			fewer = true
+		default:
+			rest = append(rest, n)
 		}
-		rest = append(rest, n)
 	}
-	return rest, service
+	return rest, service, fewer
 }

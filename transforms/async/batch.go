@@ -11,12 +11,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/cache"
 )
 
 // DefaultBatchSize is BatchParDo's batch size when WithBatchSize is not
@@ -61,7 +63,12 @@ func BatchParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...
 // with others, and only it; WithCallTimeout bounds a request; failure
 // records and Revert are per element; a cached element (WithCache) is never
 // sent. WithParallelism, the guard's limits and the retry budget count
-// requests, not elements. WithFallbacks does not apply.
+// requests, not elements, and see a request's own error only: an element's
+// error in the []error, even an Overloaded one, is that element's (return
+// the request's error for an answer such as 429 or 503). WithFallbacks does
+// not apply; ctx carries no element, so Attempt and ReportProgress do not
+// apply inside ProcessBatch either. A batch waits for its call slot with
+// the priority of the element that made it ready (WithPriority).
 func TryBatchParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.PCollection, error) {
 	outs, err := buildBatch(s.Scope("async.BatchParDo"), fn, col, false, opts)
 	if err != nil {
@@ -186,8 +193,9 @@ type batchItem struct {
 	f  *core
 	el element
 	// after takes the element's answer and gives back its outcome: the
-	// result cache's (see cached), or nil.
-	after func(ctx context.Context, attempt int, answer func() ([]any, error)) ([]any, error)
+	// result cache's (see cached), or nil. A value for the shared cache is
+	// handed to store, to be written with the request's others.
+	after func(ctx context.Context, attempt int, answer func() ([]any, error), store func(cache.Entry)) ([]any, error)
 }
 
 // batchJob makes job, the job of el, a batch member.
@@ -205,8 +213,21 @@ func (f *core) batchJob(el element, job state.Job) state.Job {
 // sendBatch is the pool's BatchSend: one call of the wrapped fn's
 // ProcessBatch, through the instance of the first element (every element
 // of a request is of one transform, and its fn's instances are alike).
-func sendBatch(ctx context.Context, items []state.BatchItem) ([]state.Outcome, error) {
+func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.Outcome, err error) {
 	members := make([]*batchItem, len(items))
+	settled := make([]bool, len(items))
+	defer func() {
+		// Whatever panicked here, every element's after runs once: a cache
+		// lead it holds must end, or its lookup's copies would wait for good.
+		if r := recover(); r != nil {
+			outcomes, err = nil, &state.PanicError{Value: r, Stack: debug.Stack()}
+			for i, b := range members {
+				if b != nil && b.after != nil && !settled[i] {
+					settleItem(b, items[i], nil, err, nil)
+				}
+			}
+		}
+	}()
 	keys, values := make([]any, len(items)), make([]any, len(items))
 	for i, it := range items {
 		b := it.Item.(*batchItem)
@@ -220,7 +241,8 @@ func sendBatch(ctx context.Context, items []state.BatchItem) ([]state.Outcome, e
 	f := members[0].f
 	f.batchStats().observe(len(items))
 	outs, errs, err := f.callBatchWithin(ctx, f.CallTimeout, keys, values)
-	outcomes := make([]state.Outcome, len(items))
+	outcomes = make([]state.Outcome, len(items))
+	var stored []cache.Entry
 	for i, b := range members {
 		var o []any
 		e := err
@@ -228,14 +250,32 @@ func sendBatch(ctx context.Context, items []state.BatchItem) ([]state.Outcome, e
 			o, e = outs[i], errs[i]
 		}
 		if b.after != nil {
-			o, e = b.after(items[i].Ctx, items[i].Attempt, func() ([]any, error) { return o, e })
+			settled[i] = true
+			o, e = settleItem(b, items[i], o, e, func(en cache.Entry) { stored = append(stored, en) })
 		}
 		if e == nil {
 			b.f.event(EventSucceeded, b.el.key, b.el.id, b.el.done+items[i].Attempt, nil)
 		}
 		outcomes[i] = state.Outcome{Outputs: o, Err: e}
 	}
+	if len(stored) > 0 {
+		if rc, _ := f.resultCache(); rc != nil && rc.shared != nil {
+			rc.shared.SetMany(ctx, stored)
+		}
+	}
 	return outcomes, err
+}
+
+// settleItem runs an element's after with its answer; a panic there (an
+// output coder) fails that element alone, after after has ended its part
+// of the single flight.
+func settleItem(b *batchItem, it state.BatchItem, outs []any, err error, store func(cache.Entry)) (o []any, e error) {
+	defer func() {
+		if r := recover(); r != nil {
+			o, e = nil, &state.PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
+	return b.after(it.Ctx, it.Attempt, func() ([]any, error) { return outs, err }, store)
 }
 
 // callBatchWithin is callWithin for a request.

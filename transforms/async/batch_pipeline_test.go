@@ -223,3 +223,52 @@ func TestPipelineBatchFailuresAndRetries(t *testing.T) {
 		})
 	}
 }
+
+// bulkProfile asks batchService for the profile of each value's lookup
+// (an odd number, which it never rejects) and emits the answer: outputs
+// that depend on the lookup only, as WithCache's KeyFn wants.
+type bulkProfile struct{ URL string }
+
+func (f *bulkProfile) ProcessBatch(ctx context.Context, keys []string, values []int, emit func(int, string)) error {
+	asked := make([]int, len(values))
+	for i, v := range values {
+		asked[i] = 2*(v%lookups) + 1
+	}
+	labels := &bulkLookup{URL: f.URL}
+	errs, err := labels.ProcessBatch(ctx, keys, asked, func(i int, out string) { emit(i, out[strings.Index(out, ":")+1:]) })
+	if err != nil {
+		return err
+	}
+	return errors.Join(errs...)
+}
+
+func init() { beam.RegisterType(reflect.TypeOf((*bulkProfile)(nil)).Elem()) }
+
+// TestPipelineBatchWithCache: BatchParDo with WithCache sends each lookup
+// about once (twice when its first request failed whole), and every element
+// has its lookup's output.
+func TestPipelineBatchWithCache(t *testing.T) {
+	const n = 300
+	svc := startBatchService(t)
+	p, s := beam.NewPipelineWithRoot()
+	out, failures := async.BatchParDoWithFailures(s, &bulkProfile{URL: svc.URL}, input(s, n, 7), async.WithParallelism(2),
+		async.WithBatchSize(10), async.WithBatchWait(5*time.Millisecond), async.WithMaxAttempts(3), async.WithBackoff(async.FixedBackoff(10*time.Millisecond)),
+		async.WithCache(async.Cache{Size: 100, TTL: time.Minute, KeyFn: lookupOf}))
+	var want []any
+	for v := 0; v < n; v++ {
+		want = append(want, fmt.Sprintf("v%d", 2*(v%lookups)+1))
+	}
+	passert.Equals(s, out, want...)
+	passert.Empty(s, failures)
+	ptest.RunAndValidate(t, p)
+	svc.mu.Lock()
+	defer svc.mu.Unlock()
+	for v, sent := range svc.seen {
+		if sent > 2 {
+			t.Errorf("lookup %d sent %d times; want once (twice if its first request failed whole)", v, sent)
+		}
+	}
+	if len(svc.seen) != lookups {
+		t.Errorf("%d lookups sent; want %d", len(svc.seen), lookups)
+	}
+}

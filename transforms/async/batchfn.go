@@ -162,6 +162,11 @@ func newBatchCall(spec userSpec, ptr reflect.Value) batchCall {
 // returned as its error, a panic, or an answer that does not fit (a list of
 // errors of another length, an output for an element it was not given).
 func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]any, errs []error, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			outs, errs, err = nil, nil, &state.PanicError{Value: r, Stack: debug.Stack()}
+		}
+	}()
 	ft := u.batch.ft
 	n := len(keys)
 	args := make([]reflect.Value, 0, 4)
@@ -177,10 +182,14 @@ func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]an
 	outs = make([][]any, n)
 	var mu sync.Mutex // ProcessBatch may emit from goroutines of its own
 	var stray error
+	returned := false // an emit after ProcessBatch returned is dropped
 	emit := reflect.MakeFunc(ft.In(len(args)+2), func(a []reflect.Value) []reflect.Value {
 		i := int(a[0].Int())
 		mu.Lock()
 		defer mu.Unlock()
+		if returned {
+			return nil
+		}
 		if i < 0 || i >= n {
 			if stray == nil {
 				stray = fmt.Errorf("ProcessBatch emitted for element %d of a request of %d", i, n)
@@ -192,9 +201,9 @@ func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]an
 	})
 	args = append(args, ks, vs, emit)
 	defer func() {
-		if r := recover(); r != nil {
-			outs, errs, err = nil, nil, &state.PanicError{Value: r, Stack: debug.Stack()}
-		}
+		mu.Lock()
+		returned = true
+		mu.Unlock()
 	}()
 	res := u.batch.call(args)
 	switch len(res) {
@@ -205,7 +214,8 @@ func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]an
 		err, _ = res[1].(error)
 	}
 	mu.Lock()
-	defer mu.Unlock()
+	returned = true
+	mu.Unlock()
 	switch {
 	case err != nil:
 		return nil, nil, err

@@ -108,7 +108,8 @@ type resultCache struct {
 	shared *cache.Shared // nil without Redis
 	flight cache.Flight
 	// hits: attempts answered from the cache; misses: calls made for a
-	// lookup (a follower counts once, as a hit or as a miss when it leads).
+	// lookup (a follower counts once, as a hit or as a miss when it leads;
+	// under BatchParDo, elements sent in a request).
 	hits, misses atomic.Int64
 
 	mu        sync.Mutex
@@ -245,7 +246,7 @@ func (f *core) cached(el element, job state.Job) state.Job {
 	}
 	// around takes an attempt's answer (from the element's own call, or
 	// from its batch request) and caches it when this attempt led the call.
-	around := func(ctx context.Context, attempt int, answer func() ([]any, error)) (outs []any, err error) {
+	around := func(ctx context.Context, attempt int, answer func() ([]any, error), store func(cache.Entry)) (outs []any, err error) {
 		call := lead
 		lead = nil
 		if call == nil {
@@ -269,7 +270,11 @@ func (f *core) cached(el element, job state.Job) state.Job {
 			rc.local.Add(k, v, 0)
 			rc.flight.Finish(k, call, v, nil) // the followers first: Redis can wait
 			call = nil
-			if rc.shared != nil {
+			switch {
+			case rc.shared == nil:
+			case store != nil:
+				store(cache.Entry{Key: k, Value: v}) // with the rest of its request's, in one round trip
+			default:
 				rc.shared.Set(ctx, k, v)
 			}
 		}
@@ -277,7 +282,7 @@ func (f *core) cached(el element, job state.Job) state.Job {
 	}
 	work := job.Work
 	job.Work = func(ctx context.Context, attempt int) ([]any, error) {
-		return around(ctx, attempt, func() ([]any, error) { return work(ctx, attempt) })
+		return around(ctx, attempt, func() ([]any, error) { return work(ctx, attempt) }, nil)
 	}
 	if bi, ok := job.Item.(*batchItem); ok {
 		bi.after = around

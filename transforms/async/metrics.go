@@ -42,7 +42,7 @@ const (
 	MetricConcurrencyLimit = "concurrency_limit"  // gauge: the adaptive limit, or the fixed parallelism
 	// The result cache (cache.go, WithCache), published at callbacks.
 	MetricCacheHits         = "cache_hits"          // attempts answered from the cache, without a call
-	MetricCacheMisses       = "cache_misses"        // calls made for a lookup the cache could not answer
+	MetricCacheMisses       = "cache_misses"        // calls made (BatchParDo: elements sent) for a lookup the cache could not answer
 	MetricCacheEvictions    = "cache_evictions"     // results pushed out of a worker's cache for room
 	MetricSharedCacheErrors = "shared_cache_errors" // Redis round trips of the shared cache that failed
 	// BatchParDo's requests (batch.go), published at callbacks.

@@ -181,7 +181,7 @@ func resolve(opts []Option) (settings, error) {
 	if s.held == 0 {
 		s.held = max(64*s.parallelism, s.buffer)
 	} else if s.held < s.buffer {
-		s.errs = append(s.errs, fmt.Errorf("WithMaxItemsHeld(%d) is smaller than the buffer %d (WithMaxItemsToBuffer, default max(2*parallelism, 10)): raise it, or lower the buffer", s.held, s.buffer))
+		s.errs = append(s.errs, fmt.Errorf("WithMaxItemsHeld(%d) is smaller than the buffer %d (WithMaxItemsToBuffer, default max(2*parallelism, 10), or 2*parallelism*batch size for BatchParDo): raise it, or lower the buffer", s.held, s.buffer))
 	}
 	return s, errors.Join(s.errs...)
 }

@@ -114,6 +114,31 @@ func (s *Shared) Set(ctx context.Context, k Key, value []byte) {
 	}
 }
 
+// Entry is one value to store under its key.
+type Entry struct {
+	Key   Key
+	Value []byte
+}
+
+// SetMany stores every entry for the time to live in one round trip (a
+// pipeline): a batch's results.
+func (s *Shared) SetMany(ctx context.Context, entries []Entry) {
+	if len(entries) == 0 || s.isDown() {
+		return
+	}
+	rctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	_, err := s.rdb.Pipelined(rctx, func(p redis.Pipeliner) error {
+		for _, e := range entries {
+			p.Set(rctx, s.key(e.Key), e.Value, s.cfg.TTL)
+		}
+		return nil
+	})
+	if err != nil && ctx.Err() == nil {
+		s.failed()
+	}
+}
+
 func (s *Shared) isDown() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -41,6 +41,12 @@ func TestSharedAgainstRedis(t *testing.T) {
 	if v, ttl, ok := b.Get(ctx, key("k")); !ok || string(v) != "value" || ttl <= 0 || ttl > time.Second {
 		t.Errorf("the other worker's Get = %q, %v, %v; want \"value\", a time to live in (0, 1s], true", v, ttl, ok)
 	}
+	b.SetMany(ctx, []Entry{{key("m1"), []byte("one")}, {key("m2"), []byte("two")}})
+	for k, want := range map[string]string{"m1": "one", "m2": "two"} {
+		if v, _, ok := a.Get(ctx, key(k)); !ok || string(v) != want {
+			t.Errorf("after SetMany, Get(%s) = %q, %v; want %q, true", k, v, ok, want)
+		}
+	}
 	time.Sleep(1200 * time.Millisecond) // Redis expires it
 	if _, _, ok := b.Get(ctx, key("k")); ok {
 		t.Error("a hit after the time to live")

@@ -1,0 +1,98 @@
+package async
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/google/uuid"
+
+	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/cache"
+)
+
+// labelBatch labels each value, and panics on a request holding 99.
+type labelBatch struct{}
+
+func (labelBatch) ProcessBatch(keys []string, values []int, emit func(int, string)) {
+	for i, v := range values {
+		if v == 99 {
+			panic("cannot label 99")
+		}
+		emit(i, fmt.Sprintf("%s:%d", keys[i], v))
+	}
+}
+
+func init() { beam.RegisterType(reflect.TypeOf((*labelBatch)(nil)).Elem()) }
+
+// batchCore is a set-up core of a BatchParDo of labelBatch.
+func batchCore(t *testing.T) *core {
+	t.Helper()
+	spec, _, err := inspectBatchFn(&labelBatch{}, reflect.TypeOf(""), reflect.TypeOf(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &core{config: config{ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
+		Parallelism: 1, Buffer: 1, Held: 1, CallbackFrequency: time.Second, MaxAttempts: 1, OutputType: &beam.EncodedType{T: reflect.TypeOf("")},
+		Batch: &batchSpec{Size: 3}}, registry: state.NewRegistry()}
+	if err := f.Setup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// TestSendBatchRunsEveryAfterOnce: whatever panics in a request (the fn, or
+// one element's after: an output coder, the cache), every element's after
+// runs exactly once, so that no cache lead is left open; a panic in one
+// element's after fails that element alone.
+func TestSendBatchRunsEveryAfterOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		values    []int
+		panicsFor int // the element whose after panics, or -1
+		want      []string
+	}{
+		{"the fn panics", []int{1, 99, 3}, -1, []string{"panic", "panic", "panic"}},
+		{"one after panics", []int{1, 2, 3}, 1, []string{"k:1", "panic", "k:3"}},
+		{"all well", []int{1, 2, 3}, -1, []string{"k:1", "k:2", "k:3"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := batchCore(t)
+			afters := make([]int, len(tc.values))
+			var items []state.BatchItem
+			for i, v := range tc.values {
+				b := &batchItem{f: f, el: element{key: "k", value: v}}
+				b.after = func(ctx context.Context, attempt int, answer func() ([]any, error), store func(cache.Entry)) ([]any, error) {
+					afters[i]++
+					if i == tc.panicsFor {
+						panic("an output coder failed")
+					}
+					return answer()
+				}
+				items = append(items, state.BatchItem{Item: b, Attempt: 1, Ctx: context.Background()})
+			}
+			outcomes, err := sendBatch(context.Background(), items)
+			for i := range tc.values {
+				got := "panic"
+				var pe *state.PanicError
+				switch {
+				case err != nil && errors.As(err, &pe):
+				case err != nil:
+					got = err.Error()
+				case outcomes[i].Err != nil && errors.As(outcomes[i].Err, &pe):
+				case outcomes[i].Err != nil:
+					got = outcomes[i].Err.Error()
+				default:
+					got = fmt.Sprint(outcomes[i].Outputs...)
+				}
+				if got != tc.want[i] || afters[i] != 1 {
+					t.Errorf("element %d: got %q with after run %d times; want %q, after run once", i, got, afters[i], tc.want[i])
+				}
+			}
+		})
+	}
+}
