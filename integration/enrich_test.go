@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -117,5 +118,59 @@ func checkSummary(t *testing.T, out []byte) {
 	failed, _ := strconv.Atoi(string(m[3]))
 	if in == 0 || ok+failed != in {
 		t.Errorf("out + failed = %d + %d, want in = %d", ok, failed, in)
+	}
+}
+
+// TestEnrichCacheByCustomer runs the job's lookup form on records of which
+// nine in ten repeat a customer, without and with --cache: the cached run
+// makes one call per customer (at most 10% more) and writes the same
+// enriched records; with failing calls every record is still in exactly one
+// of the two files.
+func TestEnrichCacheByCustomer(t *testing.T) {
+	bin := build(t, "./pipelines/enrich")
+	common := []string{"--generate=3000", "--customers=300", "--latency=5ms", "--concurrency=8"}
+	run := func(args ...string) (summary string, enriched []string) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		dir := t.TempDir()
+		out, err := exec.CommandContext(ctx, bin, append(append([]string{"--output", dir}, common...), args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("enrich %v: %v\n%s", args, err, out)
+		}
+		checkSummary(t, out)
+		body, err := os.ReadFile(filepath.Join(dir, "enriched.jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+		slices.Sort(lines)
+		return string(regexp.MustCompile(`records: .*`).Find(out)), lines
+	}
+	callsOf := func(summary string) int {
+		m := regexp.MustCompile(`calls=(\d+)`).FindStringSubmatch(summary)
+		if m == nil {
+			t.Fatalf("no calls in %q", summary)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	plain, want := run("--lookup_by_customer")
+	cached, got := run("--cache=100000,10m")
+	if n := callsOf(plain); n != 3000 {
+		t.Errorf("uncached: %d calls; want one per record, 3000 (%s)", n, plain)
+	}
+	if n := callsOf(cached); n < 300 || n > 330 {
+		t.Errorf("cached: %d calls; want one per customer, 300 (at most 10%% more) (%s)", n, cached)
+	}
+	if !strings.Contains(cached, "hit_rate=0.9") {
+		t.Errorf("cached summary %q; want a hit rate of about 0.9", cached)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("the cached run wrote %d enriched records, the uncached %d, or they differ", len(got), len(want))
+	}
+	failing, _ := run("--cache=100000,10m", "--error_rate=0.6", "--max_attempts=1")
+	if !regexp.MustCompile(`failed=[1-9]\d* .*failures: error=`).MatchString(failing) {
+		t.Errorf("with failing calls: %q; want some records failed (and every record accounted for)", failing)
 	}
 }

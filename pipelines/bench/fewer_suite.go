@@ -3,16 +3,22 @@ package main
 // The fewer-calls suite (issue 22), its bounded part: the enrich job in a
 // process of its own against its loopback service (L = 20 ms a call, plus
 // 0.2 ms per record of a batch call), at parallelism 8, with one record per
-// call and with batches of 10, 50 and 200 (async.BatchParDo). Its figures
-// come from the job's summary line. Run only when named (--suites fewer).
+// call and with batches of 10, 50 and 200 (async.BatchParDo); and its
+// lookup form (customer profiles joined to the records) on records of which
+// nine in ten repeat a customer, without and with --cache. Its figures come
+// from the job's summary line and its output files. Run only when named
+// (--suites fewer).
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -86,8 +92,54 @@ func runFewerSuite() error {
 		fmt.Printf("   fewer %-9s %s\n", r.name, r.line())
 	}
 	printFewer(runs)
+	return runCacheRows(bin, dir)
+}
+
+// runCacheRows runs the lookup form on 30,000 records over 3,000 customers
+// (90% repeats) without and with the cache, and judges the cache target:
+// calls at most 1.1 x the customers, the enriched records identical.
+func runCacheRows(bin, dir string) error {
+	const records, customers = 30000, 3000
+	base := []string{"--latency=" + fewerLatency.String(), "--generate=" + strconv.Itoa(records), "--customers=" + strconv.Itoa(customers), "--concurrency=32"}
+	var outs [2][]byte
+	var summaries [2]string
+	for i, extra := range []string{"--lookup_by_customer", "--cache=100000,10m"} {
+		out := filepath.Join(dir, fmt.Sprintf("cache%d", i))
+		text, err := runEnrich(bin, append(append([]string{"--output", out}, base...), extra)...)
+		if err != nil {
+			return fmt.Errorf("enrich %s: %v\n%s", extra, err, text)
+		}
+		summaries[i] = cacheSummaryRe.FindString(text)
+		body, err := os.ReadFile(filepath.Join(out, "enriched.jsonl"))
+		if err != nil {
+			return err
+		}
+		lines := strings.Split(strings.TrimSpace(string(body)), "\n")
+		slices.Sort(lines)
+		outs[i] = []byte(strings.Join(lines, "\n"))
+		fmt.Printf("   fewer %-9s %s\n", []string{"lookup", "cached"}[i], summaries[i])
+	}
+	calls := func(s string) int {
+		m := regexp.MustCompile(`calls=(\d+)`).FindStringSubmatch(s)
+		if m == nil {
+			return -1
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	same := bytes.Equal(outs[0], outs[1])
+	verdict := "met"
+	if c := calls(summaries[1]); c < 0 || float64(c) > 1.1*customers || !same {
+		verdict = "MISSED"
+	}
+	fmt.Printf("\nfewer calls, cache: %d records over %d customers (90%% repeats), parallelism 32, L = %v\n", records, customers, fewerLatency)
+	fmt.Printf("uncached: %s\ncached:   %s\n", summaries[0], summaries[1])
+	fmt.Printf("target: calls <= 1.1 x %d distinct lookups = %d: %d calls, enriched records identical to the uncached run: %v: %s\n",
+		customers, int(1.1*customers), calls(summaries[1]), same, verdict)
 	return nil
 }
+
+var cacheSummaryRe = regexp.MustCompile(`records: .*`)
 
 func (r *fewerRun) line() string {
 	if r.err != nil {

@@ -45,6 +45,9 @@ func summarize(inIDs []string, out files, wall time.Duration, svc *service, call
 	}
 	line := fmt.Sprintf("records: in=%d out=%d failed=%d wall=%s throughput=%.0f/s calls=%d overloaded=%d concurrency=%d",
 		len(inIDs), enriched, failed, wall.Round(time.Millisecond), float64(len(inIDs))/wall.Seconds(), calls.calls, calls.overloaded, calls.limit)
+	if *cacheFlag != "" {
+		line += fmt.Sprintf(" hit_rate=%.3f", float64(calls.cacheHits)/float64(max(calls.cacheHits+calls.cacheMisses, 1)))
+	}
 	if calls.requests > 0 {
 		line += fmt.Sprintf(" requests=%d per_request=%.1f", calls.requests, float64(calls.requestItems)/float64(calls.requests))
 	}

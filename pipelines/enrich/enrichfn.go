@@ -16,13 +16,17 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
 
-// record is one input line, its number and its priority (see
-// --priority_field).
+// record is one input line, its number, its priority (see
+// --priority_field) and its key.
 type record struct {
 	Line     string
 	LineNo   int
 	Priority int
+	Key      string
 }
+
+// recordKey is the cache key of --cache: a record's customer (its key).
+func recordKey(r record) string { return r.Key }
 
 // recordPriority is the async transform's priority function.
 func recordPriority(r record) int { return r.Priority }
@@ -82,7 +86,7 @@ func (f *keyByField) ProcessElement(l numberedLine, emit func(string, record), b
 		bad(badLine{numberedLine: l, Error: err.Error()})
 		return
 	}
-	emit(key, record{Line: l.Text, LineNo: l.N, Priority: prio})
+	emit(key, record{Line: l.Text, LineNo: l.N, Priority: prio, Key: key})
 }
 
 // enrichFn is an ordinary synchronous DoFn: one blocking HTTP call per

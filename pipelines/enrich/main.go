@@ -77,6 +77,9 @@ var (
 	batchSize   = flag.Int("batch_size", 0, "send records to the service's batch endpoint, up to this many per call (async.BatchParDo; 0: one record per call)")
 	batchWait   = flag.Duration("batch_wait", 0, "with --batch_size: how long a batch that is not full waits for more records")
 	itemCost    = flag.Duration("batch_item_cost", 200*time.Microsecond, "latency the loopback service adds per record of a batch call, on top of --latency")
+	byCustomer  = flag.Bool("lookup_by_customer", false, "look up each record's customer profile (the service's /enrich/profile) and join it to the records by customer, instead of enriching each record by its own call")
+	cacheFlag   = flag.String("cache", "", "SIZE,TTL: keep customer profiles in each worker (async.WithCache keyed by customer, such as 100000,10m); implies --lookup_by_customer")
+	sharedCache = flag.Bool("shared_cache", false, "with --cache: keep the profiles in Redis (--redis) too, shared by workers and runs")
 )
 
 func init() {
@@ -91,6 +94,14 @@ func init() {
 	register.Emitter1[string]()
 	register.Function1x2(failureJSON)
 	beam.RegisterType(reflect.TypeOf((*enrichBatchFn)(nil)).Elem())
+	register.DoFn4x1[context.Context, string, record, func(string), error](&profileFn{})
+	register.Function1x1(recordKey)
+	register.Function1x3(profileByCustomer)
+	register.Function1x3(failedLineByCustomer)
+	register.Function5x1(mergeProfiles)
+	register.Iter1[record]()
+	register.Iter1[string]()
+	register.Iter1[int]()
 }
 
 func main() {
@@ -130,8 +141,11 @@ func run(ctx context.Context) error {
 		}
 		defer svc.stop(context.Background())
 		url = svc.url
-		if *batchSize > 0 {
+		switch {
+		case *batchSize > 0:
 			url += "/batch"
+		case lookupForm():
+			url += "/profile"
 		}
 	}
 	fmt.Printf("enrich: %d records from %s, key %q, service %s, runner %s\n", len(inIDs), inPath, *keyField, url, runner.Name())
@@ -183,7 +197,9 @@ func pipeline(inPath, url string, out files) (*beam.Pipeline, error) {
 		return nil, err
 	}
 	var enriched, failures beam.PCollection
-	if *batchSize > 0 {
+	if lookupForm() {
+		enriched, failures, err = lookupPipeline(s, keyed, url, opts)
+	} else if *batchSize > 0 {
 		enriched, failures, err = async.TryBatchParDoWithFailures(s, &enrichBatchFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed, opts...)
 	} else {
 		enriched, failures, err = async.TryParDoWithFailures(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed, opts...)
@@ -218,6 +234,18 @@ func asyncOptions() ([]async.Option, error) {
 		}
 		opts = append(opts, async.WithSharedRateLimit(async.SharedRateLimit{Redis: *redisAddr, Key: *rateKey, PerSecond: *sharedRate, Burst: burstFor(*sharedRate)}))
 	}
+	if *cacheFlag != "" {
+		c, err := cacheOption()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, c)
+	} else if *sharedCache {
+		return nil, fmt.Errorf("--shared_cache needs --cache SIZE,TTL")
+	}
+	if *batchSize > 0 && lookupForm() {
+		return nil, fmt.Errorf("--batch_size does not go with --lookup_by_customer or --cache (yet): the profile lookup is one call per record")
+	}
 	if *batchSize > 0 {
 		opts = append(opts, async.WithBatchSize(*batchSize), async.WithBatchWait(*batchWait))
 	} else if *batchSize < 0 || *batchWait != 0 {
@@ -239,6 +267,32 @@ func asyncOptions() ([]async.Option, error) {
 		opts = append(opts, async.WithListener(&async.JSONLinesListener{Path: *events}))
 	}
 	return opts, nil
+}
+
+// lookupForm says whether the job looks up customer profiles and joins
+// them (lookup.go) rather than enriching each record by its own call.
+func lookupForm() bool { return *byCustomer || *cacheFlag != "" }
+
+// cacheOption is WithCache from --cache and --shared_cache: keyed by
+// customer, since a profile depends on the customer alone.
+func cacheOption() (async.Option, error) {
+	var size int
+	var ttlText string
+	if n, err := fmt.Sscanf(strings.Replace(*cacheFlag, ",", " ", 1), "%d %s", &size, &ttlText); err != nil || n != 2 {
+		return nil, fmt.Errorf("--cache=%q: want SIZE,TTL, such as 100000,10m", *cacheFlag)
+	}
+	ttl, err := time.ParseDuration(ttlText)
+	if err != nil {
+		return nil, fmt.Errorf("--cache=%q: the TTL: %w", *cacheFlag, err)
+	}
+	c := async.Cache{Size: size, TTL: ttl, KeyFn: recordKey}
+	if *sharedCache {
+		if *redisAddr == "" {
+			return nil, fmt.Errorf("--shared_cache needs --redis host:port (integration/redis.sh starts one)")
+		}
+		c.Redis, c.Prefix = *redisAddr, "asyncbeam:enrich:profiles"
+	}
+	return async.WithCache(c), nil
 }
 
 // burstFor is --rate_burst, or a hundredth of the rate.
@@ -381,6 +435,7 @@ func isTerminal(f *os.File) bool {
 type callFigures struct {
 	calls, overloaded, limit int64
 	requests, requestItems   int64 // with --batch_size
+	cacheHits, cacheMisses   int64 // with --cache
 }
 
 func callFiguresOf(res beam.PipelineResult) callFigures {
@@ -396,6 +451,10 @@ func callFiguresOf(res beam.PipelineResult) callFigures {
 				f.requests += c.Result()
 			case async.MetricRequestItems:
 				f.requestItems += c.Result()
+			case async.MetricCacheHits:
+				f.cacheHits += c.Result()
+			case async.MetricCacheMisses:
+				f.cacheMisses += c.Result()
 			}
 		}
 	}

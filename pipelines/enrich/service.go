@@ -105,6 +105,7 @@ func startService(latency, itemCost time.Duration, errorRate float64, limits ser
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /enrich", s.enrich)
 	mux.HandleFunc("POST /enrich/batch", s.enrichBatch)
+	mux.HandleFunc("POST /enrich/profile", s.profile)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)
 	go func() {
@@ -153,6 +154,31 @@ func (s *service) enrichBatch(w http.ResponseWriter, r *http.Request) {
 		out[i] = enrich(rec)
 	}
 	json.NewEncoder(w).Encode(out)
+}
+
+// profile answers a customer's profile: {"customer_id": X} in, the fields
+// of enrich that depend on the customer alone out (--lookup_by_customer).
+func (s *service) profile(w http.ResponseWriter, r *http.Request) {
+	done := s.arrive(r)
+	defer done()
+	var req struct {
+		Customer string `json:"customer_id"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Customer == "" {
+		http.Error(w, "want {\"customer_id\": ...}", http.StatusBadRequest)
+		return
+	}
+	s.items.Add(1)
+	if s.serve(w, r, s.latency) {
+		json.NewEncoder(w).Encode(customerProfile(req.Customer))
+	}
+}
+
+// customerProfile is the part of enrich that depends on the customer only.
+func customerProfile(customer string) map[string]any {
+	h := fnv.New32a()
+	fmt.Fprint(h, customer)
+	return map[string]any{"segment": []string{"new", "regular", "loyal", "vip"}[h.Sum32()%4], "customer_risk": float64(h.Sum32()%100) / 200}
 }
 
 // arrive counts a call as it arrives; the returned func ends it.

@@ -1,0 +1,149 @@
+package main
+
+// The job's lookup form (--lookup_by_customer, and --cache, which implies
+// it): the async transform looks up each record's customer profile, an
+// answer that depends on the customer alone, so that async.WithCache can
+// key it by customer; a join by customer then merges each record with its
+// customer's profile. A record whose lookup failed for good is in the
+// failure output and is left out of the join, so that every record is in
+// exactly one of the two files.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async"
+)
+
+// profileFn looks up a record's customer profile: one call per record (or
+// none, from the cache), whose output is the profile with the customer's
+// ID, the same for every record of the customer.
+type profileFn struct {
+	ServiceURL string
+	TimeoutMs  int64
+
+	client *http.Client
+}
+
+func (f *profileFn) Setup() {
+	f.client = &http.Client{Timeout: time.Duration(f.TimeoutMs) * time.Millisecond}
+}
+
+func (f *profileFn) ProcessElement(ctx context.Context, customer string, _ record, emit func(string)) error {
+	body, _ := json.Marshal(map[string]string{"customer_id": customer})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.ServiceURL, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := f.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
+	if err := async.CheckResponse(resp); err != nil {
+		return fmt.Errorf("profile service: %w (%s)", err, bytes.TrimSpace(answer))
+	}
+	var prof map[string]any
+	if err := json.Unmarshal(answer, &prof); err != nil {
+		return async.Permanent(fmt.Errorf("profile service answered with invalid JSON: %w", err))
+	}
+	out, err := json.Marshal(profile{Customer: customer, Fields: prof})
+	if err != nil {
+		return err
+	}
+	emit(string(out))
+	return nil
+}
+
+// profile is profileFn's output.
+type profile struct {
+	Customer string         `json:"customer"`
+	Fields   map[string]any `json:"fields"`
+}
+
+// profileByCustomer keys a profile by its customer.
+func profileByCustomer(p string) (string, string, error) {
+	var prof profile
+	if err := json.Unmarshal([]byte(p), &prof); err != nil {
+		return "", "", fmt.Errorf("a profile that is not JSON: %w", err)
+	}
+	return prof.Customer, p, nil
+}
+
+// failedLineByCustomer keys a failed lookup's line number by its customer.
+func failedLineByCustomer(f async.Failure) (string, int, error) {
+	v, err := recordDecoder.Decode(bytes.NewReader(f.Value))
+	if err != nil {
+		return "", 0, fmt.Errorf("decoding a failed record: %w", err)
+	}
+	r := v.(record)
+	return r.Key, r.LineNo, nil
+}
+
+// mergeProfiles merges each record of a customer with the customer's
+// profile, but for the records whose lookup failed for good. Every record
+// whose lookup succeeded has a profile: one missing is a bug, and fails.
+func mergeProfiles(customer string, records func(*record) bool, profiles func(*string) bool, failed func(*int) bool, emit func(string)) error {
+	var p string
+	for profiles(&p) {
+		break // all of a customer's profiles are alike
+	}
+	gone := map[int]bool{}
+	var line int
+	for failed(&line) {
+		gone[line] = true
+	}
+	var prof profile
+	if p != "" {
+		if err := json.Unmarshal([]byte(p), &prof); err != nil {
+			return err
+		}
+	}
+	var r record
+	for records(&r) {
+		if gone[r.LineNo] {
+			continue
+		}
+		if p == "" {
+			return fmt.Errorf("customer %s: record on line %d has neither a profile nor a failure", customer, r.LineNo)
+		}
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(r.Line), &rec); err != nil {
+			return fmt.Errorf("record on line %d: %w", r.LineNo, err)
+		}
+		for k, v := range prof.Fields {
+			rec[k] = v
+		}
+		out, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		emit(string(out))
+	}
+	return nil
+}
+
+// lookupPipeline is the lookup form's middle: profiles by customer, then
+// the join; it returns the enriched records and the failure records.
+func lookupPipeline(s beam.Scope, keyed beam.PCollection, url string, opts []async.Option) (enriched, failures beam.PCollection, err error) {
+	profiles, failures, err := async.TryParDoWithFailures(s, &profileFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed, opts...)
+	if err != nil {
+		return beam.PCollection{}, beam.PCollection{}, err
+	}
+	byCustomer := beam.ParDo(s, profileByCustomer, profiles)
+	failedLines := beam.ParDo(s, failedLineByCustomer, failures)
+	joined := beam.CoGroupByKey(s, keyed, byCustomer, failedLines)
+	return beam.ParDo(s, mergeProfiles, joined), failures, nil
+}
