@@ -3,9 +3,10 @@ package main
 // The fewer-calls suite (issue 22), its bounded part: the enrich job in a
 // process of its own against its loopback service (L = 20 ms a call, plus
 // 0.2 ms per record of a batch call), at parallelism 8, with one record per
-// call and with batches of 10, 50 and 200 (async.BatchParDo); and its
-// lookup form (customer profiles joined to the records) on records of which
-// nine in ten repeat a customer, without and with --cache. Its figures come
+// call and with batches of 10, 50 and 200 (async.BatchParDo); and, at
+// parallelism 32, its lookup form (customer profiles joined to the records)
+// on records of which nine in ten repeat a customer, without and with
+// --cache. Its figures come
 // from the job's summary line and its output files. Run only when named
 // (--suites fewer).
 

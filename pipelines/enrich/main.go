@@ -27,6 +27,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -77,7 +78,7 @@ var (
 	batchSize   = flag.Int("batch_size", 0, "send records to the service's batch endpoint, up to this many per call (async.BatchParDo; 0: one record per call)")
 	batchWait   = flag.Duration("batch_wait", 0, "with --batch_size: how long a batch that is not full waits for more records")
 	itemCost    = flag.Duration("batch_item_cost", 200*time.Microsecond, "latency the loopback service adds per record of a batch call, on top of --latency")
-	byCustomer  = flag.Bool("lookup_by_customer", false, "look up each record's customer profile (the service's /enrich/profile) and join it to the records by customer, instead of enriching each record by its own call")
+	byCustomer  = flag.Bool("lookup_by_customer", false, "look up each record's customer (the --key_field value) profile and join it to the records by customer, instead of enriching each record by its own call; the loopback service's /enrich/profile answers, a --service_url must take {\"customer_id\": X} and answer a JSON object")
 	cacheFlag   = flag.String("cache", "", "SIZE,TTL: keep customer profiles in each worker (async.WithCache keyed by customer, such as 100000,10m); implies --lookup_by_customer")
 	sharedCache = flag.Bool("shared_cache", false, "with --cache: keep the profiles in Redis (--redis) too, shared by workers and runs")
 )
@@ -276,21 +277,25 @@ func lookupForm() bool { return *byCustomer || *cacheFlag != "" }
 // cacheOption is WithCache from --cache and --shared_cache: keyed by
 // customer, since a profile depends on the customer alone.
 func cacheOption() (async.Option, error) {
-	var size int
-	var ttlText string
-	if n, err := fmt.Sscanf(strings.Replace(*cacheFlag, ",", " ", 1), "%d %s", &size, &ttlText); err != nil || n != 2 {
-		return nil, fmt.Errorf("--cache=%q: want SIZE,TTL, such as 100000,10m", *cacheFlag)
-	}
-	ttl, err := time.ParseDuration(ttlText)
-	if err != nil {
-		return nil, fmt.Errorf("--cache=%q: the TTL: %w", *cacheFlag, err)
+	sizeText, ttlText, ok := strings.Cut(*cacheFlag, ",")
+	size, err := strconv.Atoi(sizeText)
+	ttl, ttlErr := time.ParseDuration(ttlText)
+	if !ok || err != nil || ttlErr != nil || size <= 0 || ttl <= 0 {
+		return nil, fmt.Errorf("--cache=%q: want SIZE,TTL with both > 0, such as 100000,10m", *cacheFlag)
 	}
 	c := async.Cache{Size: size, TTL: ttl, KeyFn: recordKey}
 	if *sharedCache {
 		if *redisAddr == "" {
 			return nil, fmt.Errorf("--shared_cache needs --redis host:port (integration/redis.sh starts one)")
 		}
-		c.Redis, c.Prefix = *redisAddr, "asyncbeam:enrich:profiles"
+		// Profiles are the same for one service and one key field: runs
+		// against the loopback service (whose answers do not change) share
+		// them; another service or key field does not see them.
+		service := *serviceURL
+		if service == "" {
+			service = "loopback"
+		}
+		c.Redis, c.Prefix = *redisAddr, "asyncbeam:enrich:profiles:"+*keyField+":"+service
 	}
 	return async.WithCache(c), nil
 }

@@ -280,6 +280,7 @@ func TestBundleEvictedWorkIsStartedAgain(t *testing.T) {
 	if err := f.ProcessElement(ctx, 0, "a", 1, emit, nil); err != nil { // its gate is shut: the call runs
 		t.Fatal(err)
 	}
+	waitForCall(t, gateID(name, "a", 1))
 	evictStale(t, h, 1)
 	book.open(gateID(name, "a", 1))
 	if err := f.FinishBundle(ctx, emit, nil); err != nil {
@@ -431,6 +432,7 @@ func TestBundleOrderedEvictedHeadStartsAgain(t *testing.T) {
 	if err := f.ProcessElement(ctx, 0, "a", 1, emit, nil); err != nil { // its gate is shut: the call runs
 		t.Fatal(err)
 	}
+	waitForCall(t, gateID(name, "a", 1))
 	evictStale(t, h, 1)
 	for v := 2; v <= 4; v++ {
 		book.open(gateID(name, "a", v))
@@ -556,6 +558,7 @@ func TestBundleOrderedEvictedKeepsTheBound(t *testing.T) {
 		if err := f.ProcessElement(ctx, 0, "a", v, emit, nil); err != nil {
 			t.Fatal(err)
 		}
+		waitForCall(t, gateID(name, "a", v))
 	}
 	p := evictStale(t, h, 2)
 	deadline := time.Now().Add(10 * time.Second)
@@ -611,6 +614,18 @@ func TestBundleOrderedEvictedKeepsTheBound(t *testing.T) {
 // evictStale lets an hour pass on the harness's clock and evicts the work
 // of every owner idle since (as a bundle that needs room would), checking
 // that want tasks went; it returns the pool.
+// waitForCall waits until the call of id has begun: a test that evicts a
+// running call must not evict it while it still waits for its slot or its
+// gate (it would never be called, and the test would test nothing).
+func waitForCall(t *testing.T, id string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); book.count(id) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the call of %s did not begin", id)
+		}
+	}
+}
+
 func evictStale(t *testing.T, h *harness, want int) *state.Pool {
 	t.Helper()
 	p, _ := h.c.pool()
