@@ -14,7 +14,6 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -67,15 +66,11 @@ func (r *fewerRun) parse() {
 }
 
 func runFewerSuite() error {
-	dir, err := os.MkdirTemp("", "bench-fewer-")
+	dir, bin, err := buildEnrich("bench-fewer-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "enrich")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/asyncbeam/asyncbeam/pipelines/enrich").CombinedOutput(); err != nil {
-		return fmt.Errorf("building the enrich job: %v\n%s", err, out)
-	}
 	runs := []*fewerRun{
 		{name: "element", desc: "one record per call (12,000 records: its rate is steady from the first second)", records: 12000},
 		{name: "batch10", desc: "batches of 10", batch: 10, records: 30000},

@@ -53,15 +53,11 @@ const (
 )
 
 func runServiceSuite() error {
-	dir, err := os.MkdirTemp("", "bench-service-")
+	dir, bin, err := buildEnrich("bench-service-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	bin := filepath.Join(dir, "enrich")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/asyncbeam/asyncbeam/pipelines/enrich").CombinedOutput(); err != nil {
-		return fmt.Errorf("building the enrich job: %v\n%s", err, out)
-	}
 	capacity := []string{"--service_capacity=" + strconv.Itoa(svcCapacity), "--latency=" + svcLatency.String(), "--generate=30000", "--customers=20000"}
 	runs := []*serviceRun{
 		{name: "fixed64", desc: "fixed parallelism 64", args: append(capacity, "--concurrency=64")},
@@ -91,6 +87,20 @@ func runServiceSuite() error {
 		fmt.Println("charts:", file)
 	}
 	return nil
+}
+
+// buildEnrich builds the enrich job into a new temporary directory (named
+// from pattern), which the caller removes.
+func buildEnrich(pattern string) (dir, bin string, err error) {
+	if dir, err = os.MkdirTemp("", pattern); err != nil {
+		return "", "", err
+	}
+	bin = filepath.Join(dir, "enrich")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/asyncbeam/asyncbeam/pipelines/enrich").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", "", fmt.Errorf("building the enrich job: %v\n%s", err, out)
+	}
+	return dir, bin, nil
 }
 
 // runEnrich runs the job and returns its output.

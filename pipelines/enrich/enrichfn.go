@@ -128,26 +128,10 @@ func (f *enrichFn) ProcessElement(ctx context.Context, key string, r record, emi
 }
 
 func (f *enrichFn) call(ctx context.Context, line string) (map[string]any, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.ServiceURL, bytes.NewBufferString(line))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
 	// The attempt's number, so that the loopback service can count retries.
-	req.Header.Set("X-Attempt", strconv.Itoa(async.Attempt(ctx)))
-	resp, err := f.client.Do(req)
+	body, err := postJSON(ctx, f.client, f.ServiceURL, "enrichment service", []byte(line), async.Attempt(ctx), 1<<20)
 	if err != nil {
 		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return nil, err
-	}
-	// 429 and 503 are overload (retried after Retry-After, and they slow
-	// the pool down), other 4xx permanent, other errors retried.
-	if err := async.CheckResponse(resp); err != nil {
-		return nil, fmt.Errorf("enrichment service: %w (%s)", err, bytes.TrimSpace(body))
 	}
 	var extra map[string]any
 	if err := json.Unmarshal(body, &extra); err != nil {
@@ -217,26 +201,42 @@ func (f *enrichBatchFn) call(ctx context.Context, recs []json.RawMessage) ([]map
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.ServiceURL, bytes.NewReader(payload))
+	answer, err := postJSON(ctx, f.client, f.ServiceURL, "enrichment service", payload, 0, 64<<20)
 	if err != nil {
 		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, err
-	}
-	if err := async.CheckResponse(resp); err != nil {
-		return nil, fmt.Errorf("enrichment service: %w (%s)", err, bytes.TrimSpace(answer))
 	}
 	var out []map[string]any
 	if err := json.Unmarshal(answer, &out); err != nil {
 		return nil, fmt.Errorf("enrichment service answered a batch with invalid JSON: %w", err)
 	}
 	return out, nil
+}
+
+// postJSON posts body to url and returns the answer's body (at most limit
+// bytes). attempt, if > 0, goes in an X-Attempt header (the loopback
+// service counts retries by it). 429 and 503 are overload (retried after
+// Retry-After, and they slow the pool down), other 4xx permanent, other
+// errors retried (async.CheckResponse); what names the service in them.
+func postJSON(ctx context.Context, client *http.Client, url, what string, body []byte, attempt int, limit int64) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if attempt > 0 {
+		req.Header.Set("X-Attempt", strconv.Itoa(attempt))
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return nil, err
+	}
+	if err := async.CheckResponse(resp); err != nil {
+		return nil, fmt.Errorf("%s: %w (%s)", what, err, bytes.TrimSpace(answer))
+	}
+	return answer, nil
 }

@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -38,22 +37,9 @@ func (f *profileFn) Setup() {
 
 func (f *profileFn) ProcessElement(ctx context.Context, customer string, _ record, emit func(string)) error {
 	body, _ := json.Marshal(map[string]string{"customer_id": customer})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.ServiceURL, bytes.NewReader(body))
+	answer, err := postJSON(ctx, f.client, f.ServiceURL, "profile service", body, 0, 1<<20)
 	if err != nil {
 		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := f.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return err
-	}
-	if err := async.CheckResponse(resp); err != nil {
-		return fmt.Errorf("profile service: %w (%s)", err, bytes.TrimSpace(answer))
 	}
 	var prof map[string]any
 	if err := json.Unmarshal(answer, &prof); err != nil {

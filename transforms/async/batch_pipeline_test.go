@@ -18,7 +18,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
@@ -172,16 +171,7 @@ func TestPipelineBatchFailuresAndRetries(t *testing.T) {
 			svc := startBatchService(t)
 			p, s := beam.NewPipelineWithRoot()
 			s = s.Scope("bulk")
-			var col beam.PCollection
-			if unbounded {
-				const ticks = 3
-				interval := 100 * time.Millisecond
-				start := time.Now().Truncate(time.Second)
-				impulses := periodic.Impulse(s, start, start.Add(ticks*interval), interval, false)
-				col = beam.ParDo(s, &fanOut{PerTick: n / ticks, Keys: 7, StartMs: start.UnixMilli(), IntervalMs: interval.Milliseconds()}, impulses)
-			} else {
-				col = input(s, n, 7)
-			}
+			col := inputOf(s, n, unbounded)
 			out, failures := async.BatchParDoWithFailures(s, &bulkLookup{URL: svc.URL}, col, async.WithParallelism(2),
 				async.WithBatchSize(25), async.WithBatchWait(20*time.Millisecond), async.WithMaxAttempts(3), async.WithBackoff(async.FixedBackoff(10*time.Millisecond)),
 				async.WithCallbackFrequency(200*time.Millisecond))

@@ -66,22 +66,26 @@ func profileOutputs(n int) []any {
 	return want
 }
 
+// inputOf is n elements over 7 keys: bounded (input), or from an unbounded
+// source in three ticks 100 ms apart.
+func inputOf(s beam.Scope, n int, unbounded bool) beam.PCollection {
+	if !unbounded {
+		return input(s, n, 7)
+	}
+	const ticks = 3
+	interval := 100 * time.Millisecond
+	start := time.Now().Truncate(time.Second)
+	impulses := periodic.Impulse(s, start, start.Add(ticks*interval), interval, false)
+	return beam.ParDo(s, &fanOut{PerTick: n / ticks, Keys: 7, StartMs: start.UnixMilli(), IntervalMs: interval.Milliseconds()}, impulses)
+}
+
 // runProfiles runs n elements through profileLookup with opts against svc,
 // bounded or not, checks the outputs and returns the transform's counters.
 func runProfiles(t *testing.T, svc *refusingService, n int, unbounded bool, opts ...async.Option) map[string]int64 {
 	t.Helper()
 	p, s := beam.NewPipelineWithRoot()
 	s = s.Scope("profiles")
-	var col beam.PCollection
-	if unbounded {
-		const ticks = 3
-		interval := 100 * time.Millisecond
-		start := time.Now().Truncate(time.Second)
-		impulses := periodic.Impulse(s, start, start.Add(ticks*interval), interval, false)
-		col = beam.ParDo(s, &fanOut{PerTick: n / ticks, Keys: 7, StartMs: start.UnixMilli(), IntervalMs: interval.Milliseconds()}, impulses)
-	} else {
-		col = input(s, n, 7)
-	}
+	col := inputOf(s, n, unbounded)
 	opts = append([]async.Option{async.WithParallelism(8), async.WithCallbackFrequency(200 * time.Millisecond)}, opts...)
 	out, failures := async.ParDoWithFailures(s, &profileLookup{URL: svc.URL}, col, opts...)
 	passert.Equals(s, out, profileOutputs(n)...)

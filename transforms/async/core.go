@@ -38,7 +38,7 @@ type core struct {
 	// scan is over the whole pool, so it runs at most once a second.
 	lastEvict time.Time
 	// lastGuardPublish is when this instance last published the guard's
-	// counts (publishGuardSometimes).
+	// counts (publishSharedSometimes).
 	lastGuardPublish time.Time
 	// waitPeriod, when set, replaces the bundle path's waitPeriod (tests).
 	waitPeriod time.Duration

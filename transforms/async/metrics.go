@@ -110,13 +110,7 @@ func (m *metrics) observeRunning(ctx context.Context, t *state.Task) {
 // publish adds what happened off the bundle's goroutines since the last
 // callback (listener panics) to the Beam metrics, with a bundle's context.
 func (f *core) publish(ctx context.Context, pool *state.Pool) {
-	f.publishGuardSometimes(ctx, pool)
-	if f.Cache != nil {
-		f.publishCache(ctx)
-	}
-	if f.Batch != nil {
-		f.publishBatches(ctx)
-	}
+	f.publishSharedSometimes(ctx, pool)
 	if f.Listener == nil {
 		return
 	}
@@ -128,16 +122,23 @@ func (f *core) publish(ctx context.Context, pool *state.Pool) {
 	}
 }
 
-// publishGuardSometimes publishes the guard's counts (see publishGuard) at
+// publishSharedSometimes publishes the counts kept by the transform's
+// per-process objects (the guard, the result cache, the batch counts) at
 // most ten times a second per instance, since publish runs for every
-// element; and whenever no call is unfinished, so that the last counts of a
-// pipeline are published by its last callback (publishGuard does nothing
-// when no count changed).
-func (f *core) publishGuardSometimes(ctx context.Context, pool *state.Pool) {
+// element and each looks its object up; and whenever no call is
+// unfinished, so that the last counts of a pipeline are published by its
+// last callback (each does nothing when no count changed).
+func (f *core) publishSharedSometimes(ctx context.Context, pool *state.Pool) {
 	now := f.clock.Now()
 	if now.Sub(f.lastGuardPublish) < 100*time.Millisecond && pool.Unfinished() > 0 {
 		return
 	}
 	f.lastGuardPublish = now
 	f.publishGuard(ctx, pool)
+	if f.Cache != nil {
+		f.publishCache(ctx)
+	}
+	if f.Batch != nil {
+		f.publishBatches(ctx)
+	}
 }
