@@ -68,7 +68,7 @@ var (
 	backoff     = flag.Duration("backoff", 50*time.Millisecond, "delay before the first retry, doubling up to 5s")
 	concurrency = flag.Int("concurrency", 32, "calls in flight at once per worker (the async transform's parallelism)")
 	buffer      = flag.Int("buffer", 0, "elements in flight per worker, waiting for a slot or running (0: the transform's default, max(2*concurrency, 10))")
-	held        = flag.Int("held", 0, "elements held per worker, in flight or awaiting commit: the memory bound (0: the transform's default, 64*concurrency)")
+	held        = flag.Int("held", 0, "elements held per worker, in flight or awaiting commit: the memory bound (0: the transform's default, 64*concurrency, times --batch_size with batches)")
 	ordered     = flag.Bool("ordered", false, "commit each key's records in input order")
 	priority    = flag.String("priority_field", "", "record field holding an integer priority: higher starts first when calls wait for a slot")
 	events      = flag.String("events", "", "write every record's lifecycle events to this JSON Lines file (on the worker)")

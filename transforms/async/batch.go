@@ -143,7 +143,10 @@ func WithBatchPerKey() Option {
 }
 
 // resolveBatch checks the batch options and sizes the buffers for batches:
-// Parallelism requests of Size elements in flight, as many gathering.
+// Parallelism requests of Size elements in flight, as many gathering; and
+// the held bound by async.ParDo's rule (64 × the elements in flight at
+// once), so that it does not cap unbounded throughput below the batches'
+// limit for requests of 16 ms or more.
 func (s *settings) resolveBatch() {
 	b := &s.batch
 	if !b.on {
@@ -162,7 +165,7 @@ func (s *settings) resolveBatch() {
 		s.buffer = max(2*s.parallelism*b.size, 10)
 	}
 	if s.held == 0 {
-		s.held = max(64*s.parallelism, 2*s.buffer)
+		s.held = max(64*s.parallelism*b.size, s.buffer)
 	}
 }
 

@@ -96,3 +96,32 @@ func TestSendBatchRunsEveryAfterOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestBatchDefaults: a BatchParDo's buffer lets batches fill (2 × P ×
+// size), and its held bound follows async.ParDo's rule over the elements in
+// flight (64 × P × size), never below a buffer the user set; async.ParDo's
+// defaults are unchanged.
+func TestBatchDefaults(t *testing.T) {
+	tests := []struct {
+		name                 string
+		opts                 []Option
+		wantBuffer, wantHeld int
+	}{
+		{"ParDo", []Option{WithParallelism(8)}, 16, 512},
+		{"batches of 50", []Option{batched, WithParallelism(8), WithBatchSize(50)}, 800, 25600},
+		{"default size", []Option{batched, WithParallelism(2)}, 2 * 2 * DefaultBatchSize, 64 * 2 * DefaultBatchSize},
+		{"a larger buffer", []Option{batched, WithParallelism(1), WithBatchSize(2), WithMaxItemsToBuffer(1000)}, 1000, 1000},
+		{"held set", []Option{batched, WithParallelism(8), WithBatchSize(50), WithMaxItemsHeld(900)}, 800, 900},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := resolve(tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.buffer != tt.wantBuffer || s.held != tt.wantHeld {
+				t.Errorf("buffer, held = %d, %d; want %d, %d", s.buffer, s.held, tt.wantBuffer, tt.wantHeld)
+			}
+		})
+	}
+}

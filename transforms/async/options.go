@@ -106,7 +106,9 @@ func WithMaxItemsToBuffer(n int) Option {
 // finished and waiting for their key's commit. It is the bound on worker
 // memory (see the package doc): an element that finds no room stays in bag
 // state only and is started by its key's callback once there is room. Must
-// be at least the buffer. Default: max(64*parallelism, buffer).
+// be at least the buffer. Default: max(64*parallelism, buffer); for
+// BatchParDo 64*parallelism*batch size (parallelism*batch size elements are
+// in flight at once).
 //
 // Because results keep their places until committed, it also caps
 // throughput: on unbounded input at about held / (call latency + commit
