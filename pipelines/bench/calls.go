@@ -45,6 +45,16 @@ func (c caller) call(ctx context.Context, v string) error {
 	if c.SlowEvery > 0 && slices.Contains(c.SlowAt, indexOf(v)%c.SlowEvery) {
 		d = time.Duration(float64(d) * c.SlowX)
 	}
+	return c.wait(ctx, d)
+}
+
+// callBatch makes one request for n elements: L plus itemCost per element.
+func (c caller) callBatch(ctx context.Context, n int, itemCost time.Duration) error {
+	return c.wait(ctx, time.Duration(c.LatencyUs)*time.Microsecond+time.Duration(n)*itemCost)
+}
+
+// wait takes d: a sleep, or a request the loopback service answers after d.
+func (c caller) wait(ctx context.Context, d time.Duration) error {
 	if c.URL == "" {
 		t := time.NewTimer(d)
 		defer t.Stop()

@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -27,6 +28,23 @@ func (f *syncFn) ProcessElement(ctx context.Context, _ string, v string, emit fu
 		return err
 	}
 	emit(v)
+	return nil
+}
+
+// batchCallFn is what async.BatchParDo wraps in the fewer suite: one
+// request for a whole batch, then every element back unchanged.
+type batchCallFn struct {
+	Caller     caller
+	ItemCostUs int64
+}
+
+func (f *batchCallFn) ProcessBatch(ctx context.Context, _ []string, values []string, emit func(int, string)) error {
+	if err := f.Caller.callBatch(ctx, len(values), time.Duration(f.ItemCostUs)*time.Microsecond); err != nil {
+		return err
+	}
+	for i, v := range values {
+		emit(i, v)
+	}
 	return nil
 }
 
@@ -222,6 +240,7 @@ func emitAndClear(sp beamstate.Provider, bag *beamstate.Bag[string], emit func(s
 }
 
 func init() {
+	beam.RegisterType(reflect.TypeOf((*batchCallFn)(nil)).Elem())
 	register.DoFn4x1[context.Context, string, string, func(string), error](&syncFn{})
 	register.DoFn3x0[string, string, func(string)](&passthroughFn{})
 	register.DoFn4x0[context.Context, string, string, func(string)](&bundleFn{})

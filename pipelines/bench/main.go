@@ -40,7 +40,8 @@
 // --window_kinds), csweep (callback frequencies), overload (a source above
 // capacity), heavytail (2% of calls 50 × slower), hotkey (one key), steady
 // (a longer source), sparse (a key sees an element about once a minute) and
-// quiet (a burst, then a source with nothing to emit: CPU while idle). Runs
+// quiet (a burst, then a source with nothing to emit: CPU while idle);
+// and, only when named, service and fewer (see their files). Runs
 // on an unbounded source are repeated (--repeat), interleaved: every spec
 // once, then every spec again; tables give the median with min and max.
 // The program prints the commit it started at, a markdown table per suite
@@ -61,7 +62,7 @@ import (
 )
 
 var (
-	suitesFlag       = flag.String("suites", strings.Join(suiteNames, ","), "suites to run: "+strings.Join(suiteNames, ", ")+"; and service (issue 21: the enrich job against a service with a capacity, run only when named; its shared-rate row needs $ASYNCBEAM_REDIS), fewer (issue 22: the enrich job with one record per call and with batches, run only when named)")
+	suitesFlag       = flag.String("suites", strings.Join(suiteNames, ","), "suites to run: "+strings.Join(suiteNames, ", ")+"; and service (issue 21: the enrich job against a service with a capacity, run only when named; its shared-rate row needs $ASYNCBEAM_REDIS), fewer (issue 22: unbounded rows of async.ParDo and BatchParDo at 0.8 of their limits, then the enrich job with one record per call, with batches and with the cache; run only when named)")
 	latency          = flag.Duration("latency", 20*time.Millisecond, "latency L of one call")
 	par              = flag.Int("p", 64, "parallelism P of async, bundle, eager and python")
 	freq             = flag.Duration("c", time.Second, "callback frequency C of async and python (and timeronly's timer period)")
@@ -82,6 +83,10 @@ var (
 	steadyFor        = flag.Duration("steady_for", 30*time.Second, "steady: how long the source emits")
 	sparseFor        = flag.Duration("sparse_for", time.Minute, "sparse: how long the source emits")
 	quietIdle        = flag.Duration("quiet_idle", 30*time.Second, "quiet: how long the source keeps ticking without elements after its burst")
+	fewerP           = flag.Int("fewer_p", 2, "fewer: the parallelism of its unbounded rows")
+	fewerExtra       = flag.String("fewer_extra", "10,50", "fewer: batch sizes of extra unbounded rows at the bounded half's parallelism 8 (empty: none)")
+	fewerBatches     = flag.String("fewer_batches", "1,10,50,200", "fewer: the batch sizes of its unbounded rows (1: async.ParDo, one element a call)")
+	fewerBounded     = flag.Bool("fewer_bounded", true, "fewer: also run its bounded half (the enrich job, batches and the cache)")
 	cSweep           = flag.String("c_sweep", "100ms,250ms,1s", "csweep: callback frequencies")
 	repeat           = flag.Int("repeat", 3, "runs of each unbounded-source workload but steady (median, min and max are reported)")
 	runTimeout       = flag.Duration("run_timeout", 15*time.Minute, "give up on a run (and count it failed) after this long")
@@ -130,7 +135,7 @@ func main() {
 // on every contender rather than on one row's repeats.
 func runAll() error {
 	names, service, fewer := withoutProcessSuites(list(*suitesFlag))
-	if fewer {
+	if fewer && *fewerBounded {
 		defer func() {
 			if err := runFewerSuite(); err != nil {
 				fmt.Fprintln(os.Stderr, "bench: fewer suite:", err)
@@ -139,9 +144,6 @@ func runAll() error {
 	}
 	if len(names) == 0 && service {
 		return runServiceSuite()
-	}
-	if len(names) == 0 && !service {
-		return nil // only fewer, deferred above
 	}
 	specs, err := suites(names)
 	if err != nil {
@@ -219,7 +221,8 @@ func reportFile() error {
 
 // withoutProcessSuites takes the suites that run the enrich job in
 // processes of their own (service_suite.go, fewer_suite.go), not specs of
-// the harness, out of the list.
+// the harness, out of the list. fewer has both: its unbounded rows are
+// specs and stay in the list.
 func withoutProcessSuites(names []string) (rest []string, service, fewer bool) {
 	for _, n := range names {
 		switch n {
@@ -227,6 +230,7 @@ func withoutProcessSuites(names []string) (rest []string, service, fewer bool) {
 			service = true
 		case "fewer":
 			fewer = true
+			rest = append(rest, n)
 		default:
 			rest = append(rest, n)
 		}

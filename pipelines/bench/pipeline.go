@@ -86,6 +86,10 @@ func contender(s beam.Scope, sp spec, c caller, keyed beam.PCollection) (beam.PC
 		if sp.AsyncHeld > 0 {
 			opts = append(opts, async.WithMaxItemsHeld(sp.AsyncHeld))
 		}
+		if sp.Batch > 0 {
+			opts = append(opts, async.WithBatchSize(sp.Batch))
+			return async.TryBatchParDo(s, &batchCallFn{Caller: c, ItemCostUs: sp.ItemCost.Microseconds()}, keyed, opts...)
+		}
 		return async.TryParDo(s, &syncFn{Caller: c}, keyed, opts...)
 	case "timeronly":
 		if sp.Bounded {

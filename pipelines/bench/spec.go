@@ -54,6 +54,13 @@ type spec struct {
 	// AsyncBuffer and AsyncHeld override the transform's defaults (0: keep).
 	AsyncBuffer int `json:"async_buffer,omitempty"`
 	AsyncHeld   int `json:"async_held,omitempty"`
+	// Batch > 0 runs async as a BatchParDo of up to Batch elements a request
+	// against a batch endpoint whose call takes L + ItemCost per element of
+	// the request (the fewer suite); the limit is then P × Batch / (L +
+	// Batch × ItemCost). Other contenders ignore it: for them it only names
+	// the rate the row shares.
+	Batch    int           `json:"batch,omitempty"`
+	ItemCost time.Duration `json:"item_cost_ns,omitempty"`
 }
 
 // held is async's WithMaxItemsHeld for the run: the flag, or the
@@ -90,8 +97,14 @@ func (s spec) meanLatency() time.Duration {
 }
 
 // limitRate is P / mean latency: the most calls per second any contender
-// can make.
-func (s spec) limitRate() float64 { return float64(s.P) / s.meanLatency().Seconds() }
+// can make. With batches it is the most elements a second: P requests of
+// Batch elements each, each request taking L + Batch × ItemCost.
+func (s spec) limitRate() float64 {
+	if s.Batch > 0 {
+		return float64(s.P*s.Batch) / (s.Latency + time.Duration(s.Batch)*s.ItemCost).Seconds()
+	}
+	return float64(s.P) / s.meanLatency().Seconds()
+}
 
 // ratePerS is the source rate, elements per second.
 func (s spec) ratePerS() float64 { return s.Rate * float64(s.P) / s.Latency.Seconds() }
@@ -140,6 +153,8 @@ func (s spec) shape() string {
 	var b strings.Builder
 	if s.Bounded {
 		fmt.Fprintf(&b, "N=%d keys=%s", s.N, keysText(s.Keys, s.N))
+	} else if s.Batch > 0 {
+		fmt.Fprintf(&b, "%.2g×limit keys=%d for=%v batches of %d (L+%v each)", s.ratePerS()/s.limitRate(), s.Keys, s.For, s.Batch, s.ItemCost)
 	} else {
 		fmt.Fprintf(&b, "%.2g×P/L keys=%d for=%v", s.Rate, s.Keys, s.For)
 		if s.Idle > 0 {

@@ -227,6 +227,41 @@ var suiteSpecs = map[string]func() ([]spec, error){
 		}
 		return out, nil
 	},
+	// The fewer-calls suite's unbounded half (issue 22; its bounded half is
+	// fewer_suite.go): against the loopback service (L a request plus
+	// 0.2 ms per element of a batch), a source at 0.8 of each one's limit
+	// over 1,000 keys: one element a call (P / L), and BatchParDo with
+	// batches of --fewer_batches (P × n / (L + n × 0.2 ms)), beside
+	// passthrough and timeronly at the same rates. At --fewer_p (2: the
+	// limits stay within what prism's stateful stage moves on two cores,
+	// up to 5,333/s), and in extra rows at the bounded half's parallelism
+	// 8 with batches of --fewer_extra (whose limits pass it). Run only when
+	// named (--suites fewer).
+	"fewer": func() ([]spec, error) {
+		var out []spec
+		add := func(p, batch int, label string) {
+			for _, c := range []string{"passthrough", "timeronly", "async"} {
+				s := base()
+				s.P, s.Latency, s.Call, s.Keys, s.Contender, s.Label = p, fewerLatency, "http", 1000, c, label
+				if batch > 1 {
+					s.Batch, s.ItemCost = batch, fewerItemCost
+				}
+				s.Rate = 0.8 * s.limitRate() / (float64(s.P) / s.Latency.Seconds())
+				out = append(out, s)
+			}
+		}
+		for _, batch := range intList(*fewerBatches) {
+			label := fmt.Sprintf("P=%d", *fewerP)
+			if batch <= 1 {
+				label += ", one element a call"
+			}
+			add(*fewerP, batch, label)
+		}
+		for _, batch := range intList(*fewerExtra) {
+			add(fewerParallelism, batch, fmt.Sprintf("extra: P=%d, the bounded half's", fewerParallelism))
+		}
+		return out, nil
+	},
 	// A burst, then a source that keeps ticking without elements: what a
 	// contender costs while there is nothing to do.
 	"quiet": func() ([]spec, error) {

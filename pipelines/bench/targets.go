@@ -69,9 +69,9 @@ func (c *checker) ref(suite, contender string, match func(spec) bool) (row, stri
 // same matches specs of the same workload.
 func same(s spec) func(spec) bool {
 	return func(o spec) bool {
-		return o.Bounded == s.Bounded && o.N == s.N && o.Keys == s.Keys && o.Rate == s.Rate && o.C == s.C && o.For == s.For &&
+		return o.Bounded == s.Bounded && o.P == s.P && o.N == s.N && o.Keys == s.Keys && o.Rate == s.Rate && o.C == s.C && o.For == s.For &&
 			o.Idle == s.Idle && o.SlowEvery == s.SlowEvery && slices.Equal(o.SlowAt, s.SlowAt) && o.SlowX == s.SlowX &&
-			o.window() == s.window() && o.Windows == s.Windows
+			o.window() == s.window() && o.Windows == s.Windows && o.Batch == s.Batch
 	}
 }
 
@@ -113,6 +113,13 @@ func checkTargets(rows []row) []target {
 			})
 		case "windows":
 			c.keepUp(a, a.C+time.Second)
+		case "fewer": // issue 22: batches of 50 at 0.8 of their limit, p99 ≤ C + 1 s + the batch wait (0: the default)
+			if a.Batch != 50 {
+				continue // the other sizes are shown, not judged
+			}
+			why := c.runnerCannot(a)
+			c.sustains(a, why)
+			c.p99Within(a, a.C+time.Second, why)
 		case "windowed":
 			c.add(fmt.Sprintf("windowed %s: async ≥ 0.85 of the limit", a.shape()), a, "", func() (bool, string) {
 				return a.stat(ratio).med >= 0.85, fmt.Sprintf("%.2f", a.stat(ratio).med)
@@ -189,19 +196,43 @@ func (c *checker) againstPython() {
 // p99 within bound, at no more than 0.3 CPU s (worker and runner) per 1,000
 // outputs; in every run.
 func (c *checker) keepUp(a row, p99Bound time.Duration) {
+	c.sustains(a, "")
+	c.p99Within(a, p99Bound, "")
+	name := fmt.Sprintf("%s %s: async", a.Suite, a.shape())
+	c.add(name+" ≤ 0.3 CPU s (worker + runner) per 1,000 outputs (every run)", a, "", func() (bool, string) {
+		return a.stat(cpu).hi <= 0.3, fmt.Sprintf("worst %.3f (worker %.3f, runner %.3f)", a.stat(cpu).hi, a.stat(cpuWorker).hi, a.stat(cpuRunner).hi)
+	})
+}
+
+// sustains adds keepUp's rate target; missing, when not empty, says why it
+// is not judged.
+func (c *checker) sustains(a row, missing string) {
 	want, why := 0.97*a.ratePerS()*float64(a.window().perElement()), "≥ 0.97 × the source rate"
 	if f, missing := c.ref(a.Suite, "passthrough", same(a.spec)); missing == "" && f.stat(sustained).med < want {
 		want, why = f.stat(sustained).med, "≥ passthrough's median rate (the runner cannot keep up even without calls)"
 	}
-	name := fmt.Sprintf("%s %s: async", a.Suite, a.shape())
-	c.add(name+" sustains "+why+" (every run)", a, "", func() (bool, string) {
+	c.add(fmt.Sprintf("%s %s: async sustains %s (every run)", a.Suite, a.shape(), why), a, missing, func() (bool, string) {
 		return a.stat(sustained).lo >= want, fmt.Sprintf("worst %.0f/s, want %.0f/s", a.stat(sustained).lo, want)
 	})
-	c.add(name+fmt.Sprintf(" p99 ≤ %v (every run)", p99Bound), a, "", func() (bool, string) {
-		return a.stat(p99).hi <= float64(p99Bound.Milliseconds()), fmt.Sprintf("worst %.0f ms", a.stat(p99).hi)
-	})
-	c.add(name+" ≤ 0.3 CPU s (worker + runner) per 1,000 outputs (every run)", a, "", func() (bool, string) {
-		return a.stat(cpu).hi <= 0.3, fmt.Sprintf("worst %.3f (worker %.3f, runner %.3f)", a.stat(cpu).hi, a.stat(cpuWorker).hi, a.stat(cpuRunner).hi)
+}
+
+// runnerCannot says why a's rate is beyond the runner here when timeronly,
+// the same state and timers with no call, does not sustain 0.9 of it on the
+// same workload (its sustained rate reads 0.95 to 1.03 of the source's
+// where it keeps up); else "".
+func (c *checker) runnerCannot(a row) string {
+	t, missing := c.ref(a.Suite, "timeronly", same(a.spec))
+	if missing != "" || t.stat(sustained).med >= 0.9*a.ratePerS() {
+		return ""
+	}
+	return fmt.Sprintf("timeronly, the same state and timers with no call, sustains %.0f/s of the source's %.0f/s (median): the runner's stateful stage cannot move this rate on this machine",
+		t.stat(sustained).med, a.ratePerS())
+}
+
+// p99Within adds keepUp's latency target, as sustains.
+func (c *checker) p99Within(a row, bound time.Duration, missing string) {
+	c.add(fmt.Sprintf("%s %s: async p99 ≤ %v (every run)", a.Suite, a.shape(), bound), a, missing, func() (bool, string) {
+		return a.stat(p99).hi <= float64(bound.Milliseconds()), fmt.Sprintf("worst %.0f ms", a.stat(p99).hi)
 	})
 }
 
