@@ -51,6 +51,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -130,32 +131,38 @@ func main() {
 	}
 }
 
-// runAll runs the suites asked for: every spec once, then every spec that
-// repeats once more, and so on, so that a slow patch of the machine falls
-// on every contender rather than on one row's repeats.
+// runAll runs the suites asked for: the harness's specs first, then the
+// suites that run the enrich job in processes of their own (service, the
+// bounded half of fewer).
 func runAll() error {
 	names, service, fewer := withoutProcessSuites(list(*suitesFlag))
-	if fewer && *fewerBounded {
-		defer func() {
-			if err := runFewerSuite(); err != nil {
-				fmt.Fprintln(os.Stderr, "bench: fewer suite:", err)
-			}
-		}()
-	}
-	if len(names) == 0 && service {
-		return runServiceSuite()
-	}
 	specs, err := suites(names)
 	if err != nil {
 		return err
 	}
-	if service {
-		defer func() {
-			if err := runServiceSuite(); err != nil {
-				fmt.Fprintln(os.Stderr, "bench: service suite:", err)
-			}
-		}()
+	if len(specs) > 0 {
+		if err := runSpecs(specs); err != nil {
+			return err
+		}
 	}
+	var errs []error
+	if service {
+		if err := runServiceSuite(); err != nil {
+			errs = append(errs, fmt.Errorf("service suite: %w", err))
+		}
+	}
+	if fewer && *fewerBounded {
+		if err := runFewerSuite(); err != nil {
+			errs = append(errs, fmt.Errorf("fewer suite: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runSpecs runs every spec once, then every spec that repeats once more,
+// and so on, so that a slow patch of the machine falls on every contender
+// rather than on one row's repeats.
+func runSpecs(specs []spec) error {
 	co := startCheckout()
 	if *jsonPath != "" && co.dirty != "" && !*allowDirty {
 		return fmt.Errorf("the work tree differs from commit %s (%s): commit, or pass --allow_dirty to write a run stamped %s", co.commit, co.dirty, co.stamp())

@@ -64,16 +64,18 @@ type spec struct {
 }
 
 // held is async's WithMaxItemsHeld for the run: the flag, or the
-// transform's default, max(64 P, buffer).
+// transform's default, max(64 P, buffer), with batches max(64 P × Batch,
+// buffer).
 func (s spec) held() int {
 	if s.AsyncHeld > 0 {
 		return s.AsyncHeld
 	}
+	inFlight := s.P * max(1, s.Batch)
 	buffer := s.AsyncBuffer
 	if buffer == 0 {
-		buffer = max(2*s.P, 10)
+		buffer = max(2*inFlight, 10)
 	}
-	return max(64*s.P, buffer)
+	return max(64*inFlight, buffer)
 }
 
 // slowCount is how many elements in SlowEvery are slow.
@@ -154,7 +156,7 @@ func (s spec) shape() string {
 	if s.Bounded {
 		fmt.Fprintf(&b, "N=%d keys=%s", s.N, keysText(s.Keys, s.N))
 	} else if s.Batch > 0 {
-		fmt.Fprintf(&b, "%.2g×limit keys=%d for=%v batches of %d (L+%v each)", s.ratePerS()/s.limitRate(), s.Keys, s.For, s.Batch, s.ItemCost)
+		fmt.Fprintf(&b, "%.2g×limit keys=%d for=%v batches of %d (L + %v per element)", s.ratePerS()/s.limitRate(), s.Keys, s.For, s.Batch, s.ItemCost)
 	} else {
 		fmt.Fprintf(&b, "%.2g×P/L keys=%d for=%v", s.Rate, s.Keys, s.For)
 		if s.Idle > 0 {

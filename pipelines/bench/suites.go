@@ -233,10 +233,12 @@ var suiteSpecs = map[string]func() ([]spec, error){
 	// over 1,000 keys: one element a call (P / L), and BatchParDo with
 	// batches of --fewer_batches (P × n / (L + n × 0.2 ms)), beside
 	// passthrough and timeronly at the same rates. At --fewer_p (2: the
-	// limits stay within what prism's stateful stage moves on two cores,
-	// up to 5,333/s), and in extra rows at the bounded half's parallelism
-	// 8 with batches of --fewer_extra (whose limits pass it). Run only when
-	// named (--suites fewer).
+	// source rates, up to 5,333/s, stay within what prism's stateful stage
+	// moves on two cores), and in extra rows at the bounded half's
+	// parallelism 8 with batches of --fewer_extra (whose rates may pass
+	// it). The rows call the loopback service over HTTP with L = 20 ms,
+	// whatever --call, --latency and --p say. Run only when named (--suites
+	// fewer).
 	"fewer": func() ([]spec, error) {
 		var out []spec
 		add := func(p, batch int, label string) {
@@ -258,6 +260,9 @@ var suiteSpecs = map[string]func() ([]spec, error){
 			add(*fewerP, batch, label)
 		}
 		for _, batch := range intList(*fewerExtra) {
+			if *fewerP == fewerParallelism && slices.Contains(intList(*fewerBatches), batch) {
+				continue // a row of the sweep already
+			}
 			add(fewerParallelism, batch, fmt.Sprintf("extra: P=%d, the bounded half's", fewerParallelism))
 		}
 		return out, nil

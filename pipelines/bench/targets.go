@@ -113,7 +113,7 @@ func checkTargets(rows []row) []target {
 			})
 		case "windows":
 			c.keepUp(a, a.C+time.Second)
-		case "fewer": // issue 22: batches of 50 at 0.8 of their limit, p99 ≤ C + 1 s + the batch wait (0: the default)
+		case "fewer": // issue 22: batches of 50 at 0.8 of their limit, p99 ≤ C + 1 s (+ the batch wait, which the bench leaves at 0)
 			if a.Batch != 50 {
 				continue // the other sizes are shown, not judged
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,23 +100,32 @@ func TestSendBatchRunsEveryAfterOnce(t *testing.T) {
 
 // TestBatchDefaults: a BatchParDo's buffer lets batches fill (2 × P ×
 // size), and its held bound follows async.ParDo's rule over the elements in
-// flight (64 × P × size), never below a buffer the user set; async.ParDo's
-// defaults are unchanged.
+// flight (64 × P × size), never below a buffer the user set; a held bound
+// set below the buffer is refused; async.ParDo's defaults are unchanged.
 func TestBatchDefaults(t *testing.T) {
 	tests := []struct {
 		name                 string
 		opts                 []Option
 		wantBuffer, wantHeld int
+		wantErr              string
 	}{
-		{"ParDo", []Option{WithParallelism(8)}, 16, 512},
-		{"batches of 50", []Option{batched, WithParallelism(8), WithBatchSize(50)}, 800, 25600},
-		{"default size", []Option{batched, WithParallelism(2)}, 2 * 2 * DefaultBatchSize, 64 * 2 * DefaultBatchSize},
-		{"a larger buffer", []Option{batched, WithParallelism(1), WithBatchSize(2), WithMaxItemsToBuffer(1000)}, 1000, 1000},
-		{"held set", []Option{batched, WithParallelism(8), WithBatchSize(50), WithMaxItemsHeld(900)}, 800, 900},
+		{name: "ParDo", opts: []Option{WithParallelism(8)}, wantBuffer: 16, wantHeld: 512},
+		{name: "batches of 50", opts: []Option{batched, WithParallelism(8), WithBatchSize(50)}, wantBuffer: 800, wantHeld: 25600},
+		{name: "default size", opts: []Option{batched, WithParallelism(2)}, wantBuffer: 2 * 2 * DefaultBatchSize, wantHeld: 64 * 2 * DefaultBatchSize},
+		{name: "a larger buffer", opts: []Option{batched, WithParallelism(1), WithBatchSize(2), WithMaxItemsToBuffer(1000)}, wantBuffer: 1000, wantHeld: 1000},
+		{name: "held set", opts: []Option{batched, WithParallelism(8), WithBatchSize(50), WithMaxItemsHeld(900)}, wantBuffer: 800, wantHeld: 900},
+		{name: "both set", opts: []Option{batched, WithParallelism(8), WithBatchSize(50), WithMaxItemsToBuffer(100), WithMaxItemsHeld(300)}, wantBuffer: 100, wantHeld: 300},
+		{name: "held below the default buffer", opts: []Option{batched, WithParallelism(8), WithBatchSize(50), WithMaxItemsHeld(500)}, wantErr: "WithMaxItemsHeld(500) is smaller than the buffer 800"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, err := resolve(tt.opts)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one saying %q", err, tt.wantErr)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}

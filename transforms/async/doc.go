@@ -157,10 +157,11 @@
 // # Memory and buffers
 //
 // One worker process holds, per transform, at most WithMaxItemsHeld elements
-// (default 64 x parallelism): admitted and waiting, running, or finished and
-// awaiting their commit. Of those, at most WithMaxItemsToBuffer (default
-// 2 x parallelism, as in Beam Python's AsyncWrapper) are in flight, handed to
-// the slots; the others wait in the worker, by priority, for a place. A
+// (default 64 x parallelism; for BatchParDo 64 x parallelism x batch size):
+// admitted and waiting, running, or finished and awaiting their commit. Of
+// those, at most WithMaxItemsToBuffer (default 2 x parallelism, as in Beam
+// Python's AsyncWrapper; for BatchParDo 2 x parallelism x batch size) are in
+// flight, handed to the slots; the others wait in the worker, by priority, for a place. A
 // waiting element has no goroutine. With WithOrdered on unbounded input the
 // worker holds one more element per key (its earliest, started so the key
 // cannot be stuck; two for a moment after a failed callback of the key); on

@@ -107,8 +107,8 @@ func WithMaxItemsToBuffer(n int) Option {
 // memory (see the package doc): an element that finds no room stays in bag
 // state only and is started by its key's callback once there is room. Must
 // be at least the buffer. Default: max(64*parallelism, buffer); for
-// BatchParDo 64*parallelism*batch size (parallelism*batch size elements are
-// in flight at once).
+// BatchParDo max(64*parallelism*batch size, buffer) (parallelism*batch size
+// elements are in flight at once, so memory grows with the batch size).
 //
 // Because results keep their places until committed, it also caps
 // throughput: on unbounded input at about held / (call latency + commit
@@ -116,7 +116,8 @@ func WithMaxItemsToBuffer(n int) Option {
 // key's next ProcessElement or timer (at most about the callback
 // frequency), so keep it above rate x (latency + frequency); the default
 // allows 64 x parallelism per second at the default 1 s frequency, the limit
-// for calls of 16 ms. On bounded input (any windowing), results are emitted
+// for calls of 16 ms (BatchParDo's, 64 x parallelism x batch size: the limit
+// for requests of 16 ms). On bounded input (any windowing), results are emitted
 // by their own bundle as they finish, and ProcessElement waits for a place
 // when none is free, so the default is enough at any input size.
 func WithMaxItemsHeld(n int) Option {
