@@ -89,18 +89,27 @@ func (f *keyByField) ProcessElement(l numberedLine, emit func(string, record), b
 	emit(key, record{Line: l.Text, LineNo: l.N, Priority: prio, Key: key})
 }
 
-// enrichFn is an ordinary synchronous DoFn: one blocking HTTP call per
-// record. The async transform runs it concurrently.
-type enrichFn struct {
+// serviceClient is what the job's fns share: the service's URL, and an
+// HTTP client with the job's timeout, made in Setup.
+type serviceClient struct {
 	ServiceURL string
 	TimeoutMs  int64
 
 	client *http.Client
 }
 
-func (f *enrichFn) Setup() {
-	f.client = &http.Client{Timeout: time.Duration(f.TimeoutMs) * time.Millisecond}
+// clientOf is the serviceClient of the service at url, with --http_timeout.
+func clientOf(url string) serviceClient {
+	return serviceClient{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}
 }
+
+func (c *serviceClient) Setup() {
+	c.client = &http.Client{Timeout: time.Duration(c.TimeoutMs) * time.Millisecond}
+}
+
+// enrichFn is an ordinary synchronous DoFn: one blocking HTTP call per
+// record. The async transform runs it concurrently.
+type enrichFn struct{ serviceClient }
 
 // ProcessElement calls the service and emits the record with the enrichment
 // merged in. Errors the service could recover from (5xx, a broken connection,
@@ -144,16 +153,7 @@ func (f *enrichFn) call(ctx context.Context, line string) (map[string]any, error
 // one call for many records. A record that is not JSON, or that the service
 // answers with an error, fails on its own, for good; a failed call fails
 // them all, to be retried.
-type enrichBatchFn struct {
-	ServiceURL string
-	TimeoutMs  int64
-
-	client *http.Client
-}
-
-func (f *enrichBatchFn) Setup() {
-	f.client = &http.Client{Timeout: time.Duration(f.TimeoutMs) * time.Millisecond}
-}
+type enrichBatchFn struct{ serviceClient }
 
 func (f *enrichBatchFn) ProcessBatch(ctx context.Context, keys []string, recs []record, emit func(int, string)) ([]error, error) {
 	errs := make([]error, len(recs))

@@ -13,8 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
@@ -24,16 +22,7 @@ import (
 // profileFn looks up a record's customer profile: one call per record (or
 // none, from the cache), whose output is the profile with the customer's
 // ID, the same for every record of the customer.
-type profileFn struct {
-	ServiceURL string
-	TimeoutMs  int64
-
-	client *http.Client
-}
-
-func (f *profileFn) Setup() {
-	f.client = &http.Client{Timeout: time.Duration(f.TimeoutMs) * time.Millisecond}
-}
+type profileFn struct{ serviceClient }
 
 func (f *profileFn) ProcessElement(ctx context.Context, customer string, _ record, emit func(string)) error {
 	body, _ := json.Marshal(map[string]string{"customer_id": customer})
@@ -124,7 +113,7 @@ func mergeProfiles(customer string, records func(*record) bool, profiles func(*s
 // lookupPipeline is the lookup form's middle: profiles by customer, then
 // the join; it returns the enriched records and the failure records.
 func lookupPipeline(s beam.Scope, keyed beam.PCollection, url string, opts []async.Option) (enriched, failures beam.PCollection, err error) {
-	profiles, failures, err := async.TryParDoWithFailures(s, &profileFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed, opts...)
+	profiles, failures, err := async.TryParDoWithFailures(s, &profileFn{clientOf(url)}, keyed, opts...)
 	if err != nil {
 		return beam.PCollection{}, beam.PCollection{}, err
 	}

@@ -201,9 +201,9 @@ func pipeline(inPath, url string, out files) (*beam.Pipeline, error) {
 	if lookupForm() {
 		enriched, failures, err = lookupPipeline(s, keyed, url, opts)
 	} else if *batchSize > 0 {
-		enriched, failures, err = async.TryBatchParDoWithFailures(s, &enrichBatchFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed, opts...)
+		enriched, failures, err = async.TryBatchParDoWithFailures(s, &enrichBatchFn{clientOf(url)}, keyed, opts...)
 	} else {
-		enriched, failures, err = async.TryParDoWithFailures(s, &enrichFn{ServiceURL: url, TimeoutMs: httpTimeout.Milliseconds()}, keyed, opts...)
+		enriched, failures, err = async.TryParDoWithFailures(s, &enrichFn{clientOf(url)}, keyed, opts...)
 	}
 	if err != nil {
 		return nil, err

@@ -20,38 +20,13 @@ var errorsType = reflect.TypeOf([]error(nil))
 
 // inspectBatchFn is inspectFn for BatchParDo's fn.
 func inspectBatchFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) {
-	if fn == nil {
-		return userSpec{}, nil, fmt.Errorf("fn is nil: pass a pointer to a registered struct with a method %s, or a registered function of that form", expectedBatchShape)
-	}
-	v := reflect.ValueOf(fn)
-	switch {
-	case v.Kind() == reflect.Func:
-		out, err := checkBatch(v.Type(), keyT, valT, "fn")
-		if err != nil {
-			return userSpec{}, nil, err
-		}
-		encoded, err := encodeFunc("fn", fn)
-		if err != nil {
-			return userSpec{}, nil, err
-		}
-		return userSpec{Func: encoded, Batch: true}, out, nil
-	case v.Kind() == reflect.Ptr && v.Type().Elem().Kind() == reflect.Struct:
-		t, err := registeredStruct("batch fn", v)
-		if err != nil {
-			return userSpec{}, nil, err
-		}
-		out, err := checkBatchStruct(v.Type(), keyT, valT)
-		if err != nil {
-			return userSpec{}, nil, err
-		}
-		spec, err := structSpec(fn, t)
-		spec.Batch = true
-		return spec, out, err
-	case v.Kind() == reflect.Struct:
-		return userSpec{}, nil, fmt.Errorf("fn is a %v value: pass a pointer (&%v{...}) so that its methods are found", v.Type(), v.Type().Name())
-	default:
-		return userSpec{}, nil, fmt.Errorf("fn is a %v: want a pointer to a registered struct with a method %s, or a registered function of that form", v.Type(), expectedBatchShape)
-	}
+	return inspectForm(fn, fnForm{
+		accepts:     "a pointer to a registered struct with a method " + expectedBatchShape + ", or a registered function of that form",
+		what:        "batch fn",
+		checkFunc:   func(ft reflect.Type) (reflect.Type, error) { return checkBatch(ft, keyT, valT, "fn") },
+		checkStruct: func(pt reflect.Type) (reflect.Type, error) { return checkBatchStruct(pt, keyT, valT) },
+		batch:       true,
+	})
 }
 
 // checkBatchStruct checks a batch DoFn struct: ProcessBatch, Setup and

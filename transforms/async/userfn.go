@@ -57,13 +57,42 @@ type signature struct {
 // inspectFn checks fn against the input's key and value types and returns the
 // spec that will be shipped to workers and the output type.
 func inspectFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) {
+	return inspectForm(fn, fnForm{
+		accepts: "a pointer to a registered DoFn struct or a registered function of the form " + expectedShape,
+		what:    "fn",
+		checkFunc: func(ft reflect.Type) (reflect.Type, error) {
+			sig, err := checkProcess(ft, keyT, valT, "fn")
+			return sig.output, err
+		},
+		checkStruct: func(pt reflect.Type) (reflect.Type, error) {
+			sig, err := checkStruct(pt, keyT, valT)
+			return sig.output, err
+		},
+	})
+}
+
+// fnForm is one form of wrapped fn (async.ParDo's, BatchParDo's): what
+// inspectForm checks a function or a struct pointer against.
+type fnForm struct {
+	accepts string // what a fn may be, in errors
+	what    string // the fn, as registeredStruct names it
+	// checkFunc and checkStruct check a function's type, or a struct
+	// pointer's type, and return the output type.
+	checkFunc, checkStruct func(reflect.Type) (reflect.Type, error)
+	batch                  bool
+}
+
+// inspectForm checks fn, a registered function or a pointer to a registered
+// struct, against form, and returns the spec that will be shipped to
+// workers and the output type.
+func inspectForm(fn any, form fnForm) (userSpec, reflect.Type, error) {
 	if fn == nil {
-		return userSpec{}, nil, fmt.Errorf("fn is nil: pass a pointer to a registered DoFn struct or a registered function of the form %s", expectedShape)
+		return userSpec{}, nil, fmt.Errorf("fn is nil: pass %s", form.accepts)
 	}
 	v := reflect.ValueOf(fn)
 	switch {
 	case v.Kind() == reflect.Func:
-		sig, err := checkProcess(v.Type(), keyT, valT, "fn")
+		out, err := form.checkFunc(v.Type())
 		if err != nil {
 			return userSpec{}, nil, err
 		}
@@ -71,22 +100,23 @@ func inspectFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) 
 		if err != nil {
 			return userSpec{}, nil, err
 		}
-		return userSpec{Func: encoded}, sig.output, nil
+		return userSpec{Func: encoded, Batch: form.batch}, out, nil
 	case v.Kind() == reflect.Ptr && v.Type().Elem().Kind() == reflect.Struct:
-		t, err := registeredStruct("fn", v)
+		t, err := registeredStruct(form.what, v)
 		if err != nil {
 			return userSpec{}, nil, err
 		}
-		sig, err := checkStruct(v.Type(), keyT, valT)
+		out, err := form.checkStruct(v.Type())
 		if err != nil {
 			return userSpec{}, nil, err
 		}
 		spec, err := structSpec(fn, t)
-		return spec, sig.output, err
+		spec.Batch = form.batch
+		return spec, out, err
 	case v.Kind() == reflect.Struct:
 		return userSpec{}, nil, fmt.Errorf("fn is a %v value: pass a pointer (&%v{...}) so that its methods are found", v.Type(), v.Type().Name())
 	default:
-		return userSpec{}, nil, fmt.Errorf("fn is a %v: want a pointer to a registered DoFn struct or a registered function of the form %s", v.Type(), expectedShape)
+		return userSpec{}, nil, fmt.Errorf("fn is a %v: want %s", v.Type(), form.accepts)
 	}
 }
 
