@@ -1,16 +1,15 @@
 // Package timers decides when the async transform's commit callbacks fire.
 //
-// A key's commit timer fires on a round increment of the callback frequency,
-// shifted by a phase derived from the key's encoded bytes: every element of a
-// key asks for the same instant, so a busy key does not push its own commit
-// back, and keys spread over a few instants of the period ([PhaseSlots])
-// instead of all firing together, while the keys of one instant are still
-// delivered together, in one bundle. The phase is a hash, not a random
-// number, so it is the same on every worker and after a restart, and no
-// global random generator is touched.
+// A quiet key's commit timer is set for when its started work is expected to
+// have finished, rounded up to the commit grid ([Grid]: a tenth of the
+// callback frequency C, counted from the Unix epoch). Every key shares the
+// grid's instants, so a runner delivers the timers of many keys together, in
+// one bundle, and a result waits at most a grid step past its call.
 //
-// While a key still has work, its callback may re-arm earlier than the next
-// round (see [Rearm]) so that a pool slot freed mid-round does not sit idle.
+// A busy key ([BusyWithin]: an element within C/4 of its last) is committed
+// by its own bundles; its timer is a backstop on a quarter round of C
+// ([PhaseSlots]), far enough ahead that it rarely falls due while the key
+// is in a bundle, which prism re-queues in a loop.
 //
 // [Clock] is the time source; [Manual] is a clock that tests move by hand.
 package timers

@@ -1,38 +1,36 @@
 package timers
 
-import (
-	"hash/fnv"
-	"time"
-)
+import "time"
 
-// MinRearm is the shortest delay Rearm asks for. Below it a runner spends more
-// time delivering timers than the pool gains from them.
+// MinRearm is the shortest delay a commit timer is set ahead. Below it a
+// runner spends more time delivering timers than the pool gains from them.
 const MinRearm = 10 * time.Millisecond
 
-// PhaseSlots is how many distinct phases keys are spread over in a period.
+// PhaseSlots is how many quarter rounds a period of the callback frequency
+// holds: the instants of busy keys' backstops, and the fraction of it
+// within which a key's elements make it busy (BusyWithin).
 //
-// Keys are not given a phase of their own: a runner delivers the timers of
-// keys that fire at the same instant together, in one bundle, and a bundle
-// per key costs far more than the callback itself. Measured on prism
-// (2,560 elements/s over 100 keys, C = 1 s): with a phase per key the
-// transform kept up with 1,930 elements/s at 0.53 CPU s per 1,000; with
-// every key on one phase, with all of them (p99 1.0 s, 0.13 CPU s per
-// 1,000). A few slots keep that batching while still spreading the load of
-// many keys over the period.
+// Timers share instants because a runner delivers the timers of keys that
+// fire at the same instant together, in one bundle, and a bundle per key
+// costs far more than the callback itself. Measured on prism (2,560
+// elements/s over 100 keys, C = 1 s): with an instant per key the transform
+// kept up with 1,930 elements/s at 0.53 CPU s per 1,000; with every key on
+// one instant, with all of them (p99 1.0 s, 0.13 CPU s per 1,000).
 const PhaseSlots = 4
 
-// Phase returns the key's offset within one period of freq: one of
-// PhaseSlots evenly spaced offsets in [0, freq), chosen by a hash of the key
-// bytes (FNV-1a), so every worker agrees. A non-positive freq gives 0.
-func Phase(key []byte, freq time.Duration) time.Duration {
-	if freq <= 0 {
-		return 0
-	}
-	h := fnv.New64a()
-	h.Write(key)
-	slot := h.Sum64() % PhaseSlots
-	return time.Duration(slot) * (freq / PhaseSlots)
-}
+// GridSteps is how many commit instants a period of the callback frequency
+// holds: a quiet key's commit waits at most C / GridSteps past its call.
+const GridSteps = 10
+
+// Grid is the step of the commit grid for callback frequency freq: the
+// instants (multiples of it since the Unix epoch) at which quiet keys'
+// timers are set, shared by all keys so that the runner delivers their
+// callbacks together.
+func Grid(freq time.Duration) time.Duration { return max(freq/GridSteps, MinRearm) }
+
+// BusyWithin is how recently a key must have received an element to count
+// as busy: its next element, not its timer, is expected to commit it.
+func BusyWithin(freq time.Duration) time.Duration { return freq / PhaseSlots }
 
 // NextRound returns the earliest instant strictly after now that lies on a
 // round increment of freq (counted from the Unix epoch) plus phase. Every call
@@ -50,21 +48,4 @@ func NextRound(now time.Time, freq, phase time.Duration) time.Time {
 	}
 	next := time.Unix(0, (rounds+1)*int64(freq)+int64(phase))
 	return next
-}
-
-// Rearm returns when a key's callback should fire again while it still has
-// work: at now plus the expected time for that work to make progress (clamped
-// to at least MinRearm), unless the next round comes first. An expected value
-// of zero or less means "unknown" and gives the next round.
-func Rearm(now, nextRound time.Time, expected time.Duration) time.Time {
-	if expected <= 0 {
-		return nextRound
-	}
-	if expected < MinRearm {
-		expected = MinRearm
-	}
-	if soon := now.Add(expected); soon.Before(nextRound) {
-		return soon
-	}
-	return nextRound
 }

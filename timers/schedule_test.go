@@ -2,7 +2,6 @@ package timers
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 )
@@ -33,62 +32,12 @@ func TestNextRound(t *testing.T) {
 }
 
 func TestNextRoundIsStableWithinAPeriod(t *testing.T) {
-	phase := Phase([]byte("key-7"), time.Second)
+	const phase = 250 * time.Millisecond
 	start := time.Unix(5000, 0)
 	first := NextRound(start, time.Second, phase)
 	for d := time.Duration(0); start.Add(d).Before(first); d += 37 * time.Millisecond {
 		if got := NextRound(start.Add(d), time.Second, phase); !got.Equal(first) {
 			t.Fatalf("NextRound at +%v = %v, want the same instant %v", d, got, first)
-		}
-	}
-}
-
-// TestPhase checks that phases are deterministic, lie on the PhaseSlots
-// evenly spaced offsets of the period, and that many keys use every slot
-// (spread), while no more than PhaseSlots instants are used (batched).
-func TestPhase(t *testing.T) {
-	freq := time.Second
-	a, b := Phase([]byte("a"), freq), Phase([]byte("a"), freq)
-	if a != b {
-		t.Errorf("Phase is not deterministic: %v then %v", a, b)
-	}
-	seen := map[time.Duration]int{}
-	for k := 0; k < 1000; k++ {
-		p := Phase([]byte(fmt.Sprint("key-", k)), freq)
-		if p < 0 || p >= freq || p%(freq/PhaseSlots) != 0 {
-			t.Fatalf("Phase(key-%d) = %v, want one of %d evenly spaced offsets in [0, %v)", k, p, PhaseSlots, freq)
-		}
-		seen[p]++
-	}
-	if len(seen) != PhaseSlots {
-		t.Errorf("1000 keys got %d distinct phases, want all %d", len(seen), PhaseSlots)
-	}
-	for p, n := range seen {
-		if n < 1000/PhaseSlots/2 {
-			t.Errorf("phase %v has %d of 1000 keys; want them spread evenly", p, n)
-		}
-	}
-	if got := Phase([]byte("a"), 0); got != 0 {
-		t.Errorf("Phase with zero frequency = %v, want 0", got)
-	}
-}
-
-func TestRearm(t *testing.T) {
-	now := time.Unix(100, 0)
-	round := now.Add(time.Second)
-	tests := []struct {
-		name     string
-		expected time.Duration
-		want     time.Time
-	}{
-		{"unknown latency waits for the round", 0, round},
-		{"short latency fires early", 40 * time.Millisecond, now.Add(40 * time.Millisecond)},
-		{"tiny latency is clamped", time.Millisecond, now.Add(MinRearm)},
-		{"long latency keeps the round", 3 * time.Second, round},
-	}
-	for _, tc := range tests {
-		if got := Rearm(now, round, tc.expected); !got.Equal(tc.want) {
-			t.Errorf("%s: Rearm(expected=%v) = %v, want %v", tc.name, tc.expected, got, tc.want)
 		}
 	}
 }
@@ -139,5 +88,23 @@ func TestManualSleepEndsWithItsContext(t *testing.T) {
 	}
 	if len(m.sleepers) != 0 {
 		t.Errorf("%d sleepers left after a cancelled Sleep; want 0", len(m.sleepers))
+	}
+}
+
+func TestGridAndBusyWithin(t *testing.T) {
+	for _, tc := range []struct {
+		freq       time.Duration
+		grid, busy time.Duration
+	}{
+		{time.Second, 100 * time.Millisecond, 250 * time.Millisecond},
+		{10 * time.Second, time.Second, 2500 * time.Millisecond},
+		{50 * time.Millisecond, MinRearm, 12500 * time.Microsecond}, // the grid never goes below MinRearm
+	} {
+		if got := Grid(tc.freq); got != tc.grid {
+			t.Errorf("Grid(%v) = %v, want %v", tc.freq, got, tc.grid)
+		}
+		if got := BusyWithin(tc.freq); got != tc.busy {
+			t.Errorf("BusyWithin(%v) = %v, want %v", tc.freq, got, tc.busy)
+		}
 	}
 }

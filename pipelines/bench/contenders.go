@@ -205,22 +205,36 @@ func (f *timerOnlyBatch) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _
 	return emitAndClear(sp, &f.Pending, emit)
 }
 
-// timerOnlyStream is the same on unbounded input: the timer is a
-// processing-time timer at the key's next round of C (one of four instants
-// in each round, as async's). In windows other than the global one it loses
-// elements, and the exactly-once check fails it: prism garbage-collects a
-// window's state and timers once its output watermark passes the window's
-// end, and with them what the bag still holds when the timer is later than
-// that (in fixed 1 s windows, about half of them).
+// timerOnlyStream is the same on unbounded input, with async's timer rules
+// and no call: a quiet key's timer at the next step of the commit grid
+// (timers.Grid, C/10), a busy key's (an element within timers.BusyWithin of
+// its last on this instance) a backstop at least max(C/2, 250 ms) and 1.5
+// times the gap ahead on a quarter round. In windows other than the global
+// one it loses elements, and the exactly-once check fails it: prism
+// garbage-collects a window's state and timers once its output watermark
+// passes the window's end, and with them what the bag still holds when the
+// timer is later than that.
 type timerOnlyStream struct {
 	Pending beamstate.Bag[string]
 	Commit  beamtimers.ProcessingTime
 	CNs     int64
+
+	seen map[string]time.Time // when each key last had an element here
 }
 
 func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Provider, k string, v string, _ func(string)) error {
 	c := time.Duration(f.CNs)
-	f.Commit.Set(tp, timers.NextRound(time.Now(), c, timers.Phase([]byte(k), c)))
+	now := time.Now()
+	if f.seen == nil {
+		f.seen = map[string]time.Time{}
+	}
+	last := f.seen[k]
+	f.seen[k] = now
+	if gap := now.Sub(last); !last.IsZero() && gap < timers.BusyWithin(c) {
+		f.Commit.Set(tp, timers.NextRound(now.Add(max(c/2, 250*time.Millisecond, gap*3/2)), c/timers.PhaseSlots, 0))
+	} else {
+		f.Commit.Set(tp, timers.NextRound(now, timers.Grid(c), 0))
+	}
 	return f.Pending.Add(sp, v)
 }
 

@@ -59,25 +59,54 @@ func TestCommitBasic(t *testing.T) {
 	}
 }
 
-// TestCommitTimerOnRoundIncrement: a quiet key's timer is set to its next
-// round; a busy key (called back again within max(C/2, 250 ms)) has its
-// bundles commit it, and its timer, a backstop, is set a round that far
-// ahead, so that it does not fall due while the key is in a bundle.
-func TestCommitTimerOnRoundIncrement(t *testing.T) {
+// TestCommitTimerOnGrid: a quiet key's timer is set for when its call is
+// expected to finish, on the commit grid (C / 10) that all keys share; a
+// busy key (an element within C/4 of its last) has its bundles commit it,
+// and its timer, a backstop, is set at least half a period ahead on a
+// quarter round, so that it does not fall due while the key is in a bundle;
+// a key whose elements come further apart is quiet again; and a timer that
+// finds the key's call still running comes back on the grid, not at the
+// backstop, however recent the key's element (until a call has finished to
+// measure, a quarter round later).
+func TestCommitTimerOnGrid(t *testing.T) {
 	const c = time.Second
 	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
-	phase := timers.Phase(mustEncode(t, h, "a"), c)
+	p, _ := h.c.pool()
+	grid := timers.Grid(c)
+	if grid != c/10 {
+		t.Fatalf("Grid(%v) = %v, want %v", c, grid, c/10)
+	}
+	h.process(f, "b", 1) // one finished call gives the pool a latency to expect
+	book.open(gateID(t.Name(), "b", 1))
+	h.waitFinished("b", 1)
 	h.process(f, "a", 1)
 	first, _ := h.tm("a").take()
-	if want := timers.NextRound(h.clock.Now(), c, phase); !first.Equal(want) {
-		t.Errorf("first element armed the timer at %v, want the key's next round %v", first, want)
+	if want := timers.NextRound(h.clock.Now().Add(p.ExpectedLatency()), grid, 0); !first.Equal(want) {
+		t.Errorf("a quiet key's element armed the timer at %v, want the next grid step after its expected call, %v", first, want)
 	}
 	h.clock.Advance(100 * time.Millisecond)
 	h.process(f, "a", 2)
 	second, _ := h.tm("a").take()
-	if want := timers.NextRound(h.clock.Now().Add(c/2), c, phase); !second.Equal(want) {
-		t.Errorf("a busy key's timer is at %v, want the round after half a period, %v", second, want)
+	if want := timers.NextRound(h.clock.Now().Add(c/2), c/timers.PhaseSlots, 0); !second.Equal(want) {
+		t.Errorf("a busy key's timer is at %v, want the quarter round after half a period, %v", second, want)
+	}
+	h.clock.Advance(400 * time.Millisecond) // more than C/4 since its last element: quiet
+	h.process(f, "a", 3)
+	third, _ := h.tm("a").take()
+	if want := timers.NextRound(h.clock.Now().Add(p.ExpectedLatency()), grid, 0); !third.Equal(want) {
+		t.Errorf("a key %v after its last element armed the timer at %v, want the grid, %v", 400*time.Millisecond, third, want)
+	}
+	h.clock.Advance(50 * time.Millisecond)
+	if got := mustFire(t, h, f, "a"); len(got) != 0 {
+		t.Fatalf("commit emitted %v while every call runs, want nothing", got)
+	}
+	rearmed, ok := h.tm("a").take()
+	if !ok {
+		t.Fatal("a timer that found running work did not re-arm")
+	}
+	if ahead := rearmed.Sub(h.clock.Now()); ahead > grid+p.ExpectedLatency() {
+		t.Errorf("a timer that found running work 50ms after the key's element re-armed %v ahead, want at most a grid step (%v) past the expected call", ahead, grid)
 	}
 	openAll(t.Name(), "a", 3)
 }
@@ -335,8 +364,8 @@ func TestStaleLocalWorkIsCancelled(t *testing.T) {
 // TestFullBufferQueuesAndRearmsEarly: elements that find no place (here
 // WithMaxItemsHeld(1)) stay in bag state; the timer of a quiet key that
 // leaves some of them queued comes back after the observed call latency, not
-// a whole round later, and one that leaves only running work (with the pool
-// busy) at the next quarter round.
+// a whole round later, and one that leaves only running work on the next
+// step of the commit grid after it.
 func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	name := t.Name()
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithCallbackFrequency(10*time.Second))
@@ -355,8 +384,7 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 		book.open(gateID(name, "a", v))
 	}
 	h.clock.Advance(10 * time.Second) // no element for a while: the key is quiet
-	round := timers.NextRound(h.clock.Now(), 10*time.Second, timers.Phase(mustEncode(t, h, "a"), 10*time.Second))
-	quarter := timers.NextRound(h.clock.Now(), 10*time.Second/timers.PhaseSlots, 0)
+	round := timers.NextRound(h.clock.Now(), 10*time.Second, 0)
 	h.waitFinished("a", 1)
 	h.tm("a").take()
 	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
@@ -373,8 +401,9 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	if got, want := mustFire(t, h, f, "a"), []string{"a:2#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("second commit = %v, want %v", got, want)
 	}
-	if next, _ := h.tm("a").take(); quarter.Sub(next).Abs() >= time.Millisecond { // timers keep milliseconds
-		t.Errorf("re-armed %v ahead with only running work; want the next quarter round, %v ahead", next.Sub(h.clock.Now()), quarter.Sub(h.clock.Now()))
+	step := timers.NextRound(h.clock.Now().Add(p.ExpectedLatency()), timers.Grid(10*time.Second), 0)
+	if next, _ := h.tm("a").take(); step.Sub(next).Abs() >= time.Millisecond { // timers keep milliseconds
+		t.Errorf("re-armed %v ahead with only running work; want the next grid step after the expected call, %v ahead", next.Sub(h.clock.Now()), step.Sub(h.clock.Now()))
 	}
 	book.open(gateID(name, "a", 3))
 	h.waitFinished("a", 3)

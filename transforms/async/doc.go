@@ -43,10 +43,11 @@
 //     each bundle reads the key's bag once and commits its finished results
 //     (keyview.go, commit.go): it holds the same state as a timer callback
 //     and commits atomically with its bundle. A processing-time timer, held
-//     at the earliest pending element's event time, commits keys whose
-//     elements have stopped coming; for a busy key it is a backstop set
-//     beyond the key's next bundle, because prism never fires the timer of a
-//     key in a bundle in progress and re-queues it in a loop meanwhile.
+//     at the earliest pending element's event time, commits a quiet key on
+//     the commit grid (C/10) once its calls are expected to have finished;
+//     for a busy key (an element within C/4 of its last) it is a backstop
+//     set beyond the key's next bundle, because prism never fires the timer
+//     of a key in a bundle in progress and re-queues it in a loop meanwhile.
 //     Elements that find no room wait in a second bag, summarized in the
 //     first, so that a commit never reads a key's backlog unless it can
 //     start some of it.

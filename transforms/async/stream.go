@@ -105,56 +105,54 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 // empty key sets none, so that a bounded pipeline can end), held at their
 // earliest event time.
 //
-// A quiet key's timer commits it: its ProcessElement sets it to the next
-// round, a round that keys share, so the runner delivers their callbacks
-// together. When the timer finds elements queued for room, it comes back when
-// the pool is expected to have reached the key's running work (the observed
-// call latency times held / 2P), so that they do not wait a whole round for
-// the room it frees, and a backlog of many keys does not ask the runner for a
-// callback per key every call; when it finds work still running, at the next
-// quarter round (also shared), or after that same time if the pool has idle
-// slots (nothing else is waiting: the last results of a backlog need not
-// wait). Retries waiting for their backoff come back when the first is due.
+// A quiet key's timer commits it: it is set for when the key's started work
+// is expected to have finished (the observed call latency, times the waves
+// of work the pool holds ahead of it when the pool is full; C/4 while no
+// call has finished to measure), rounded up to
+// the commit grid (timers.Grid: a tenth of C), instants all keys share, so
+// the runner delivers their callbacks together and a result waits at most
+// a grid step past its call. When the timer finds elements queued for room,
+// it comes back when the pool is expected to have reached the key's running
+// work (the observed call latency times held / 2P), so that they do not wait
+// for the room it frees, and a backlog of many keys does not ask the runner
+// for a callback per key every call. Retries waiting for their backoff come
+// back when the first is due.
 //
-// A busy key is committed by its own bundles, and its timer is only a
-// backstop for when they stop: it is set beyond the key's next bundle, at
-// least max(C/2, 250 ms) and one and a half times the gap since its last
-// element ahead, on the next quarter round (instants all keys share). A
+// A busy key, one that received an element within a quarter of C
+// (timers.BusyWithin) before this callback, is committed by its own
+// bundles, and its timer is only a backstop for when they stop: it is set
+// beyond the key's next bundle, at least max(C/2, 250 ms) and one and a half
+// times the gap since its last element ahead, on the next quarter round. A
 // timer that falls due while its key is in a bundle costs the runner dearly
 // (prism re-queues it in a loop until the bundle ends), and under load a
-// busy key nearly always is. A key is busy if it received an element within
-// max(2C, 2 s) before this one (ProcessElement), or within max(C/2, 250 ms)
-// (its timer: a key whose input has stopped is quiet soon, and drains at the
-// quiet pace).
+// busy key nearly always is in one.
 func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, element bool) {
 	if v.empty() {
 		return
 	}
 	now := f.clock.Now()
-	phase := timers.Phase(v.kb, f.CallbackFrequency)
-	busyWithin := max(f.CallbackFrequency/2, 250*time.Millisecond)
-	if element {
-		busyWithin = max(2*f.CallbackFrequency, 2*time.Second)
-	}
-	if gap := now.Sub(v.seen); !v.seen.IsZero() && gap < busyWithin {
+	if gap := now.Sub(v.seen); element && !v.seen.IsZero() && gap < timers.BusyWithin(f.CallbackFrequency) {
 		ahead := max(f.CallbackFrequency/2, 250*time.Millisecond, gap*3/2)
 		f.Commit.Set(tp, timers.NextRound(now.Add(ahead), f.CallbackFrequency/timers.PhaseSlots, 0), beamtimers.WithOutputTimestamp(v.hold()))
 		return
 	}
 	var next time.Time
 	if active := len(v.entries) + int(v.queue.Count) - v.res.waitingRetries; active > 0 {
-		next = timers.NextRound(now, f.CallbackFrequency, phase)
-		switch {
-		case v.res.queued > 0, !element && pool.InFlight() < f.Parallelism:
-			// The key's started work finishes behind what the pool holds:
-			// about held / P calls of latency each (half of that, so that
-			// results are committed, and room freed, before the pool runs
-			// dry).
-			waves := max(1, pool.Len()/(2*f.Parallelism))
-			next = timers.Rearm(now, next, pool.ExpectedLatency()*time.Duration(waves))
-		case !element:
-			next = timers.NextRound(now, f.CallbackFrequency/timers.PhaseSlots, 0)
+		grid := timers.Grid(f.CallbackFrequency)
+		// The key's started work finishes behind what the pool holds:
+		// about held / P calls of latency each (half of that, so that
+		// results are committed, and room freed, before the pool runs dry).
+		waves := time.Duration(max(1, pool.Len()/(2*f.Parallelism)))
+		if element && pool.InFlight() < f.Parallelism {
+			waves = 1 // the element's call started at once
 		}
+		expected := pool.ExpectedLatency() * waves
+		if expected == 0 && !element {
+			// No call has finished yet, and this key's is still running:
+			// come back a quarter round later rather than every step.
+			expected = f.CallbackFrequency / timers.PhaseSlots
+		}
+		next = timers.NextRound(now.Add(expected), grid, 0)
 	}
 	if !v.res.dueNext.IsZero() {
 		next = earliest(next, v.res.dueNext)
