@@ -4,7 +4,8 @@
 // have finished, rounded up to the commit grid ([Grid]: a tenth of the
 // callback frequency C, counted from the Unix epoch). Every key shares the
 // grid's instants, so a runner delivers the timers of many keys together, in
-// one bundle, and a result waits at most a grid step past its call.
+// one bundle, and a result that finishes when expected waits at most a grid
+// step for its commit.
 //
 // A busy key ([BusyWithin]: an element within C/4 of its last) is committed
 // by its own bundles; its timer is a backstop on a quarter round of C

@@ -205,8 +205,11 @@ func (f *timerOnlyBatch) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _
 	return emitAndClear(sp, &f.Pending, emit)
 }
 
-// timerOnlyStream is the same on unbounded input, with async's timer rules
-// and no call: a quiet key's timer at the next step of the commit grid
+// timerOnlyStream is the same on unbounded input, with async's state and
+// timer rules and no call: the first ProcessElement of a key in a bundle
+// emits and clears what its bag holds (async's commit at a key's first
+// touch, where with no call every result is finished), then adds the
+// element; a quiet key's timer is at the next step of the commit grid
 // (timers.Grid, C/10), a busy key's (an element within timers.BusyWithin of
 // its last on this instance) a backstop at least max(C/2, 250 ms) and 1.5
 // times the gap ahead on a quarter round. In windows other than the global
@@ -219,15 +222,26 @@ type timerOnlyStream struct {
 	Commit  beamtimers.ProcessingTime
 	CNs     int64
 
-	seen map[string]time.Time // when each key last had an element here
+	seen    map[string]time.Time // when each key last had an element here
+	touched map[string]bool      // keys this bundle has committed
 }
 
-func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Provider, k string, v string, _ func(string)) error {
-	c := time.Duration(f.CNs)
-	now := time.Now()
+func (f *timerOnlyStream) StartBundle(_ func(string)) {
+	f.touched = map[string]bool{}
 	if f.seen == nil {
 		f.seen = map[string]time.Time{}
 	}
+}
+
+func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Provider, k string, v string, emit func(string)) error {
+	if !f.touched[k] {
+		f.touched[k] = true
+		if err := emitAndClear(sp, &f.Pending, emit); err != nil {
+			return err
+		}
+	}
+	c := time.Duration(f.CNs)
+	now := time.Now()
 	last := f.seen[k]
 	f.seen[k] = now
 	if gap := now.Sub(last); !last.IsZero() && gap < timers.BusyWithin(c) {
@@ -246,6 +260,9 @@ func emitAndClear(sp beamstate.Provider, bag *beamstate.Bag[string], emit func(s
 	vs, _, err := bag.Read(sp)
 	if err != nil {
 		return err
+	}
+	if len(vs) == 0 {
+		return nil
 	}
 	for _, v := range vs {
 		emit(v)

@@ -25,8 +25,10 @@
 //     ProcessElement, with its element's timestamp.
 //   - passthrough: a ParDo that emits its input with no call: the floor,
 //     what the runner costs to move the elements.
-//   - timeronly: a bag add and a timer per element whose callback emits the
-//     bag, with no call: what a timer-only stateful design costs prism.
+//   - timeronly: async's state and timers with no call (a key's first
+//     ProcessElement in a bundle and its timer emit and clear its bag; each
+//     element is added to it and sets the timer by async's rules): what the
+//     runner costs for async's stateful design before any call.
 //   - python: Beam Python's AsyncWrapper (after
 //     pipelines/bench/python/setup.sh), on unbounded input.
 //   - sync: a plain ParDo, one call at a time; one row of the batch suite.

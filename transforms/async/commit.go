@@ -18,6 +18,7 @@ import (
 type commitResult struct {
 	queued         int       // elements waiting in bag state for room
 	waitingRetries int       // elements waiting out their backoff
+	heldBack       int       // finished results kept behind an earlier element (WithOrdered)
 	dueNext        time.Time // when the first of those is due (zero: none)
 }
 
@@ -104,6 +105,7 @@ func (f *core) settleFinished(ctx context.Context, pool *state.Pool, v *keyView,
 		default:
 			if _, callErr := t.Result(); callErr == nil && f.Ordered && blocked {
 				scan.keep = append(scan.keep, p) // its turn comes after the earlier ones
+				scan.res.heldBack++
 				continue
 			}
 			scan.changed = true

@@ -108,7 +108,30 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	if ahead := rearmed.Sub(h.clock.Now()); ahead > grid+p.ExpectedLatency() {
 		t.Errorf("a timer that found running work 50ms after the key's element re-armed %v ahead, want at most a grid step (%v) past the expected call", ahead, grid)
 	}
-	openAll(t.Name(), "a", 3)
+	openAll(t.Name(), "a", 4)
+}
+
+// TestCommitTimerAtMostAPeriodAhead: however slow the calls the pool has
+// seen, a quiet key's timer is never set more than a period (plus a grid
+// step) ahead.
+func TestCommitTimerAtMostAPeriodAhead(t *testing.T) {
+	const c = 100 * time.Millisecond
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(c))
+	f := h.stream()
+	p, _ := h.c.pool()
+	h.process(f, "b", 1)
+	time.Sleep(3 * c) // b's call takes at least three periods
+	book.open(gateID(t.Name(), "b", 1))
+	h.waitFinished("b", 1)
+	if got := p.ExpectedLatency(); got < 3*c {
+		t.Fatalf("ExpectedLatency after a call of %v = %v, want at least that", 3*c, got)
+	}
+	h.process(f, "a", 1)
+	at, _ := h.tm("a").take()
+	if ahead, most := at.Sub(h.clock.Now()), c+timers.Grid(c); ahead > most {
+		t.Errorf("timer set %v ahead after calls of %v, want at most %v (a period and a grid step)", ahead, 3*c, most)
+	}
+	openAll(t.Name(), "a", 2)
 }
 
 func TestCommitKeysIndependent(t *testing.T) {

@@ -2,8 +2,8 @@ package async
 
 // The DoFn for unbounded input: elements wait in bag state, and each key
 // commits its finished elements from its own callbacks: a processing-time
-// timer on round increments of the callback frequency, and the first
-// ProcessElement of the key in each bundle. It runs in the global window,
+// timer on the commit grid (a tenth of the callback frequency), and the
+// first ProcessElement of the key in each bundle. It runs in the global window,
 // each element with its own window (windows.go).
 
 import (
@@ -35,7 +35,7 @@ type streamFn struct {
 	// Queued holds the elements that found no room, until a callback of
 	// their key has room to start them (see queuedStateID).
 	Queued beamstate.Bag[[]byte]
-	// Commit fires on round increments of the callback frequency.
+	// Commit fires on the commit grid, or as a busy key's backstop (arm).
 	Commit beamtimers.ProcessingTime
 
 	views     views     // this bundle's keys
@@ -107,16 +107,15 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 //
 // A quiet key's timer commits it: it is set for when the key's started work
 // is expected to have finished (the observed call latency, times the waves
-// of work the pool holds ahead of it when the pool is full; C/4 while no
-// call has finished to measure), rounded up to
+// of unfinished work the pool holds; at most C ahead; C/4 when a timer finds
+// the work running before any call has finished to measure), rounded up to
 // the commit grid (timers.Grid: a tenth of C), instants all keys share, so
-// the runner delivers their callbacks together and a result waits at most
-// a grid step past its call. When the timer finds elements queued for room,
-// it comes back when the pool is expected to have reached the key's running
-// work (the observed call latency times held / 2P), so that they do not wait
-// for the room it frees, and a backlog of many keys does not ask the runner
-// for a callback per key every call. Retries waiting for their backoff come
-// back when the first is due.
+// the runner delivers their callbacks together. A result that finishes as
+// expected waits at most a grid step for its commit; one that finishes
+// later waits for the next callback, set the same way. Elements queued for
+// room count as work to come back for; finished results held back behind
+// an earlier element (WithOrdered) and retries waiting out their backoff do
+// not: those come back when the first retry is due.
 //
 // A busy key, one that received an element within a quarter of C
 // (timers.BusyWithin) before this callback, is committed by its own
@@ -137,16 +136,18 @@ func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, ele
 		return
 	}
 	var next time.Time
-	if active := len(v.entries) + int(v.queue.Count) - v.res.waitingRetries; active > 0 {
+	if active := len(v.entries) + int(v.queue.Count) - v.res.waitingRetries - v.res.heldBack; active > 0 {
 		grid := timers.Grid(f.CallbackFrequency)
-		// The key's started work finishes behind what the pool holds:
-		// about held / P calls of latency each (half of that, so that
-		// results are committed, and room freed, before the pool runs dry).
-		waves := time.Duration(max(1, pool.Len()/(2*f.Parallelism)))
-		if element && pool.InFlight() < f.Parallelism {
-			waves = 1 // the element's call started at once
+		// The key's work finishes behind the pool's unfinished work: about
+		// that many calls over the parallelism (requests of batch size
+		// elements with BatchParDo) of latency each, and never more than a
+		// period ahead.
+		perWave := f.Parallelism
+		if f.Batch != nil {
+			perWave *= f.Batch.Size
 		}
-		expected := pool.ExpectedLatency() * waves
+		waves := time.Duration(max(1, pool.Unfinished()/perWave))
+		expected := min(pool.ExpectedLatency()*waves, f.CallbackFrequency)
 		if expected == 0 && !element {
 			// No call has finished yet, and this key's is still running:
 			// come back a quarter round later rather than every step.
