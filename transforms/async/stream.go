@@ -117,7 +117,7 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 // an earlier element (WithOrdered) and retries waiting out their backoff do
 // not: those come back when the first retry is due.
 //
-// A busy key, one that received an element within a quarter of C
+// A busy key, one that received an element within half of C
 // (timers.BusyWithin) before this callback, is committed by its own
 // bundles, and its timer is only a backstop for when they stop: it is set
 // beyond the key's next bundle, at least max(C/2, 250 ms) and one and a half
