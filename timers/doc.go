@@ -1,7 +1,7 @@
 // Package timers decides when the async transform's commit callbacks fire.
 //
 // A quiet key's commit timer is set for when its started work is expected to
-// have finished, rounded up to the commit grid ([Grid]: a tenth of the
+// have finished, rounded up to the commit grid ([Grid]: a quarter of the
 // callback frequency C, counted from the Unix epoch). Every key shares the
 // grid's instants, so a runner delivers the timers of many keys together, in
 // one bundle, and a result that finishes when expected waits at most a grid

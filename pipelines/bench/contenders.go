@@ -210,7 +210,7 @@ func (f *timerOnlyBatch) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _
 // emits and clears what its bag holds (async's commit at a key's first
 // touch, where with no call every result is finished), then adds the
 // element; a quiet key's timer is at the next step of the commit grid
-// (timers.Grid, C/10), a busy key's (an element within timers.BusyWithin of
+// (timers.Grid, C/4), a busy key's (an element within timers.BusyWithin of
 // its last on this instance) a backstop at least max(C/2, 250 ms) and 1.5
 // times the gap ahead on a quarter round. In windows other than the global
 // one it loses elements, and the exactly-once check fails it: prism

@@ -74,8 +74,8 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	f := h.stream()
 	p, _ := h.c.pool()
 	grid := timers.Grid(c)
-	if grid != c/10 {
-		t.Fatalf("Grid(%v) = %v, want %v", c, grid, c/10)
+	if grid != c/4 {
+		t.Fatalf("Grid(%v) = %v, want %v", c, grid, c/4)
 	}
 	h.process(f, "b", 1) // one finished call gives the pool a latency to expect
 	book.open(gateID(t.Name(), "b", 1))

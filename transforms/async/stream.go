@@ -2,7 +2,7 @@ package async
 
 // The DoFn for unbounded input: elements wait in bag state, and each key
 // commits its finished elements from its own callbacks: a processing-time
-// timer on the commit grid (a tenth of the callback frequency), and the
+// timer on the commit grid (a quarter of the callback frequency), and the
 // first ProcessElement of the key in each bundle. It runs in the global window,
 // each element with its own window (windows.go).
 
@@ -109,7 +109,7 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 // is expected to have finished (the observed call latency, times the waves
 // of unfinished work the pool holds; at most C ahead; C/4 when a timer finds
 // the work running before any call has finished to measure), rounded up to
-// the commit grid (timers.Grid: a tenth of C), instants all keys share, so
+// the commit grid (timers.Grid: a quarter of C), instants all keys share, so
 // the runner delivers their callbacks together. A result that finishes as
 // expected waits at most a grid step for its commit; one that finishes
 // later waits for the next callback, set the same way. Elements queued for
