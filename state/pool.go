@@ -197,20 +197,23 @@ func (p *Pool) ForOwner(o string) []*Task {
 }
 
 // owner is the set of tasks one owner holds, when it last showed it is
-// alive (see Touch and EvictIdle), and when it last received an element.
+// alive (see Touch and EvictIdle), when it last received an element, and
+// the time between its last two elements.
 type owner struct {
 	tasks       map[string]*Task
 	lastActive  time.Time
 	lastElement time.Time
+	gap         time.Duration
 }
 
 // Touch records that owner o is alive: its key was called back on this
 // worker, or its bundle is still running; element says the callback brought
-// an element. It returns when o last received an element, or the zero time
-// if the pool does not remember it. Owners whose tasks are not touched for a
-// while are evicted by EvictIdle; an owner without tasks is remembered for
+// an element. It returns when o last received an element, and the time
+// between the two elements before that one (zero when the pool does not
+// remember them). Owners whose tasks are not touched for a while are
+// evicted by EvictIdle; an owner without tasks is remembered for
 // Config.Forget after its last touch.
-func (p *Pool) Touch(o string, element bool) (lastElement time.Time) {
+func (p *Pool) Touch(o string, element bool) (lastElement time.Time, gap time.Duration) {
 	now := p.cfg.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -220,11 +223,14 @@ func (p *Pool) Touch(o string, element bool) (lastElement time.Time) {
 		own = &owner{tasks: map[string]*Task{}}
 		p.owners[o] = own
 	}
-	lastElement, own.lastActive = own.lastElement, now
+	lastElement, gap, own.lastActive = own.lastElement, own.gap, now
 	if element {
+		if !lastElement.IsZero() {
+			own.gap = now.Sub(lastElement)
+		}
 		own.lastElement = now
 	}
-	return lastElement
+	return lastElement, gap
 }
 
 // forgetIdle drops, at most once a second, the owners that hold no task and

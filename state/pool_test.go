@@ -407,3 +407,27 @@ func TestEvictIdleUnbuffered(t *testing.T) {
 		t.Error("the task with a place was swept; it waits for eviction for room")
 	}
 }
+
+func TestTouchGap(t *testing.T) {
+	now := time.Unix(100, 0)
+	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Now: func() time.Time { return now }})
+	steps := []struct {
+		advance  time.Duration
+		element  bool
+		wantLast time.Time
+		wantGap  time.Duration
+	}{
+		{0, true, time.Time{}, 0},                                 // first element: nothing known
+		{200 * time.Millisecond, true, time.Unix(100, 0), 0},      // one element before: no gap yet
+		{100 * time.Millisecond, false, time.Unix(100, 2e8), 2e8}, // a timer: the last two were 200 ms apart
+		{300 * time.Millisecond, true, time.Unix(100, 2e8), 2e8},  // the next element sees the same
+		{0, false, time.Unix(100, 6e8), 400 * time.Millisecond},   // and leaves its own gap
+	}
+	for i, st := range steps {
+		now = now.Add(st.advance)
+		last, gap := p.Touch("k", st.element)
+		if !last.Equal(st.wantLast) || gap != st.wantGap {
+			t.Errorf("step %d: Touch = (%v, %v), want (%v, %v)", i, last, gap, st.wantLast, st.wantGap)
+		}
+	}
+}

@@ -111,6 +111,35 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	openAll(t.Name(), "a", 4)
 }
 
+// TestBusyKeyTimerKeepsItsBackstop: the timer of a busy key (elements 100 ms
+// apart, the last 300 ms ago) that finds work running sets another
+// backstop, half a period ahead or more, not a timer on the next grid step:
+// under load such timers fall due while the key's bundles run.
+func TestBusyKeyTimerKeepsItsBackstop(t *testing.T) {
+	const c = time.Second
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(c))
+	f := h.stream()
+	h.process(f, "b", 1) // one finished call gives the pool a latency to expect
+	book.open(gateID(t.Name(), "b", 1))
+	h.waitFinished("b", 1)
+	h.process(f, "a", 1)
+	h.clock.Advance(100 * time.Millisecond)
+	h.process(f, "a", 2)
+	h.tm("a").take()
+	h.clock.Advance(300 * time.Millisecond)
+	if got := mustFire(t, h, f, "a"); len(got) != 0 {
+		t.Fatalf("commit emitted %v while every call runs, want nothing", got)
+	}
+	next, ok := h.tm("a").take()
+	if !ok {
+		t.Fatal("a timer that found running work did not re-arm")
+	}
+	if ahead := next.Sub(h.clock.Now()); ahead < c/2 {
+		t.Errorf("a busy key's timer re-armed %v ahead, want a backstop at least %v ahead", ahead, c/2)
+	}
+	openAll(t.Name(), "a", 3)
+}
+
 // TestCommitTimerAtMostAPeriodAhead: however slow the calls the pool has
 // seen, a quiet key's timer is never set more than a period (plus a grid
 // step) ahead.

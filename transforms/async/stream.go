@@ -117,8 +117,9 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 // an earlier element (WithOrdered) and retries waiting out their backoff do
 // not: those come back when the first retry is due.
 //
-// A busy key, one that received an element within half of C
-// (timers.BusyWithin) before this callback, is committed by its own
+// A busy key, one whose elements come less than half of C apart
+// (timers.BusyWithin; at a timer: its last two came that close, and its
+// last within that time), is committed by its own
 // bundles, and its timer is only a backstop for when they stop: it is set
 // beyond the key's next bundle, at least max(C/2, 250 ms) and one and a half
 // times the gap since its last element ahead, on the next quarter round. A
@@ -130,7 +131,7 @@ func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, ele
 		return
 	}
 	now := f.clock.Now()
-	if gap := now.Sub(v.seen); element && !v.seen.IsZero() && gap < timers.BusyWithin(f.CallbackFrequency) {
+	if gap, busy := v.busy(now, element, timers.BusyWithin(f.CallbackFrequency)); busy {
 		ahead := max(f.CallbackFrequency/2, 250*time.Millisecond, gap*3/2)
 		f.Commit.Set(tp, timers.NextRound(now.Add(ahead), f.CallbackFrequency/timers.PhaseSlots, 0), beamtimers.WithOutputTimestamp(v.hold()))
 		return
@@ -162,4 +163,23 @@ func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, ele
 		}
 	}
 	f.Commit.Set(tp, next, beamtimers.WithOutputTimestamp(v.hold()))
+}
+
+// busy reports whether the key's elements come less than within apart, and
+// the gap its backstop is measured from: at an element, the time since the
+// key's last one; at a timer, the time between its last two, provided the
+// last came less than within ago. A quiet key's timer that finds its work
+// still running is therefore not mistaken for a busy one by the element
+// that armed it; a busy key's backstop that finds work running (its bundles
+// lag) sets another backstop, not a timer every grid step, which would load
+// the runner when it can least afford it.
+func (v *keyView) busy(now time.Time, element bool, within time.Duration) (time.Duration, bool) {
+	if v.seen.IsZero() {
+		return 0, false
+	}
+	since := now.Sub(v.seen)
+	if element {
+		return since, since < within
+	}
+	return v.gap, v.gap > 0 && v.gap < within && since < within
 }
