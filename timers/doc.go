@@ -7,7 +7,7 @@
 // one bundle, and a result that finishes when expected waits at most a grid
 // step for its commit.
 //
-// A busy key ([BusyWithin]: an element within C/2 of its last) is committed
+// A busy key ([BusyWithin]: an element within max(2C, 2 s) of its last) is committed
 // by its own bundles; its timer is a backstop on a quarter round of C
 // ([PhaseSlots]), far enough ahead that it rarely falls due while the key
 // is in a bundle, which prism re-queues in a loop.

@@ -33,13 +33,13 @@ const GridSteps = 4
 // callbacks together.
 func Grid(freq time.Duration) time.Duration { return max(freq/GridSteps, MinRearm) }
 
-// BusyWithin is how recently a key must have received an element to count
-// as busy: its next element, not its timer, is expected to commit it. Half
-// a period: with a quarter (250 ms at C = 1 s), keys whose elements came
-// 0.35 s apart (0.9 × P/L over 1,000 keys on prism) were quiet, their timers
-// fell due while their next elements' bundles ran, and the stream
-// collapsed to a third of its rate in three runs of three.
-func BusyWithin(freq time.Duration) time.Duration { return freq / 2 }
+// BusyWithin is how close a key's elements must come to count as busy: its
+// next element, not its timer, is expected to commit it. max(2C, 2 s), the
+// rule before the commit grid: lower thresholds (C/4, C/2) made keys whose
+// elements came 0.35 to 0.5 s apart quiet, and their timers fell due while
+// their next elements' bundles ran; on prism that left 0.6 and 0.9 × P/L
+// over 1,000 keys short of the source rate in some runs (BENCHMARKS.md).
+func BusyWithin(freq time.Duration) time.Duration { return max(2*freq, 2*time.Second) }
 
 // NextRound returns the earliest instant strictly after now that lies on a
 // round increment of freq (counted from the Unix epoch) plus phase. Every call

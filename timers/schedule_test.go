@@ -96,9 +96,9 @@ func TestGridAndBusyWithin(t *testing.T) {
 		freq       time.Duration
 		grid, busy time.Duration
 	}{
-		{time.Second, 250 * time.Millisecond, 500 * time.Millisecond},
-		{10 * time.Second, 2500 * time.Millisecond, 5 * time.Second},
-		{20 * time.Millisecond, MinRearm, 10 * time.Millisecond}, // the grid never goes below MinRearm
+		{time.Second, 250 * time.Millisecond, 2 * time.Second},
+		{10 * time.Second, 2500 * time.Millisecond, 20 * time.Second},
+		{20 * time.Millisecond, MinRearm, 2 * time.Second}, // the grid never goes below MinRearm
 	} {
 		if got := Grid(tc.freq); got != tc.grid {
 			t.Errorf("Grid(%v) = %v, want %v", tc.freq, got, tc.grid)

@@ -61,7 +61,7 @@ func TestCommitBasic(t *testing.T) {
 
 // TestCommitTimerOnGrid: a quiet key's timer is set for when its call is
 // expected to finish, on the commit grid (C / 10) that all keys share; a
-// busy key (an element within C/2 of its last) has its bundles commit it,
+// busy key (an element within max(2C, 2 s) of its last) has its bundles commit it,
 // and its timer, a backstop, is set at least half a period ahead on a
 // quarter round, so that it does not fall due while the key is in a bundle;
 // a key whose elements come further apart is quiet again; and a timer that
@@ -91,11 +91,11 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	if want := timers.NextRound(h.clock.Now().Add(c/2), c/timers.PhaseSlots, 0); !second.Equal(want) {
 		t.Errorf("a busy key's timer is at %v, want the quarter round after half a period, %v", second, want)
 	}
-	h.clock.Advance(600 * time.Millisecond) // more than C/2 since its last element: quiet
+	h.clock.Advance(2500 * time.Millisecond) // more than max(2C, 2 s) since its last element: quiet
 	h.process(f, "a", 3)
 	third, _ := h.tm("a").take()
 	if want := timers.NextRound(h.clock.Now().Add(p.ExpectedLatency()), grid, 0); !third.Equal(want) {
-		t.Errorf("a key %v after its last element armed the timer at %v, want the grid, %v", 600*time.Millisecond, third, want)
+		t.Errorf("a key %v after its last element armed the timer at %v, want the grid, %v", 2500*time.Millisecond, third, want)
 	}
 	h.clock.Advance(50 * time.Millisecond)
 	if got := mustFire(t, h, f, "a"); len(got) != 0 {

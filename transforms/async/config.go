@@ -118,8 +118,8 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 func (c *config) staleAfter() time.Duration { return max(20*c.CallbackFrequency, 30*time.Second) }
 
 // poolConfig is the shared pool's configuration. The pool remembers a key
-// without tasks for max(4C, 4 s), well beyond the C/2 within which its
-// elements count as busy (see streamFn.arm).
+// without tasks for twice the max(2C, 2 s) within which its elements count
+// as busy (see streamFn.arm).
 func (c *config) poolConfig(now func() time.Time) state.Config {
 	return state.Config{Parallelism: c.Parallelism, Buffer: c.Buffer, Hold: c.Held, Now: now,
 		Forget: max(4*c.CallbackFrequency, 4*time.Second), Batch: c.batchConfig()}

@@ -72,7 +72,7 @@ func WithParallelism(n int) Option {
 // unbounded input. A quiet key's timer comes on a grid of C/4 (instants all
 // keys share) once its calls are expected to have finished (at most C
 // ahead), so a result that finishes as expected waits at most C/4 for its
-// commit; a key that receives elements less than C/2 apart is committed by
+// commit; a key that receives elements less than max(2C, 2 s) apart is committed by
 // its own bundles, and its timer is a backstop at least C/2 ahead. Longer
 // means fewer timer callbacks (less runner CPU at many keys) and longer
 // waits. Must be > 0. Default:

@@ -117,7 +117,7 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 // an earlier element (WithOrdered) and retries waiting out their backoff do
 // not: those come back when the first retry is due.
 //
-// A busy key, one whose elements come less than half of C apart
+// A busy key, one whose elements come less than max(2C, 2 s) apart
 // (timers.BusyWithin; at a timer: its last two came that close, and its
 // last within that time), is committed by its own
 // bundles, and its timer is only a backstop for when they stop: it is set
