@@ -18,12 +18,13 @@ const MinRearm = 10 * time.Millisecond
 const PhaseSlots = 4
 
 // GridSteps is how many commit instants a period of the callback frequency
-// holds: a quiet key's commit waits at most C / GridSteps past its call.
+// holds: a quiet key's commit waits at most C / GridSteps past when its
+// call was expected to finish.
 //
 // Four, as many instants a second as the rounds with four phases before
 // it: with ten (a grid of 100 ms at C = 1 s), 0.9 × P/L over 10,000 keys
-// fell behind on prism (2,433 and 2,607/s of 2,880) and unbounded fixed
-// windows over 10,000 keys cost 0.44 to 0.52 CPU s per 1,000 elements, the
+// fell behind on prism (2,433 and 2,607/s of 2,880) and unbounded windows
+// over 10,000 keys cost 0.39 to 0.52 CPU s per 1,000 elements, the
 // runner's timer bundles growing with the instants.
 const GridSteps = 4
 

@@ -98,17 +98,24 @@ func TestCommitTimerOnGrid(t *testing.T) {
 		t.Errorf("a key %v after its last element armed the timer at %v, want the grid, %v", 2500*time.Millisecond, third, want)
 	}
 	h.clock.Advance(50 * time.Millisecond)
-	if got := mustFire(t, h, f, "a"); len(got) != 0 {
-		t.Fatalf("commit emitted %v while every call runs, want nothing", got)
-	}
-	rearmed, ok := h.tm("a").take()
-	if !ok {
-		t.Fatal("a timer that found running work did not re-arm")
-	}
-	if ahead := rearmed.Sub(h.clock.Now()); ahead > grid+p.ExpectedLatency() {
+	if ahead := fireWhileRunning(t, h, f, "a").Sub(h.clock.Now()); ahead > grid+p.ExpectedLatency() {
 		t.Errorf("a timer that found running work 50ms after the key's element re-armed %v ahead, want at most a grid step (%v) past the expected call", ahead, grid)
 	}
 	openAll(t.Name(), "a", 4)
+}
+
+// fireWhileRunning fires key's timer while all its calls run: it emits
+// nothing and re-arms; it returns the new timer.
+func fireWhileRunning(t *testing.T, h *harness, f *streamFn, key string) time.Time {
+	t.Helper()
+	if got := mustFire(t, h, f, key); len(got) != 0 {
+		t.Fatalf("commit emitted %v while every call runs, want nothing", got)
+	}
+	next, ok := h.tm(key).take()
+	if !ok {
+		t.Fatal("a timer that found running work did not re-arm")
+	}
+	return next
 }
 
 // TestBusyKeyTimerKeepsItsBackstop: the timer of a busy key (elements 100 ms
@@ -127,14 +134,7 @@ func TestBusyKeyTimerKeepsItsBackstop(t *testing.T) {
 	h.process(f, "a", 2)
 	h.tm("a").take()
 	h.clock.Advance(300 * time.Millisecond)
-	if got := mustFire(t, h, f, "a"); len(got) != 0 {
-		t.Fatalf("commit emitted %v while every call runs, want nothing", got)
-	}
-	next, ok := h.tm("a").take()
-	if !ok {
-		t.Fatal("a timer that found running work did not re-arm")
-	}
-	if ahead := next.Sub(h.clock.Now()); ahead < c/2 {
+	if ahead := fireWhileRunning(t, h, f, "a").Sub(h.clock.Now()); ahead < c/2 {
 		t.Errorf("a busy key's timer re-armed %v ahead, want a backstop at least %v ahead", ahead, c/2)
 	}
 	openAll(t.Name(), "a", 3)
