@@ -2,8 +2,9 @@ package timers
 
 import "time"
 
-// MinRearm is the shortest delay a commit timer is set ahead. Below it a
-// runner spends more time delivering timers than the pool gains from them.
+// MinRearm is the least time ahead a commit timer aims at before it is
+// rounded up to the grid. Below it a runner spends more time delivering
+// timers than the pool gains from them.
 const MinRearm = 10 * time.Millisecond
 
 // PhaseSlots is how many quarter rounds a period of the callback frequency
@@ -44,8 +45,9 @@ func BusyWithin(freq time.Duration) time.Duration { return max(2*freq, 2*time.Se
 
 // NextRound returns the earliest instant strictly after now that lies on a
 // round increment of freq (counted from the Unix epoch) plus phase. Every call
-// within the same period returns the same instant, which is what keeps later
-// elements of a key from pushing its commit back. freq must be positive.
+// within the same period returns the same instant: timers aimed anywhere in
+// one step of the grid share its end, and the runner delivers them together.
+// freq must be positive.
 func NextRound(now time.Time, freq, phase time.Duration) time.Time {
 	if freq <= 0 {
 		panic("timers: NextRound needs a positive frequency")

@@ -60,14 +60,14 @@ func TestCommitBasic(t *testing.T) {
 }
 
 // TestCommitTimerOnGrid: a quiet key's timer is set for when its call is
-// expected to finish, on the commit grid (C / 10) that all keys share; a
-// busy key (an element within max(2C, 2 s) of its last) has its bundles commit it,
-// and its timer, a backstop, is set at least half a period ahead on a
+// expected to finish, on the commit grid (C / 4) that all keys share; a busy
+// key (an element within max(2C, 2 s) of its last) has its bundles commit
+// it, and its timer, a backstop, is set at least half a period ahead on a
 // quarter round, so that it does not fall due while the key is in a bundle;
-// a key whose elements come further apart is quiet again; and a timer that
-// finds the key's call still running comes back on the grid, not at the
-// backstop, however recent the key's element (until a call has finished to
-// measure, a quarter round later).
+// a key whose elements come further apart is quiet again; and that quiet
+// key's timer, finding its call still running, comes back on the grid,
+// however recent its element (TestBusyKeyTimerKeepsItsBackstop: a busy
+// key's comes back at its backstop).
 func TestCommitTimerOnGrid(t *testing.T) {
 	const c = time.Second
 	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(c))
@@ -435,7 +435,7 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	for v := 1; v <= 2; v++ { // 3 runs until after the second commit
 		book.open(gateID(name, "a", v))
 	}
-	h.clock.Advance(10 * time.Second) // no element for a while: the key is quiet
+	h.clock.Advance(25 * time.Second) // no element for longer than max(2C, 2 s): the key is quiet
 	round := timers.NextRound(h.clock.Now(), 10*time.Second, 0)
 	h.waitFinished("a", 1)
 	h.tm("a").take()

@@ -112,8 +112,8 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 }
 
 // staleAfter is how long a key may go without a callback on this worker
-// before the worker drops its work (see core.evictIdle): twenty commit
-// rounds, and at least 30 s. Only a key that moved to another worker stays
+// before the worker drops its work (see core.evictIdle): twenty periods
+// of C, and at least 30 s. Only a key that moved to another worker stays
 // away that long.
 func (c *config) staleAfter() time.Duration { return max(20*c.CallbackFrequency, 30*time.Second) }
 

@@ -107,7 +107,9 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 //
 // A quiet key's timer commits it: it is set for when the key's started work
 // is expected to have finished (the observed call latency, times the waves
-// of unfinished work the pool holds; at most C ahead; C/4 when a timer finds
+// of unfinished work the pool holds, or of half the work it holds when the
+// key has elements queued for room; at least MinRearm, at most C ahead; C/4
+// when a timer finds
 // the work running before any call has finished to measure), rounded up to
 // the commit grid (timers.Grid: a quarter of C), instants all keys share, so
 // the runner delivers their callbacks together. A result that finishes as
@@ -122,7 +124,8 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 // last within that time), is committed by its own
 // bundles, and its timer is only a backstop for when they stop: it is set
 // beyond the key's next bundle, at least max(C/2, 250 ms) and one and a half
-// times the gap since its last element ahead, on the next quarter round. A
+// times its gap ahead (at an element, the time since its last one; at a
+// timer, the time between its last two), on the next quarter round. A
 // timer that falls due while its key is in a bundle costs the runner dearly
 // (prism re-queues it in a loop until the bundle ends), and under load a
 // busy key nearly always is in one.
@@ -148,7 +151,14 @@ func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, ele
 			perWave *= f.Batch.Size
 		}
 		waves := time.Duration(max(1, pool.Unfinished()/perWave))
-		expected := min(pool.ExpectedLatency()*waves, f.CallbackFrequency)
+		if v.res.queued > 0 {
+			// Elements queued for room start once commits free places:
+			// come back when the pool is expected to have reached the work
+			// it holds, finished or not (half of it, so that results are
+			// committed, and room freed, before the pool runs dry).
+			waves = time.Duration(max(1, pool.Len()/(2*perWave)))
+		}
+		expected := min(max(pool.ExpectedLatency()*waves, timers.MinRearm), f.CallbackFrequency)
 		if expected == 0 && !element {
 			// No call has finished yet, and this key's is still running:
 			// come back a quarter round later rather than every step.
