@@ -158,12 +158,13 @@ func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, ele
 			// committed, and room freed, before the pool runs dry).
 			waves = time.Duration(max(1, pool.Len()/(2*perWave)))
 		}
-		expected := min(max(pool.ExpectedLatency()*waves, timers.MinRearm), f.CallbackFrequency)
+		expected := pool.ExpectedLatency() * waves
 		if expected == 0 && !element {
 			// No call has finished yet, and this key's is still running:
 			// come back a quarter round later rather than every step.
 			expected = f.CallbackFrequency / timers.PhaseSlots
 		}
+		expected = min(max(expected, timers.MinRearm), f.CallbackFrequency)
 		next = timers.NextRound(now.Add(expected), grid, 0)
 	}
 	if !v.res.dueNext.IsZero() {
