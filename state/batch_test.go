@@ -106,6 +106,25 @@ func submitBatch(t *testing.T, p *Pool, n int, group func(int) string, retry Ret
 
 func noGroup(int) string { return "" }
 
+// waitJoined waits until every submitted task of a batch pool has joined a
+// batch: a task holds an element slot from its start until it has joined.
+func waitJoined(t *testing.T, p *Pool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p.queue.mu.Lock()
+		joined := p.queue.freeSlots == p.queue.slots
+		p.queue.mu.Unlock()
+		if joined {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tasks did not join their batches in 10 s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestBatchParallelismCountsRequests: with one call slot, requests run one
 // at a time, each carries at most Size items, and items that came while a
 // request ran go together in the next.
@@ -113,6 +132,7 @@ func TestBatchParallelismCountsRequests(t *testing.T) {
 	svc := &batchService{gate: make(chan struct{})}
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 40, Batch: &BatchConfig{Size: 4, Send: svc.send}})
 	tasks := submitBatch(t, p, 10, noGroup, nil)
+	waitJoined(t, p) // else, on a slow machine, each join may find the last request gone
 	deadline := time.After(10 * time.Second)
 	for done := 0; done < 10; {
 		select { // let one request through, if one waits

@@ -378,9 +378,34 @@ func (p *Pool) acquireHold(ctx context.Context, wait time.Duration) bool {
 // (it waits only for a slot), unless a task for k exists already (returned
 // with existing true). An ordered key's earliest element uses it: the key's
 // held results wait for it, so it must start even when every place is
-// taken, and one such task per key is bounded by the keys.
+// taken. One such task per key (see DisplaceUnbuffered) is bounded by the
+// keys.
 func (p *Pool) StartUnbuffered(k TaskKey, job Job) (t *Task, existing bool, err error) {
 	return p.start(k, false, job)
+}
+
+// DisplaceUnbuffered removes (cancels) the unbuffered tasks of k's owner
+// other than k's own, and returns them. A caller that keeps one unbuffered
+// task per owner (an ordered key's earliest element, on unbounded input)
+// calls it before starting k's: a callback that started a later element as
+// the earliest and then failed leaves that task running, while the retried
+// callback finds the earlier element pending again. The displaced elements
+// are still pending in the caller's state and start again in their turn.
+func (p *Pool) DisplaceUnbuffered(k TaskKey) []*Task {
+	p.mu.Lock()
+	var displaced []*Task
+	if own := p.owners[k.Owner]; own != nil {
+		for id, t := range own.tasks {
+			if id != k.ID && !t.buffered {
+				displaced = append(displaced, t)
+			}
+		}
+	}
+	p.mu.Unlock()
+	for _, t := range displaced {
+		p.Remove(t)
+	}
+	return displaced
 }
 
 // start registers the task and queues its claim for a slot, so that the

@@ -408,6 +408,32 @@ func TestEvictIdleUnbuffered(t *testing.T) {
 	}
 }
 
+// TestDisplaceUnbuffered: an owner keeps one unbuffered task; the others of
+// that owner are removed and cancelled, its tasks with places and other
+// owners' tasks are left alone.
+func TestDisplaceUnbuffered(t *testing.T) {
+	p := mustPool(t, Config{Parallelism: 4, Buffer: 4})
+	block := func(ctx context.Context, _ int) ([]any, error) { <-ctx.Done(); return nil, ctx.Err() }
+	placed, _, _ := p.Submit(context.Background(), TaskKey{"k", "1"}, 0, Job{Work: block})
+	later, _, _ := p.StartUnbuffered(TaskKey{"k", "3"}, Job{Work: block})
+	other, _, _ := p.StartUnbuffered(TaskKey{"other", "9"}, Job{Work: block})
+	t.Cleanup(func() { p.Remove(placed); p.Remove(other) })
+	if got := p.DisplaceUnbuffered(TaskKey{"k", "3"}); len(got) != 0 {
+		t.Errorf("DisplaceUnbuffered of the owner's own unbuffered task = %v, want none", got)
+	}
+	got := p.DisplaceUnbuffered(TaskKey{"k", "2"})
+	if len(got) != 1 || got[0] != later {
+		t.Fatalf("DisplaceUnbuffered = %v, want the owner's other unbuffered task", got)
+	}
+	wait(t, later)
+	if p.Lookup(later.Key) != nil || !later.Interrupted() {
+		t.Errorf("displaced task: in pool %v, interrupted %v; want removed and cancelled", p.Lookup(later.Key) != nil, later.Interrupted())
+	}
+	if p.Lookup(placed.Key) == nil || p.Lookup(other.Key) == nil {
+		t.Error("a task with a place, or another owner's unbuffered task, was displaced")
+	}
+}
+
 func TestTouchGap(t *testing.T) {
 	now := time.Unix(100, 0)
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Now: func() time.Time { return now }})

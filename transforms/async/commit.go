@@ -188,7 +188,7 @@ func (f *core) startFromState(ctx context.Context, pool *state.Pool, v *keyView,
 			return 0, err
 		}
 		if adm == state.NoRoom && it.p.env.Identity() == head {
-			if _, err := f.startUnbuffered(ctx, pool, el); err != nil {
+			if _, err := f.startHead(ctx, pool, el); err != nil {
 				return 0, err
 			}
 			adm = state.Started
@@ -200,6 +200,16 @@ func (f *core) startFromState(ctx context.Context, pool *state.Pool, v *keyView,
 		f.metrics.rescheduled.Inc(ctx, 1)
 	}
 	return queued, nil
+}
+
+// startHead starts an ordered key's earliest pending element without a
+// place. The key keeps one such task: one left running for a later element
+// by a callback that failed after committing this one (its commit rolled
+// back, so this element is pending again) is cancelled; that element is
+// still in bag state and starts again once this one is committed.
+func (f *core) startHead(ctx context.Context, pool *state.Pool, el element) (*state.Task, error) {
+	f.reportEvicted(ctx, pool.DisplaceUnbuffered(el.k))
+	return f.startUnbuffered(ctx, pool, el)
 }
 
 // startQueued starts queued elements while there is room, in their order
@@ -242,7 +252,7 @@ func (f *core) startQueued(ctx context.Context, pool *state.Pool, ks keyState, v
 			return err
 		}
 		if adm == state.NoRoom && head && started == 0 {
-			if _, err := f.startUnbuffered(ctx, pool, el); err != nil {
+			if _, err := f.startHead(ctx, pool, el); err != nil {
 				return err
 			}
 			adm = state.Started
