@@ -107,7 +107,8 @@ func submitBatch(t *testing.T, p *Pool, n int, group func(int) string, retry Ret
 func noGroup(int) string { return "" }
 
 // waitJoined waits until every submitted task of a batch pool has joined a
-// batch: a task holds an element slot from its start until it has joined.
+// batch: a task that found a place (every one, with fewer tasks than the
+// buffer) holds an element slot from its start until it has joined.
 func waitJoined(t *testing.T, p *Pool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

@@ -389,8 +389,8 @@ func (p *Pool) StartUnbuffered(k TaskKey, job Job) (t *Task, existing bool, err 
 // task per owner (an ordered key's earliest element, on unbounded input)
 // calls it before starting k's: a callback that started a later element as
 // the earliest and then failed leaves that task running, while the retried
-// callback finds the earlier element pending again. The displaced elements
-// are still pending in the caller's state and start again in their turn.
+// callback finds the earlier element pending again. What the displaced
+// tasks ran is the caller's to start again (or to know it was settled).
 func (p *Pool) DisplaceUnbuffered(k TaskKey) []*Task {
 	p.mu.Lock()
 	var displaced []*Task

@@ -205,10 +205,13 @@ func (f *core) startFromState(ctx context.Context, pool *state.Pool, v *keyView,
 // startHead starts an ordered key's earliest pending element without a
 // place. The key keeps one such task: one left running for a later element
 // by a callback that failed after committing this one (its commit rolled
-// back, so this element is pending again) is cancelled; that element is
-// still in bag state and starts again once this one is committed.
+// back, so this element is pending again) is cancelled. Its element is
+// still in bag state (pending or queued) and starts again in its turn, with
+// EventRescheduled, so nothing is reported here: the listener keeps its
+// record (EventCancelled would end it). A task of an element committed on
+// another worker is cancelled too, as cancelStale would.
 func (f *core) startHead(ctx context.Context, pool *state.Pool, el element) (*state.Task, error) {
-	f.reportEvicted(ctx, pool.DisplaceUnbuffered(el.k))
+	pool.DisplaceUnbuffered(el.k)
 	return f.startUnbuffered(ctx, pool, el)
 }
 

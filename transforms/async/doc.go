@@ -165,7 +165,7 @@
 // flight, handed to the slots; the others wait in the worker, by priority, for a place. A
 // waiting element has no goroutine. With WithOrdered on unbounded input the
 // worker holds one more element per key (its earliest, started so the key
-// cannot be stuck; also after a failed callback of the key); on
+// cannot be stuck; still one after a failed callback of the key); on
 // bounded input, one more per key whose earliest element was evicted and
 // started again. On
 // unbounded input, elements beyond that wait in bag state only, which the

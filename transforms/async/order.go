@@ -12,9 +12,10 @@ package async
 // them for that long), and the held results keep their places (see
 // WithMaxItemsHeld). So that a key can never be stuck behind a full worker,
 // its earliest pending element is started even without a place (one extra
-// element per key; after a failed callback of the key, the retried one
-// cancels the call it had started for the next element, which runs again in
-// its turn). Failure records are not held back: they go to the failure output
+// element per key, also after a failed callback of the key: if the retried
+// callback must start the earliest element without a place again, the call
+// the failed one had started that way for the next element is cancelled,
+// and made again in its turn). Failure records are not held back: they go to the failure output
 // as soon as an element fails for good.
 //
 // With bounded input each key's results are emitted in the order of its
