@@ -229,10 +229,8 @@ func TestBundleFailureReleasesItsWork(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(panicOnTwo))
-			book.open(gateID(t.Name(), "a", 1))
 			f := h.bundleFn()
 			ctx := context.Background()
-			// a:1 may finish before a:3 arrives, and be emitted then.
 			discard := func(typex.EventTime, typex.Z) {}
 			f.StartBundle(ctx, discard, nil)
 			if err := f.ProcessElement(ctx, 0, "a", 1, discard, nil); err != nil {
@@ -241,6 +239,10 @@ func TestBundleFailureReleasesItsWork(t *testing.T) {
 			if err := f.ProcessElement(ctx, 0, "a", 3, discard, nil); err != nil { // its gate stays shut: it runs on
 				t.Fatal(err)
 			}
+			// a:1 finishes only now, so that FinishBundle has it to emit
+			// (finished before a:3's ProcessElement, it was emitted there, and
+			// FinishBundle waited for a:3 for ever).
+			book.open(gateID(t.Name(), "a", 1))
 			p, _ := h.c.pool()
 			tasks := p.ForOwner(f.run.id)
 			if err := tc.fail(f, ctx); err == nil {
