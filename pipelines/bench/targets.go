@@ -190,9 +190,9 @@ func (c *checker) againstPython() {
 }
 
 // keepUp adds the targets of an unbounded workload below capacity: async
-// sustains 0.97 of the source rate (in outputs: one per element and window;
-// sustained is measured over a window whose edges cost a few per cent), or where passthrough, the runner moving
-// elements with no call at all, sustains less, passthrough's rate; with a
+// sustains 0.97 of the source rate (in outputs: one per element and window),
+// or where passthrough, the runner moving elements with no call at all,
+// sustains less, passthrough's rate; with a
 // p99 within bound, at no more than 0.3 CPU s (worker and runner) per 1,000
 // outputs; in every run.
 func (c *checker) keepUp(a row, p99Bound time.Duration) {
@@ -218,8 +218,7 @@ func (c *checker) sustains(a row, missing string) {
 
 // runnerCannot says why a's rate is beyond the runner here when timeronly,
 // the same state and timers with no call, does not sustain 0.9 of it on the
-// same workload (its sustained rate reads 0.95 to 1.03 of the source's
-// where it keeps up); else "".
+// same workload; else "".
 func (c *checker) runnerCannot(a row) string {
 	t, missing := c.ref(a.Suite, "timeronly", same(a.spec))
 	if missing != "" || t.stat(sustained).med >= 0.9*a.ratePerS() {

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"math"
+	"testing"
+)
+
+// TestSustainedRate: outputs committed at a steady rate read that rate
+// whether they come one by one or in rounds four times a second, at any
+// phase of the rounds against the window, and a contender that falls
+// behind reads the rate it commits at.
+func TestSustainedRate(t *testing.T) {
+	const sec = int64(1_000_000)
+	steady := func(perS int, start, end int64) []int64 {
+		var cs []int64
+		for c := start; c < end; c += sec / int64(perS) {
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	rounds := func(perS, roundsPerS int, phase, start, end int64) []int64 {
+		var cs []int64
+		for c := start + phase; c < end; c += sec / int64(roundsPerS) {
+			for range perS / roundsPerS {
+				cs = append(cs, c)
+			}
+		}
+		return cs
+	}
+	const from, to = 1_500_000, 5_000_000 // the stream suite's window at C = 1 s
+	cases := []struct {
+		name      string
+		committed []int64
+		want      float64
+	}{
+		{"steady", steady(2560, 0, 6*sec), 2560},
+		{"steady, starts late and stops with the source", steady(2560, sec, to+1), 2560},
+		{"four rounds a second, a round on each edge", rounds(2560, 4, 0, 0, 6*sec), 2560},
+		{"four rounds a second, a round just inside each edge", rounds(2560, 4, 1, sec/2, 6*sec), 2560},
+		{"four rounds a second, mid-phase", rounds(2560, 4, sec/8, 0, 6*sec), 2560},
+		{"falls behind at 0.8 of the rate", steady(2048, 0, 9*sec), 2048},
+		{"nothing committed", nil, 0},
+	}
+	for _, c := range cases {
+		got := sustainedRate(c.committed, from, to)
+		if math.Abs(got-c.want) > 0.005*c.want+1 {
+			t.Errorf("%s: sustainedRate = %.1f/s, want %.0f/s", c.name, got, c.want)
+		}
+	}
+	if got := sustainedRate(steady(100, 0, 2*sec), sec, sec); got != 0 {
+		t.Errorf("empty window: sustainedRate = %v, want 0", got)
+	}
+}
