@@ -186,3 +186,37 @@ func TestOrderedSequenceFromBag(t *testing.T) {
 		t.Errorf("sequence after the key emptied = %v, want %v", got, want)
 	}
 }
+
+// TestHeldBackResultWaitsForTheRetry: with WithOrdered, a later element's
+// result kept behind an earlier element that waits out its backoff is not
+// work to come back for: the quiet key's timer is set for when the retry is
+// due, not on every step of the commit grid until then.
+func TestHeldBackResultWaitsForTheRetry(t *testing.T) {
+	const backoff = 5 * time.Second
+	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithOrdered(),
+		WithMaxAttempts(2), WithBackoff(FixedBackoff(backoff)))
+	f := h.stream()
+	first := gateID(t.Name(), "a", 1)
+	book.planErrors(first, errFlaky)
+	h.process(f, "a", 1)
+	h.process(f, "a", 2)
+	openAll(t.Name(), "a", 3) // after both: a:2's ProcessElement must not meet a:1's failure
+	h.waitFinished("a", 1)
+	h.waitFinished("a", 2)
+	h.tm("a").take()
+	h.clock.Advance(3 * time.Second) // no element for longer than max(2C, 2 s): the key is quiet
+	if got, err := h.fire(f, "a"); err != nil || len(got) != 0 {
+		t.Fatalf("commit with the first element failed once = %v (%v), want nothing: a:2 waits behind a:1", got, err)
+	}
+	due := h.clock.Now().Add(backoff)
+	if next, ok := h.tm("a").take(); !ok || !next.Equal(due) {
+		t.Errorf("re-armed at %v (set %v) with a:2 held back, want when a:1's retry is due, %v", next, ok, due)
+	}
+	h.clock.Advance(backoff)
+	if got, want := retryUntilDone(t, h, f, "a"), []string{"a:1#0", "a:2#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("outputs = %v, want %v", got, want)
+	}
+	if got := book.count(first); got != 2 {
+		t.Errorf("a:1 called %d times, want 2 (one retry)", got)
+	}
+}
