@@ -132,7 +132,9 @@ const sustainEdge = 500 * time.Millisecond
 // (microseconds), averaged over every window of length to-from-sustainEdge
 // that fits in it: each commit counts with the share of those windows that
 // hold it, which ramps from 0 to 1 over sustainEdge at each end. Outputs
-// committed at a steady rate read that rate exactly, bursts or not.
+// committed at a steady rate read that rate, and so do rounds whose period
+// divides sustainEdge (four a second, say), at any phase, in a span of a
+// second or more.
 func sustainedRate(committed []int64, from, to int64) float64 {
 	edge := min(sustainEdge.Microseconds(), (to-from)/2)
 	span := to - from - edge

@@ -27,25 +27,32 @@ func TestSustainedRate(t *testing.T) {
 		}
 		return cs
 	}
-	const from, to = 1_500_000, 5_000_000 // the stream suite's window at C = 1 s
+	const from, to = 1_500_000, 5_000_000 // the stream suite's span at C = 1 s
 	cases := []struct {
 		name      string
 		committed []int64
+		to        int64
 		want      float64
 	}{
-		{"steady", steady(2560, 0, 6*sec), 2560},
-		{"steady, starts late and stops with the source", steady(2560, sec, to+1), 2560},
-		{"four rounds a second, a round on each edge", rounds(2560, 4, 0, 0, 6*sec), 2560},
-		{"four rounds a second, a round just inside each edge", rounds(2560, 4, 1, sec/2, 6*sec), 2560},
-		{"four rounds a second, mid-phase", rounds(2560, 4, sec/8, 0, 6*sec), 2560},
-		{"falls behind at 0.8 of the rate", steady(2048, 0, 9*sec), 2048},
-		{"nothing committed", nil, 0},
+		{"steady", steady(2560, 0, 6*sec), to, 2560},
+		{"steady, stops with the source", steady(2560, 0, to+1), to, 2560},
+		// A 3.5 s span holds 14 rounds; counted over the span alone, one
+		// round on each edge reads 15 and one just outside each 13.
+		{"four rounds a second, a round on each edge", rounds(2560, 4, 0, 0, 6*sec), to, 2560},
+		{"four rounds a second, a round just outside each edge", rounds(2560, 4, sec/4-1, 0, 6*sec), to - 2, 2560},
+		{"four rounds a second, a round just inside each edge", rounds(2560, 4, 1, 0, 6*sec), to + 2, 2560},
+		{"four rounds a second, mid-phase", rounds(2560, 4, sec/8, 0, 6*sec), to, 2560},
+		{"falls behind at 0.8 of the rate", steady(2048, 0, 9*sec), to, 2048},
+		{"nothing committed", nil, to, 0},
 	}
 	for _, c := range cases {
-		got := sustainedRate(c.committed, from, to)
+		got := sustainedRate(c.committed, from, c.to)
 		if math.Abs(got-c.want) > 0.005*c.want+1 {
 			t.Errorf("%s: sustainedRate = %.1f/s, want %.0f/s", c.name, got, c.want)
 		}
+	}
+	if got := sustainedRate(steady(100, 0, 2*sec), sec, sec/2); got != 0 {
+		t.Errorf("span ending before it starts: sustainedRate = %v, want 0", got)
 	}
 	if got := sustainedRate(steady(100, 0, 2*sec), sec, sec); got != 0 {
 		t.Errorf("empty window: sustainedRate = %v, want 0", got)

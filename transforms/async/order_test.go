@@ -199,12 +199,13 @@ func TestHeldBackResultWaitsForTheRetry(t *testing.T) {
 	first := gateID(t.Name(), "a", 1)
 	book.planErrors(first, errFlaky)
 	h.process(f, "a", 1)
-	h.process(f, "a", 2)
+	h.clock.Advance(100 * time.Millisecond)
+	h.process(f, "a", 2)      // a busy key at its elements: 100 ms apart
 	openAll(t.Name(), "a", 3) // after both: a:2's ProcessElement must not meet a:1's failure
 	h.waitFinished("a", 1)
 	h.waitFinished("a", 2)
 	h.tm("a").take()
-	h.clock.Advance(3 * time.Second) // no element for longer than max(2C, 2 s): the key is quiet
+	h.clock.Advance(3 * time.Second) // no element for longer than max(2C, 2 s): quiet at its timer
 	if got, err := h.fire(f, "a"); err != nil || len(got) != 0 {
 		t.Fatalf("commit with the first element failed once = %v (%v), want nothing: a:2 waits behind a:1", got, err)
 	}
