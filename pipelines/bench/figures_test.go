@@ -51,10 +51,9 @@ func TestSustainedRate(t *testing.T) {
 			t.Errorf("%s: sustainedRate = %.1f/s, want %.0f/s", c.name, got, c.want)
 		}
 	}
-	if got := sustainedRate(steady(100, 0, 2*sec), sec, sec/2); got != 0 {
-		t.Errorf("span ending before it starts: sustainedRate = %v, want 0", got)
-	}
-	if got := sustainedRate(steady(100, 0, 2*sec), sec, sec); got != 0 {
-		t.Errorf("empty window: sustainedRate = %v, want 0", got)
+	for _, end := range []int64{sec / 2, sec} { // a span that ends before it starts, or where it starts
+		if got := sustainedRate(steady(100, 0, 2*sec), sec, end); got != 0 {
+			t.Errorf("span [%d, %d] µs: sustainedRate = %v, want 0", sec, end, got)
+		}
 	}
 }
