@@ -197,23 +197,48 @@ func (p *Pool) ForOwner(o string) []*Task {
 }
 
 // owner is the set of tasks one owner holds, when it last showed it is
-// alive (see Touch and EvictIdle), when it last received an element, and
-// the time between its last two elements.
+// alive (see Touch and EvictIdle), and when its elements came.
 type owner struct {
-	tasks       map[string]*Task
-	lastActive  time.Time
-	lastElement time.Time
-	gap         time.Duration
+	tasks      map[string]*Task
+	lastActive time.Time
+	arrivals   Arrivals
+}
+
+// Arrivals is what a pool remembers of when an owner's elements came.
+type Arrivals struct {
+	// Last is when the owner's latest element came (zero: none remembered).
+	Last time.Time
+	// Gap is the time between its latest two elements, and MeanGap the mean
+	// time between its elements, each new gap weighing a quarter (an
+	// exponential moving average); both zero while fewer than two are
+	// remembered.
+	//
+	// A runner under load hands a key's elements over in bursts, leaving
+	// gaps far shorter and far longer than the key's rate: MeanGap is the
+	// rate, Gap says whether the key just changed pace.
+	Gap, MeanGap time.Duration
+}
+
+// Arrive records an element at now.
+func (a *Arrivals) Arrive(now time.Time) {
+	if !a.Last.IsZero() {
+		a.Gap = now.Sub(a.Last)
+		if a.MeanGap == 0 {
+			a.MeanGap = a.Gap
+		} else {
+			a.MeanGap += (a.Gap - a.MeanGap) / 4
+		}
+	}
+	a.Last = now
 }
 
 // Touch records that owner o is alive: its key was called back on this
 // worker, or its bundle is still running; element says the callback brought
-// an element. It returns when o last received an element, and the time
-// between the two elements before that one (zero when the pool does not
-// remember them). Owners whose tasks are not touched for a while are
-// evicted by EvictIdle; an owner without tasks is remembered for
+// an element. It returns the owner's arrivals before this touch, and after
+// it (the same, unless element). Owners whose tasks are not touched for a
+// while are evicted by EvictIdle; an owner without tasks is remembered for
 // Config.Forget after its last touch.
-func (p *Pool) Touch(o string, element bool) (lastElement time.Time, gap time.Duration) {
+func (p *Pool) Touch(o string, element bool) (before, after Arrivals) {
 	now := p.cfg.Now()
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -223,14 +248,11 @@ func (p *Pool) Touch(o string, element bool) (lastElement time.Time, gap time.Du
 		own = &owner{tasks: map[string]*Task{}}
 		p.owners[o] = own
 	}
-	lastElement, gap, own.lastActive = own.lastElement, own.gap, now
+	before, own.lastActive = own.arrivals, now
 	if element {
-		if !lastElement.IsZero() {
-			own.gap = now.Sub(lastElement)
-		}
-		own.lastElement = now
+		own.arrivals.Arrive(now)
 	}
-	return lastElement, gap
+	return before, own.arrivals
 }
 
 // forgetIdle drops, at most once a second, the owners that hold no task and

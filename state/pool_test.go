@@ -434,26 +434,33 @@ func TestDisplaceUnbuffered(t *testing.T) {
 	}
 }
 
-func TestTouchGap(t *testing.T) {
+// TestTouchArrivals: Touch returns when the owner's elements came before
+// and after it: the latest, the gap between the latest two, and the mean
+// gap, which each element moves by a quarter of the difference and a timer
+// leaves alone.
+func TestTouchArrivals(t *testing.T) {
 	now := time.Unix(100, 0)
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Now: func() time.Time { return now }})
+	at := func(ms int64) time.Time { return time.Unix(100, ms*1e6) }
+	const ms = time.Millisecond
 	steps := []struct {
-		advance  time.Duration
-		element  bool
-		wantLast time.Time
-		wantGap  time.Duration
+		advance time.Duration
+		element bool
+		want    Arrivals // after the touch
 	}{
-		{0, true, time.Time{}, 0},                                 // first element: nothing known
-		{200 * time.Millisecond, true, time.Unix(100, 0), 0},      // one element before: no gap yet
-		{100 * time.Millisecond, false, time.Unix(100, 2e8), 2e8}, // a timer: the last two were 200 ms apart
-		{300 * time.Millisecond, true, time.Unix(100, 2e8), 2e8},  // the next element sees the same
-		{0, false, time.Unix(100, 6e8), 400 * time.Millisecond},   // and leaves its own gap
+		{0, true, Arrivals{Last: at(0)}},                                             // the first element: no gap yet
+		{200 * ms, true, Arrivals{Last: at(200), Gap: 200 * ms, MeanGap: 200 * ms}},  // the one gap so far
+		{100 * ms, false, Arrivals{Last: at(200), Gap: 200 * ms, MeanGap: 200 * ms}}, // a timer changes nothing
+		{500 * ms, true, Arrivals{Last: at(800), Gap: 600 * ms, MeanGap: 300 * ms}},  // 600 ms weighs a quarter: 200 + 400/4
+		{0, true, Arrivals{Last: at(800), Gap: 0, MeanGap: 225 * ms}},                // a burst: 0 ms weighs a quarter too
 	}
+	var prev Arrivals
 	for i, st := range steps {
 		now = now.Add(st.advance)
-		last, gap := p.Touch("k", st.element)
-		if !last.Equal(st.wantLast) || gap != st.wantGap {
-			t.Errorf("step %d: Touch = (%v, %v), want (%v, %v)", i, last, gap, st.wantLast, st.wantGap)
+		before, after := p.Touch("k", st.element)
+		if before != prev || after != st.want {
+			t.Errorf("step %d: Touch = (%+v, %+v), want (%+v, %+v)", i, before, after, prev, st.want)
 		}
+		prev = after
 	}
 }

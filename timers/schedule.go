@@ -43,6 +43,32 @@ func Grid(freq time.Duration) time.Duration { return max(freq/GridSteps, MinRear
 // over 1,000 keys short of the source rate in some runs (BENCHMARKS.md).
 func BusyWithin(freq time.Duration) time.Duration { return max(2*freq, 2*time.Second) }
 
+// BusyBackstop is how far ahead a busy key's backstop is set, given the
+// mean gap between its elements (Arrivals.MeanGap in this module's state
+// package): three mean gaps, at least max(C/2, 250 ms) and at most
+// max(C, 250 ms).
+//
+// A timer that falls due while its key is in a bundle costs the runner
+// dearly: prism v2.77 puts it back at its past instant and its bundle loop
+// spins until the bundle ends, and under load a busy key nearly always is
+// in one. Once enough backstops fall due that way, the loop takes the CPU
+// the bundles need and the pipeline falls behind for good. The backstop
+// must therefore fall beyond the key's next bundle, and a runner under load
+// hands a key's elements over in bursts, one bundle after several gaps:
+// hence the mean, not the last gap (a burst's short gap would set a
+// backstop between bundles, a timer per element), and three of them.
+// Measured at 0.9 × P/L over 1,000 keys (elements 0.35 s apart), four
+// window kinds, same hour: kept up in 12 of 12 runs against 4 of 12 with
+// max(C/2, 250 ms, 1.5 last gaps) (BENCHMARKS.md). The floor keeps keys
+// whose elements come close from setting a timer per bundle; the cap bounds
+// how long a key's last results wait once its elements stop (up to a
+// quarter round more, where the backstop is rounded to), as a quiet key's
+// timer is never more than C ahead.
+func BusyBackstop(freq, meanGap time.Duration) time.Duration {
+	least := max(freq/2, 250*time.Millisecond)
+	return min(max(least, 3*meanGap), max(freq, least))
+}
+
 // NextRound returns the earliest instant strictly after now that lies on a
 // round increment of freq (counted from the Unix epoch) plus phase. Every call
 // within the same period returns the same instant: timers aimed anywhere in

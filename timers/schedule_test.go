@@ -108,3 +108,28 @@ func TestGridAndBusyWithin(t *testing.T) {
 		}
 	}
 }
+
+// TestBusyBackstop: three mean gaps, within [max(C/2, 250 ms), max(C,
+// 250 ms)].
+func TestBusyBackstop(t *testing.T) {
+	const ms = time.Millisecond
+	cases := []struct {
+		freq, meanGap, want time.Duration
+	}{
+		{time.Second, 0, 500 * ms},           // no gap known: the floor
+		{time.Second, 39 * ms, 500 * ms},     // 0.8 × P/L over 100 keys: the floor
+		{time.Second, 200 * ms, 600 * ms},    // three gaps
+		{time.Second, 300 * ms, 900 * ms},    // three gaps
+		{time.Second, 347 * ms, time.Second}, // 0.9 × P/L over 1,000 keys: the cap, C
+		{time.Second, 780 * ms, time.Second}, // 0.4 × P/L over 1,000 keys: the cap, C
+		{100 * ms, 50 * ms, 250 * ms},        // a short period: 250 ms floor and cap
+		{100 * ms, 0, 250 * ms},
+		{4 * time.Second, time.Second, 3 * time.Second},
+		{4 * time.Second, 1900 * ms, 4 * time.Second},
+	}
+	for _, c := range cases {
+		if got := BusyBackstop(c.freq, c.meanGap); got != c.want {
+			t.Errorf("BusyBackstop(%v, %v) = %v, want %v", c.freq, c.meanGap, got, c.want)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
 )
 
@@ -211,8 +212,8 @@ func (f *timerOnlyBatch) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _
 // touch, where with no call every result is finished), then adds the
 // element; a quiet key's timer is at the next step of the commit grid
 // (timers.Grid, C/4), a busy key's (an element within timers.BusyWithin of
-// its last on this instance) a backstop at least max(C/2, 250 ms) and 1.5
-// times the gap ahead on a quarter round. In windows other than the global
+// its last on this instance) a backstop timers.BusyBackstop ahead, from the
+// mean gap between its elements on this instance, on a quarter round. In windows other than the global
 // one it loses elements, and the exactly-once check fails it: prism
 // garbage-collects a window's state and timers once its output watermark
 // passes the window's end, and with them what the bag still holds when the
@@ -222,14 +223,14 @@ type timerOnlyStream struct {
 	Commit  beamtimers.ProcessingTime
 	CNs     int64
 
-	seen    map[string]time.Time // when each key last had an element here
-	touched map[string]bool      // keys this bundle has committed
+	seen    map[string]*state.Arrivals // when each key's elements came here
+	touched map[string]bool            // keys this bundle has committed
 }
 
 func (f *timerOnlyStream) StartBundle(_ func(string)) {
 	f.touched = map[string]bool{}
 	if f.seen == nil {
-		f.seen = map[string]time.Time{}
+		f.seen = map[string]*state.Arrivals{}
 	}
 }
 
@@ -242,10 +243,15 @@ func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Pr
 	}
 	c := time.Duration(f.CNs)
 	now := time.Now()
-	last := f.seen[k]
-	f.seen[k] = now
-	if gap := now.Sub(last); !last.IsZero() && gap < timers.BusyWithin(c) {
-		f.Commit.Set(tp, timers.NextRound(now.Add(max(c/2, 250*time.Millisecond, gap*3/2)), c/timers.PhaseSlots, 0))
+	a := f.seen[k]
+	if a == nil {
+		a = &state.Arrivals{}
+		f.seen[k] = a
+	}
+	last := a.Last
+	a.Arrive(now)
+	if !last.IsZero() && now.Sub(last) < timers.BusyWithin(c) {
+		f.Commit.Set(tp, timers.NextRound(now.Add(timers.BusyBackstop(c, a.MeanGap)), c/timers.PhaseSlots, 0))
 	} else {
 		f.Commit.Set(tp, timers.NextRound(now, timers.Grid(c), 0))
 	}

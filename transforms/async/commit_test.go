@@ -62,8 +62,8 @@ func TestCommitBasic(t *testing.T) {
 // TestCommitTimerOnGrid: a quiet key's timer is set for when its call is
 // expected to finish, on the commit grid (C / 4) that all keys share; a busy
 // key (an element within max(2C, 2 s) of its last) has its bundles commit
-// it, and its timer, a backstop, is set at least half a period ahead on a
-// quarter round, so that it does not fall due while the key is in a bundle;
+// it, and its timer, a backstop, is set timers.BusyBackstop ahead on a quarter
+// round, so that it does not fall due while the key is in a bundle;
 // a key whose elements come further apart is quiet again; and that quiet
 // key's timer, finding its call still running, comes back on the grid,
 // however recent its element (TestBusyKeyTimerKeepsItsBackstop: a busy
@@ -88,8 +88,9 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	h.clock.Advance(100 * time.Millisecond)
 	h.process(f, "a", 2)
 	second, _ := h.tm("a").take()
-	if want := timers.NextRound(h.clock.Now().Add(c/2), c/timers.PhaseSlots, 0); !second.Equal(want) {
-		t.Errorf("a busy key's timer is at %v, want the quarter round after half a period, %v", second, want)
+	backstop := timers.BusyBackstop(c, 100*time.Millisecond)
+	if want := timers.NextRound(h.clock.Now().Add(backstop), c/timers.PhaseSlots, 0); !second.Equal(want) {
+		t.Errorf("a busy key's timer is at %v, want the quarter round after its backstop (%v), %v", second, backstop, want)
 	}
 	h.clock.Advance(2500 * time.Millisecond) // more than max(2C, 2 s) since its last element: quiet
 	h.process(f, "a", 3)
@@ -118,26 +119,37 @@ func fireWhileRunning(t *testing.T, h *harness, f *streamFn, key string) time.Ti
 	return next
 }
 
-// TestBusyKeyTimerKeepsItsBackstop: the timer of a busy key (elements 100 ms
+// TestBusyKeyTimerKeepsItsBackstop: the timer of a busy key (elements 250 ms
 // apart, the last 300 ms ago) that finds work running sets another
-// backstop, half a period ahead or more, not a timer on the next grid step:
-// under load such timers fall due while the key's bundles run.
+// backstop, three mean gaps ahead, not a timer on the next grid step: under
+// load such timers fall due while the key's bundles run. The backstop
+// follows the mean gap, so one element that comes in a burst right after
+// another pulls it in by a quarter of the difference, not to the floor.
 func TestBusyKeyTimerKeepsItsBackstop(t *testing.T) {
 	const c = time.Second
+	const ms = time.Millisecond
 	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
 	h.process(f, "b", 1) // one finished call gives the pool a latency to expect
 	book.open(gateID(t.Name(), "b", 1))
 	h.waitFinished("b", 1)
 	h.process(f, "a", 1)
-	h.clock.Advance(100 * time.Millisecond)
+	h.clock.Advance(250 * ms)
 	h.process(f, "a", 2)
 	h.tm("a").take()
-	h.clock.Advance(300 * time.Millisecond)
-	if ahead := fireWhileRunning(t, h, f, "a").Sub(h.clock.Now()); ahead < c/2 {
-		t.Errorf("a busy key's timer re-armed %v ahead, want a backstop at least %v ahead", ahead, c/2)
+	h.clock.Advance(300 * ms)
+	want := timers.NextRound(h.clock.Now().Add(750*ms), c/timers.PhaseSlots, 0)
+	if got := fireWhileRunning(t, h, f, "a"); !got.Equal(want) {
+		t.Errorf("a busy key's timer re-armed at %v, want its backstop three mean gaps (750ms) ahead, on a quarter round, %v", got, want)
 	}
-	openAll(t.Name(), "a", 3)
+	h.process(f, "a", 3) // 300 ms after the last: the mean is 262.5 ms
+	h.tm("a").take()
+	h.process(f, "a", 4) // in a burst, 0 ms after: the mean is 196.875 ms
+	want = timers.NextRound(h.clock.Now().Add(590625*time.Microsecond), c/timers.PhaseSlots, 0)
+	if got, _ := h.tm("a").take(); !got.Equal(want) {
+		t.Errorf("after a burst the backstop is at %v, want three mean gaps (590.625ms) ahead, on a quarter round, %v", got, want)
+	}
+	openAll(t.Name(), "a", 5)
 }
 
 // TestCommitTimerAtMostAPeriodAhead: however slow the calls the pool has

@@ -78,10 +78,10 @@ type keyView struct {
 	committed bool
 	res       commitResult
 	// seen is when the key last received an element on this worker before
-	// this bundle (zero: not while it had work here), and gap the time
-	// between that element and the one before it (zero: unknown).
-	seen time.Time
-	gap  time.Duration
+	// this bundle (zero: not while it had work here), and arrivals when its
+	// elements came, this bundle's included (state.Pool.Touch).
+	seen     time.Time
+	arrivals state.Arrivals
 }
 
 // views is what a stateful DoFn knows of its keys for one bundle;
@@ -123,7 +123,8 @@ func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyStat
 		return v, nil
 	}
 	v := &keyView{owner: owner, key: key, kb: kb, byID: map[string]*pending{}}
-	v.seen, v.gap = pool.Touch(owner, element)
+	before, after := pool.Touch(owner, element)
+	v.seen, v.arrivals = before.Last, after
 	if err := f.readBag(ctx, ks.bag, ks.sp, v, v.add); err != nil {
 		return nil, err
 	}

@@ -73,7 +73,8 @@ func WithParallelism(n int) Option {
 // keys share) once its calls are expected to have finished (at most C
 // ahead), so a result that finishes as expected waits at most C/4 for its
 // commit; a key that receives elements less than max(2C, 2 s) apart is committed by
-// its own bundles, and its timer is a backstop at least C/2 ahead. Longer
+// its own bundles, and its timer is a backstop three mean gaps between its
+// elements ahead, from C/2 to C (at least 250 ms). Longer
 // means fewer timer callbacks (less runner CPU at many keys) and longer
 // waits. Must be > 0. Default:
 // DefaultCallbackFrequency (1 s).

@@ -120,22 +120,19 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 // not: those come back when the first retry is due.
 //
 // A busy key, one whose elements come less than max(2C, 2 s) apart
-// (timers.BusyWithin; at a timer: its last two came that close, and its
-// last within that time), is committed by its own
-// bundles, and its timer is only a backstop for when they stop: it is set
-// beyond the key's next bundle, at least max(C/2, 250 ms) and one and a half
-// times its gap ahead (at an element, the time since its last one; at a
-// timer, the time between its last two), on the next quarter round. A
-// timer that falls due while its key is in a bundle costs the runner dearly
-// (prism re-queues it in a loop until the bundle ends), and under load a
-// busy key nearly always is in one.
+// (timers.BusyWithin; at an element: since its last one; at a timer: its
+// last two came that close, and its last within that time), is committed
+// by its own bundles, and its timer is only a backstop for when they stop:
+// it is set beyond the key's next bundle, timers.BusyBackstop ahead (three mean
+// gaps between its elements, within [max(C/2, 250 ms), max(C, 250 ms)]),
+// on the next quarter round.
 func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, element bool) {
 	if v.empty() {
 		return
 	}
 	now := f.clock.Now()
-	if gap, busy := v.busy(now, element, timers.BusyWithin(f.CallbackFrequency)); busy {
-		ahead := max(f.CallbackFrequency/2, 250*time.Millisecond, gap*3/2)
+	if meanGap, busy := v.busy(now, element, timers.BusyWithin(f.CallbackFrequency)); busy {
+		ahead := timers.BusyBackstop(f.CallbackFrequency, meanGap)
 		f.Commit.Set(tp, timers.NextRound(now.Add(ahead), f.CallbackFrequency/timers.PhaseSlots, 0), beamtimers.WithOutputTimestamp(v.hold()))
 		return
 	}
@@ -176,21 +173,23 @@ func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, ele
 	f.Commit.Set(tp, next, beamtimers.WithOutputTimestamp(v.hold()))
 }
 
-// busy reports whether the key's elements come less than within apart, and
-// the gap its backstop is measured from: at an element, the time since the
-// key's last one; at a timer, the time between its last two, provided the
-// last came less than within ago. A quiet key's timer that finds its work
-// still running is therefore not mistaken for a busy one by the element
-// that armed it; a busy key's backstop that finds work running (its bundles
-// lag) sets another backstop, not a timer every grid step, which would load
-// the runner when it can least afford it.
+// busy reports whether the key's elements come less than within apart (at
+// an element: the time since the key's last one is under within; at a
+// timer: the time between its last two is, and the last came less than
+// within ago), and the mean gap between them, which its backstop is
+// measured from. A quiet key's timer that finds its work still running is
+// therefore not mistaken for a busy one by the element that armed it; a
+// busy key's backstop that finds work running (its bundles lag) sets
+// another backstop, not a timer every grid step, which would load the
+// runner when it can least afford it.
 func (v *keyView) busy(now time.Time, element bool, within time.Duration) (time.Duration, bool) {
 	if v.seen.IsZero() {
 		return 0, false
 	}
 	since := now.Sub(v.seen)
 	if element {
-		return since, since < within
+		return v.arrivals.MeanGap, since < within
 	}
-	return v.gap, v.gap > 0 && v.gap < within && since < within
+	last := v.arrivals.Gap
+	return v.arrivals.MeanGap, last > 0 && last < within && since < within
 }
