@@ -204,14 +204,18 @@ type owner struct {
 	arrivals   Arrivals
 }
 
-// Arrivals is what a pool remembers of when an owner's elements came.
+// Arrivals is what a pool remembers of when an owner's elements came: at
+// most one arrival per Touch, so for a key touched once per bundle, when
+// the bundles that brought its elements ran.
 type Arrivals struct {
 	// Last is when the owner's latest element came (zero: none remembered).
 	Last time.Time
+	// Gaps is how many gaps between elements the figures below are made
+	// of: while it is zero they mean nothing.
+	Gaps int
 	// Gap is the time between its latest two elements, and MeanGap the mean
 	// time between its elements, each new gap weighing a quarter (an
-	// exponential moving average); both zero while fewer than two are
-	// remembered.
+	// exponential moving average).
 	//
 	// A runner under load hands a key's elements over in bursts, leaving
 	// gaps far shorter and far longer than the key's rate: MeanGap is the
@@ -223,11 +227,12 @@ type Arrivals struct {
 func (a *Arrivals) Arrive(now time.Time) {
 	if !a.Last.IsZero() {
 		a.Gap = now.Sub(a.Last)
-		if a.MeanGap == 0 {
+		if a.Gaps == 0 {
 			a.MeanGap = a.Gap
 		} else {
 			a.MeanGap += (a.Gap - a.MeanGap) / 4
 		}
+		a.Gaps++
 	}
 	a.Last = now
 }

@@ -435,32 +435,40 @@ func TestDisplaceUnbuffered(t *testing.T) {
 }
 
 // TestTouchArrivals: Touch returns when the owner's elements came before
-// and after it: the latest, the gap between the latest two, and the mean
-// gap, which each element moves by a quarter of the difference and a timer
-// leaves alone.
+// and after it: the latest, how many gaps are known, the gap between the
+// latest two, and the mean gap, which each element moves by a quarter of
+// the difference and a timer leaves alone. A first gap of 0 (two elements
+// at once) is a gap like any other.
 func TestTouchArrivals(t *testing.T) {
 	now := time.Unix(100, 0)
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Now: func() time.Time { return now }})
 	at := func(ms int64) time.Time { return time.Unix(100, ms*1e6) }
 	const ms = time.Millisecond
 	steps := []struct {
+		owner   string
 		advance time.Duration
 		element bool
 		want    Arrivals // after the touch
 	}{
-		{0, true, Arrivals{Last: at(0)}},                                             // the first element: no gap yet
-		{200 * ms, true, Arrivals{Last: at(200), Gap: 200 * ms, MeanGap: 200 * ms}},  // the one gap so far
-		{100 * ms, false, Arrivals{Last: at(200), Gap: 200 * ms, MeanGap: 200 * ms}}, // a timer changes nothing
-		{500 * ms, true, Arrivals{Last: at(800), Gap: 600 * ms, MeanGap: 300 * ms}},  // 600 ms weighs a quarter: 200 + 400/4
-		{0, true, Arrivals{Last: at(800), Gap: 0, MeanGap: 225 * ms}},                // a burst: 0 ms weighs a quarter too
+		{"k", 0, true, Arrivals{Last: at(0)}},                                                      // the first element: no gap yet
+		{"k", 200 * ms, true, Arrivals{Last: at(200), Gaps: 1, Gap: 200 * ms, MeanGap: 200 * ms}},  // the one gap so far
+		{"k", 100 * ms, false, Arrivals{Last: at(200), Gaps: 1, Gap: 200 * ms, MeanGap: 200 * ms}}, // a timer changes nothing
+		{"k", 500 * ms, true, Arrivals{Last: at(800), Gaps: 2, Gap: 600 * ms, MeanGap: 300 * ms}},  // 600 ms weighs a quarter: 200 + 400/4
+		{"k", 0, true, Arrivals{Last: at(800), Gaps: 3, Gap: 0, MeanGap: 225 * ms}},                // a burst: 0 ms weighs a quarter too
+		{"j", 0, true, Arrivals{Last: at(800)}},
+		{"j", 0, true, Arrivals{Last: at(800), Gaps: 1}},                                           // a first gap of 0
+		{"j", 400 * ms, true, Arrivals{Last: at(1200), Gaps: 2, Gap: 400 * ms, MeanGap: 100 * ms}}, // weighs a quarter: the mean was known
 	}
-	var prev Arrivals
+	same := func(a, b Arrivals) bool {
+		return a.Last.Equal(b.Last) && a.Gaps == b.Gaps && a.Gap == b.Gap && a.MeanGap == b.MeanGap
+	}
+	prev := map[string]Arrivals{}
 	for i, st := range steps {
 		now = now.Add(st.advance)
-		before, after := p.Touch("k", st.element)
-		if before != prev || after != st.want {
-			t.Errorf("step %d: Touch = (%+v, %+v), want (%+v, %+v)", i, before, after, prev, st.want)
+		before, after := p.Touch(st.owner, st.element)
+		if !same(before, prev[st.owner]) || !same(after, st.want) {
+			t.Errorf("step %d (%s): Touch = (%+v, %+v), want (%+v, %+v)", i, st.owner, before, after, prev[st.owner], st.want)
 		}
-		prev = after
+		prev[st.owner] = after
 	}
 }

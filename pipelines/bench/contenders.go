@@ -212,8 +212,9 @@ func (f *timerOnlyBatch) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _
 // touch, where with no call every result is finished), then adds the
 // element; a quiet key's timer is at the next step of the commit grid
 // (timers.Grid, C/4), a busy key's (an element within timers.BusyWithin of
-// its last on this instance) a backstop timers.BusyBackstop ahead, from the
-// mean gap between its elements on this instance, on a quarter round. In windows other than the global
+// its last bundle's on this instance) a backstop timers.BusyBackstop ahead,
+// from the mean gap between the bundles that brought its elements here, as
+// async counts them, on a quarter round. In windows other than the global
 // one it loses elements, and the exactly-once check fails it: prism
 // garbage-collects a window's state and timers once its output watermark
 // passes the window's end, and with them what the bag still holds when the
@@ -223,35 +224,32 @@ type timerOnlyStream struct {
 	Commit  beamtimers.ProcessingTime
 	CNs     int64
 
-	seen    map[string]*state.Arrivals // when each key's elements came here
-	touched map[string]bool            // keys this bundle has committed
+	arrivals map[string]state.Arrivals // when each key's bundles brought elements here
+	before   map[string]time.Time      // keys this bundle has committed: their last element before it
 }
 
 func (f *timerOnlyStream) StartBundle(_ func(string)) {
-	f.touched = map[string]bool{}
-	if f.seen == nil {
-		f.seen = map[string]*state.Arrivals{}
+	f.before = map[string]time.Time{}
+	if f.arrivals == nil {
+		f.arrivals = map[string]state.Arrivals{}
 	}
 }
 
 func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Provider, k string, v string, emit func(string)) error {
-	if !f.touched[k] {
-		f.touched[k] = true
+	now := time.Now()
+	last, touched := f.before[k]
+	if !touched {
 		if err := emitAndClear(sp, &f.Pending, emit); err != nil {
 			return err
 		}
+		a := f.arrivals[k]
+		last = a.Last
+		a.Arrive(now)
+		f.arrivals[k], f.before[k] = a, last
 	}
 	c := time.Duration(f.CNs)
-	now := time.Now()
-	a := f.seen[k]
-	if a == nil {
-		a = &state.Arrivals{}
-		f.seen[k] = a
-	}
-	last := a.Last
-	a.Arrive(now)
 	if !last.IsZero() && now.Sub(last) < timers.BusyWithin(c) {
-		f.Commit.Set(tp, timers.NextRound(now.Add(timers.BusyBackstop(c, a.MeanGap)), c/timers.PhaseSlots, 0))
+		f.Commit.Set(tp, timers.NextRound(now.Add(timers.BusyBackstop(c, f.arrivals[k].MeanGap)), c/timers.PhaseSlots, 0))
 	} else {
 		f.Commit.Set(tp, timers.NextRound(now, timers.Grid(c), 0))
 	}

@@ -85,12 +85,11 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	if want := timers.NextRound(h.clock.Now().Add(p.ExpectedLatency()), grid, 0); !first.Equal(want) {
 		t.Errorf("a quiet key's element armed the timer at %v, want the next grid step after its expected call, %v", first, want)
 	}
-	h.clock.Advance(100 * time.Millisecond)
+	h.clock.Advance(300 * time.Millisecond)
 	h.process(f, "a", 2)
 	second, _ := h.tm("a").take()
-	backstop := timers.BusyBackstop(c, 100*time.Millisecond)
-	if want := timers.NextRound(h.clock.Now().Add(backstop), c/timers.PhaseSlots, 0); !second.Equal(want) {
-		t.Errorf("a busy key's timer is at %v, want the quarter round after its backstop (%v), %v", second, backstop, want)
+	if want := timers.NextRound(h.clock.Now().Add(900*time.Millisecond), c/timers.PhaseSlots, 0); !second.Equal(want) {
+		t.Errorf("a busy key's timer is at %v, want the quarter round after its backstop (three gaps of 300ms), %v", second, want)
 	}
 	h.clock.Advance(2500 * time.Millisecond) // more than max(2C, 2 s) since its last element: quiet
 	h.process(f, "a", 3)
@@ -124,7 +123,8 @@ func fireWhileRunning(t *testing.T, h *harness, f *streamFn, key string) time.Ti
 // backstop, three mean gaps ahead, not a timer on the next grid step: under
 // load such timers fall due while the key's bundles run. The backstop
 // follows the mean gap, so one element that comes in a burst right after
-// another pulls it in by a quarter of the difference, not to the floor.
+// another pulls it in by a quarter of the difference, neither to the floor
+// nor not at all.
 func TestBusyKeyTimerKeepsItsBackstop(t *testing.T) {
 	const c = time.Second
 	const ms = time.Millisecond
@@ -142,14 +142,48 @@ func TestBusyKeyTimerKeepsItsBackstop(t *testing.T) {
 	if got := fireWhileRunning(t, h, f, "a"); !got.Equal(want) {
 		t.Errorf("a busy key's timer re-armed at %v, want its backstop three mean gaps (750ms) ahead, on a quarter round, %v", got, want)
 	}
-	h.process(f, "a", 3) // 300 ms after the last: the mean is 262.5 ms
+	h.clock.Advance(150 * ms)
+	h.process(f, "a", 3) // 450 ms after the last: the mean is 300 ms
 	h.tm("a").take()
-	h.process(f, "a", 4) // in a burst, 0 ms after: the mean is 196.875 ms
-	want = timers.NextRound(h.clock.Now().Add(590625*time.Microsecond), c/timers.PhaseSlots, 0)
-	if got, _ := h.tm("a").take(); !got.Equal(want) {
-		t.Errorf("after a burst the backstop is at %v, want three mean gaps (590.625ms) ahead, on a quarter round, %v", got, want)
+	h.process(f, "a", 4) // in a burst, 0 ms after: the mean is 225 ms
+	got, _ := h.tm("a").take()
+	want = timers.NextRound(h.clock.Now().Add(675*ms), c/timers.PhaseSlots, 0)
+	floor := timers.NextRound(h.clock.Now().Add(c/2), c/timers.PhaseSlots, 0)
+	unmoved := timers.NextRound(h.clock.Now().Add(900*ms), c/timers.PhaseSlots, 0)
+	if want.Equal(floor) || want.Equal(unmoved) {
+		t.Fatalf("the test's instants do not tell the rules apart: %v, %v, %v", want, floor, unmoved)
+	}
+	if !got.Equal(want) {
+		t.Errorf("after a burst the backstop is at %v, want three mean gaps (675ms) ahead, on a quarter round, %v (the floor: %v; a mean the burst left alone: %v)", got, want, floor, unmoved)
 	}
 	openAll(t.Name(), "a", 5)
+}
+
+// TestTimerThenElementInOneBundle: when a bundle brings a key's timer
+// before its element, the element still counts as the key's arrival (the
+// pool's record moves to it), so that a key whose timers lead its bundles
+// keeps a true mean gap.
+func TestTimerThenElementInOneBundle(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(time.Second))
+	f := h.stream()
+	p, _ := h.c.pool()
+	h.process(f, "a", 1)
+	h.clock.Advance(time.Second)
+	h.process(f, "a", 2)
+	h.clock.Advance(2 * time.Second)
+	f.StartBundle(context.Background(), nil, nil)
+	if err := f.OnTimer(context.Background(), h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: commitFamily}, h.emitter("a"), h.fail); err != nil {
+		t.Fatal(err)
+	}
+	ts := mtime.FromTime(h.clock.Now())
+	if err := f.ProcessElement(context.Background(), ts, h.st("a"), h.tm("a"), "a", 3, h.emitter("a"), h.fail); err != nil {
+		t.Fatal(err)
+	}
+	_, got := p.Touch(h.owner("a"), false)
+	if want := (state.Arrivals{Last: h.clock.Now(), Gaps: 2, Gap: 2 * time.Second, MeanGap: 1250 * time.Millisecond}); !got.Last.Equal(want.Last) || got.Gaps != want.Gaps || got.Gap != want.Gap || got.MeanGap != want.MeanGap {
+		t.Errorf("the pool's arrivals after a timer and an element in one bundle = %+v, want %+v", got, want)
+	}
+	openAll(t.Name(), "a", 4)
 }
 
 // TestCommitTimerAtMostAPeriodAhead: however slow the calls the pool has

@@ -45,9 +45,11 @@
 //     and commits atomically with its bundle. A processing-time timer, held
 //     at the earliest pending element's event time, commits a quiet key on
 //     the commit grid (C/4) once its calls are expected to have finished;
-//     for a busy key (an element within max(2C, 2 s) of its last) it is a backstop
-//     set beyond the key's next bundle, because prism never fires the timer
-//     of a key in a bundle in progress and re-queues it in a loop meanwhile.
+//     for a busy key (an element within max(2C, 2 s) of its last) it is a
+//     backstop three mean gaps between its elements ahead (from C/2 to C),
+//     to fall beyond the key's next bundle, because prism never fires the
+//     timer of a key in a bundle in progress and re-queues it in a loop
+//     meanwhile.
 //     Elements that find no room wait in a second bag, summarized in the
 //     first, so that a commit never reads a key's backlog unless it can
 //     start some of it.

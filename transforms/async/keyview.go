@@ -79,9 +79,11 @@ type keyView struct {
 	res       commitResult
 	// seen is when the key last received an element on this worker before
 	// this bundle (zero: not while it had work here), and arrivals when its
-	// elements came, this bundle's included (state.Pool.Touch).
+	// elements came, this bundle's included once one came (arrived; see
+	// state.Pool.Touch).
 	seen     time.Time
 	arrivals state.Arrivals
+	arrived  bool
 }
 
 // views is what a stateful DoFn knows of its keys for one bundle;
@@ -120,9 +122,15 @@ func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyStat
 	}
 	owner := string(kb)
 	if v := vs.byOwner[owner]; v != nil {
+		if element && !v.arrived {
+			// The bundle's first touch of the key was its timer: its first
+			// element is an arrival all the same.
+			_, v.arrivals = pool.Touch(owner, true)
+			v.arrived = true
+		}
 		return v, nil
 	}
-	v := &keyView{owner: owner, key: key, kb: kb, byID: map[string]*pending{}}
+	v := &keyView{owner: owner, key: key, kb: kb, byID: map[string]*pending{}, arrived: element}
 	before, after := pool.Touch(owner, element)
 	v.seen, v.arrivals = before.Last, after
 	if err := f.readBag(ctx, ks.bag, ks.sp, v, v.add); err != nil {

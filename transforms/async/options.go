@@ -120,8 +120,9 @@ func WithMaxItemsToBuffer(n int) Option {
 // throughput: on unbounded input at about held / (call latency + commit
 // delay) elements per second, where the commit delay is the time to the
 // key's next ProcessElement or timer (for a quiet key at most about C/4
-// past its call, for a busy key up to its gap between elements, under
-// max(2C, 2 s)), so keep it above rate x (latency + frequency); the default
+// past its call, for a busy key up to its gap between elements or its
+// backstop, whichever comes first: at most max(C, 250 ms) and C/4), so
+// keep it above rate x (latency + frequency); the default
 // allows 64 x parallelism per second at the default 1 s frequency, the limit
 // for calls of 16 ms (BatchParDo's, 64 x parallelism x batch size: the limit
 // for requests of 16 ms). On bounded input (any windowing), results are emitted

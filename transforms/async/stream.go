@@ -123,9 +123,11 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 // (timers.BusyWithin; at an element: since its last one; at a timer: its
 // last two came that close, and its last within that time), is committed
 // by its own bundles, and its timer is only a backstop for when they stop:
-// it is set beyond the key's next bundle, timers.BusyBackstop ahead (three mean
-// gaps between its elements, within [max(C/2, 250 ms), max(C, 250 ms)]),
-// on the next quarter round.
+// it is set timers.BusyBackstop ahead (three mean gaps between its elements,
+// within [max(C/2, 250 ms), max(C, 250 ms)]), on the next quarter round,
+// so that it falls beyond the key's next bundle while its elements come
+// less than C/3 apart (further apart, the backstop may come first and
+// commit the key).
 func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, element bool) {
 	if v.empty() {
 		return
@@ -190,6 +192,5 @@ func (v *keyView) busy(now time.Time, element bool, within time.Duration) (time.
 	if element {
 		return v.arrivals.MeanGap, since < within
 	}
-	last := v.arrivals.Gap
-	return v.arrivals.MeanGap, last > 0 && last < within && since < within
+	return v.arrivals.MeanGap, v.arrivals.Gaps > 0 && v.arrivals.Gap < within && since < within
 }
