@@ -62,11 +62,12 @@ func BusyWithin(freq time.Duration) time.Duration { return max(2*freq, 2*time.Se
 // against 4 of 12 with max(C/2, 250 ms, 1.5 last gaps); with the cap, a
 // full run kept up in 18 of 18 runs over 1,000 keys at 0.8 and 0.9 × P/L,
 // where the old rule had fallen behind in 7 of 18, at a p99 of 1.26 to
-// 1.32 s there instead of 0.90 to 1.03 s (BENCHMARKS.md). The floor keeps keys
-// whose elements come close from setting a timer per bundle; the cap bounds
-// how long a key's last results wait once its elements stop (up to a
-// quarter round more, where the backstop is rounded to), as a quiet key's
-// timer is never more than C ahead.
+// 1.32 s there instead of 0.90 to 1.03 s (BENCHMARKS.md).
+//
+// The floor keeps keys whose elements come close from setting a timer per
+// bundle; the cap bounds how long a key's last results wait once its
+// elements stop (up to a quarter round more, where the backstop is rounded
+// to), as a quiet key's timer is never more than C ahead.
 func BusyBackstop(freq, meanGap time.Duration) time.Duration {
 	least := max(freq/2, 250*time.Millisecond)
 	return min(max(least, 3*meanGap), max(freq, least))
