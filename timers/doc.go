@@ -9,9 +9,10 @@
 //
 // A busy key ([BusyWithin]: an element within max(2C, 2 s) of its last) is
 // committed by its own bundles; its timer is a backstop ([BusyBackstop]:
-// three mean gaps between its elements, from C/2 to C, at least 250 ms) on
-// a quarter round of C ([PhaseSlots]), far enough ahead that it rarely
-// falls due while the key is in a bundle, which prism re-queues in a loop.
+// three mean gaps between its elements, from max(C/2, 250 ms) to
+// max(2C, 2 s)) on a quarter round of C ([PhaseSlots]), far enough ahead
+// that it rarely falls due while the key is in a bundle, which prism
+// re-queues in a loop.
 //
 // [Clock] is the time source; [Manual] is a clock that tests move by hand.
 package timers

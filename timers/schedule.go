@@ -46,7 +46,7 @@ func BusyWithin(freq time.Duration) time.Duration { return max(2*freq, 2*time.Se
 // BusyBackstop is how far ahead a busy key's backstop is set, given the
 // mean gap between its elements (Arrivals.MeanGap in this module's state
 // package): three mean gaps, at least max(C/2, 250 ms) and at most
-// max(C, 250 ms).
+// BusyWithin (max(2C, 2 s)).
 //
 // A timer that falls due while its key is in a bundle costs the runner
 // dearly: prism v2.77 puts it back at its past instant and its bundle loop
@@ -56,21 +56,21 @@ func BusyWithin(freq time.Duration) time.Duration { return max(2*freq, 2*time.Se
 // must therefore fall beyond the key's next bundle, and a runner under load
 // hands a key's elements over in bursts, one bundle after several gaps:
 // hence the mean, not the last gap (a burst's short gap would set a
-// backstop between bundles, a timer per element), and three of them.
-// Measured at 0.9 × P/L over 1,000 keys (elements 0.35 s apart), four
-// window kinds, same hour, without the cap: kept up in 12 of 12 runs
-// against 4 of 12 with max(C/2, 250 ms, 1.5 last gaps); with the cap, a
-// full run kept up in 18 of 18 runs over 1,000 keys at 0.8 and 0.9 × P/L,
-// where the old rule had fallen behind in 7 of 18, at a p99 of 1.26 to
-// 1.32 s there instead of 0.90 to 1.03 s (BENCHMARKS.md).
+// backstop between bundles, a timer per element), and three of them. When
+// the runner stalls, the gaps between a key's bundles grow, and so do its
+// backstops: a cap lower than BusyWithin cuts that off. Measured at 0.9 ×
+// P/L over 1,000 keys in four window kinds, same hour (BENCHMARKS.md):
+// with max(C/2, 250 ms, 1.5 last gaps) the stream kept up in 4 runs of 12,
+// with three mean gaps uncapped in 12 of 12; capped at C in 17 of 24,
+// capped at max(2C, 2 s) in 12 of 12.
 //
 // The floor keeps keys whose elements come close from setting a timer per
-// bundle; the cap bounds how long a key's last results wait once its
-// elements stop (up to a quarter round more, where the backstop is rounded
-// to), as a quiet key's timer is never more than C ahead.
+// bundle. The cap bounds how long a key's last results wait once its
+// elements stop: up to max(2C, 2 s) and a quarter round, for keys whose
+// elements came 0.67 s to 2 s apart at the default C.
 func BusyBackstop(freq, meanGap time.Duration) time.Duration {
 	least := max(freq/2, 250*time.Millisecond)
-	return min(max(least, 3*meanGap), max(freq, least))
+	return min(max(least, 3*meanGap), BusyWithin(freq))
 }
 
 // NextRound returns the earliest instant strictly after now that lies on a

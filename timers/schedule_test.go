@@ -109,23 +109,25 @@ func TestGridAndBusyWithin(t *testing.T) {
 	}
 }
 
-// TestBusyBackstop: three mean gaps, within [max(C/2, 250 ms), max(C,
-// 250 ms)].
+// TestBusyBackstop: three mean gaps, within [max(C/2, 250 ms),
+// max(2C, 2 s)].
 func TestBusyBackstop(t *testing.T) {
 	const ms = time.Millisecond
 	cases := []struct {
 		freq, meanGap, want time.Duration
 	}{
-		{time.Second, 0, 500 * ms},           // no gap known: the floor
-		{time.Second, 39 * ms, 500 * ms},     // 0.8 × P/L over 100 keys: the floor
-		{time.Second, 200 * ms, 600 * ms},    // three gaps
-		{time.Second, 300 * ms, 900 * ms},    // three gaps
-		{time.Second, 347 * ms, time.Second}, // 0.9 × P/L over 1,000 keys: the cap, C
-		{time.Second, 780 * ms, time.Second}, // 0.4 × P/L over 1,000 keys: the cap, C
-		{100 * ms, 50 * ms, 250 * ms},        // a short period: 250 ms floor and cap
+		{time.Second, 0, 500 * ms},                // no gap known: the floor
+		{time.Second, 39 * ms, 500 * ms},          // 0.8 × P/L over 100 keys: the floor
+		{time.Second, 200 * ms, 600 * ms},         // three gaps
+		{time.Second, 347 * ms, 1041 * ms},        // 0.9 × P/L over 1,000 keys
+		{time.Second, 780 * ms, 2 * time.Second},  // 0.4 × P/L over 1,000 keys: the cap, max(2C, 2 s)
+		{time.Second, 1900 * ms, 2 * time.Second}, // the slowest busy key
+		{100 * ms, 50 * ms, 250 * ms},             // a short period: the 250 ms floor
 		{100 * ms, 0, 250 * ms},
+		{100 * ms, 200 * ms, 600 * ms},
+		{100 * ms, time.Second, 2 * time.Second}, // a short period: the 2 s cap
 		{4 * time.Second, time.Second, 3 * time.Second},
-		{4 * time.Second, 1900 * ms, 4 * time.Second},
+		{4 * time.Second, 3 * time.Second, 8 * time.Second}, // the cap, 2C
 	}
 	for _, c := range cases {
 		if got := BusyBackstop(c.freq, c.meanGap); got != c.want {

@@ -74,7 +74,7 @@ func WithParallelism(n int) Option {
 // ahead), so a result that finishes as expected waits at most C/4 for its
 // commit; a key that receives elements less than max(2C, 2 s) apart is committed by
 // its own bundles, and its timer is a backstop three mean gaps between its
-// elements ahead, from C/2 to C (at least 250 ms). Longer
+// elements ahead, from C/2 (at least 250 ms) to max(2C, 2 s). Longer
 // means fewer timer callbacks (less runner CPU at many keys) and longer
 // waits. Must be > 0. Default:
 // DefaultCallbackFrequency (1 s).
@@ -121,7 +121,7 @@ func WithMaxItemsToBuffer(n int) Option {
 // delay) elements per second, where the commit delay is the time to the
 // key's next ProcessElement or timer (for a quiet key at most about C/4
 // past its call, for a busy key up to its gap between elements or its
-// backstop, whichever comes first: at most max(C, 250 ms) and C/4), so
+// backstop, whichever comes first: at most max(2C, 2 s) and C/4), so
 // keep it above rate x (latency + frequency); the default
 // allows 64 x parallelism per second at the default 1 s frequency, the limit
 // for calls of 16 ms (BatchParDo's, 64 x parallelism x batch size: the limit

@@ -124,10 +124,8 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 // last two came that close, and its last within that time), is committed
 // by its own bundles, and its timer is only a backstop for when they stop:
 // it is set timers.BusyBackstop ahead (three mean gaps between its elements,
-// within [max(C/2, 250 ms), max(C, 250 ms)]), on the next quarter round,
-// so that it falls beyond the key's next bundle while its elements come
-// less than C/3 apart (further apart, the backstop may come first and
-// commit the key).
+// within [max(C/2, 250 ms), max(2C, 2 s)]), on the next quarter round, so
+// that it falls beyond the key's next bundle.
 func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, element bool) {
 	if v.empty() {
 		return
