@@ -46,8 +46,8 @@
 //     at the earliest pending element's event time, commits a quiet key on
 //     the commit grid (C/4) once its calls are expected to have finished;
 //     for a busy key (an element within max(2C, 2 s) of its last) it is a
-//     backstop three mean gaps between its elements ahead (from C/2 to
-//     max(2C, 2 s)),
+//     backstop three mean gaps between its elements ahead (from
+//     max(C/2, 250 ms) to max(2C, 2 s)),
 //     to fall beyond the key's next bundle, because prism never fires the
 //     timer of a key in a bundle in progress and re-queues it in a loop
 //     meanwhile.
