@@ -22,10 +22,12 @@
 //     objects shared beside it ([Registry.SharedValue]: the event listener).
 //   - [Envelope]: how one element is written into bag state: its identity, its
 //     event time, its place in its key's order, its retry state and its value
-//     encoded with the input's value coder. A bag entry holds one envelope
-//     or a batch of them ([EncodeBatch], [DecodeEntry]), so that rewriting a
-//     key is one write whatever its size; a [QueueSummary] entry describes
-//     the key's elements queued in a second bag for want of room.
+//     encoded with the input's value coder. A bag entry ([DecodeEntry])
+//     holds one envelope, a batch of them ([EncodeBatch]), a [QueueSummary]
+//     (which describes the key's elements queued in a second bag for want of
+//     room), or envelopes with a summary ([EncodeWithSummary]), so that
+//     writing a key's changes is one write whatever their size: each write
+//     is a round trip to the runner.
 //
 // Nothing here survives a worker restart, and nothing needs to: an element in
 // bag state that no Pool knows is simply started again.

@@ -12,7 +12,7 @@ import (
 // layout bumps it so that state written by an older version is recognised.
 // Version 3 added Seq, version 6 Window; version 2 and 3 entries are still
 // read (with Seq 0, and in the global window), so a pipeline updated in
-// place keeps the state it holds. (4 and 5 start other kinds of entries.)
+// place keeps the state it holds. (4, 5 and 7 start other kinds of entries.)
 const (
 	envelopeVersion   byte = 6
 	envelopeVersionV3 byte = 3
@@ -22,6 +22,10 @@ const (
 	batchVersion byte = 4
 	// queueVersion starts a QueueSummary entry.
 	queueVersion byte = 5
+	// summedVersion starts an entry that holds envelopes and the key's
+	// queue summary (see EncodeWithSummary). Versions before it cannot read
+	// it.
+	summedVersion byte = 7
 )
 
 // QueueSummary describes the elements of a key that wait in a separate bag
@@ -267,16 +271,40 @@ func DecodeEnvelope(b []byte) (Envelope, error) {
 }
 
 // EncodeBatch returns one bag entry holding several encoded envelopes: the
-// batch version byte, then each envelope's length as a uvarint and its
-// bytes. Rewriting a key's elements as one entry costs one write to the
-// runner, not one per element.
+// batch version byte, then their number and each envelope's length as
+// uvarints, each followed by its bytes. Rewriting a key's elements as one
+// entry costs one write to the runner, not one per element.
 func EncodeBatch(encoded [][]byte) []byte {
+	buf := make([]byte, 0, batchSize(encoded))
+	return appendBatch(append(buf, batchVersion), encoded)
+}
+
+// EncodeWithSummary returns one bag entry holding several encoded envelopes
+// and the key's queue summary: its version byte, the summary's length as a
+// uvarint and its bytes, then the envelopes as EncodeBatch lays them out
+// after its version byte. Every bag write is its own round trip to the
+// runner (two, for the SDK's length prefix), so that writing a key's new
+// elements with its summary, or rewriting it, costs one write, not two.
+func EncodeWithSummary(encoded [][]byte, q QueueSummary) []byte {
+	sum := q.Encode()
+	buf := make([]byte, 0, binary.MaxVarintLen64+len(sum)+batchSize(encoded))
+	buf = append(buf, summedVersion)
+	buf = binary.AppendUvarint(buf, uint64(len(sum)))
+	buf = append(buf, sum...)
+	return appendBatch(buf, encoded)
+}
+
+func batchSize(encoded [][]byte) int {
 	n := 1 + binary.MaxVarintLen64
 	for _, e := range encoded {
 		n += binary.MaxVarintLen64 + len(e)
 	}
-	buf := make([]byte, 0, n)
-	buf = append(buf, batchVersion)
+	return n
+}
+
+// appendBatch appends the number of envelopes, then each one's length and
+// bytes.
+func appendBatch(buf []byte, encoded [][]byte) []byte {
 	buf = binary.AppendUvarint(buf, uint64(len(encoded)))
 	for _, e := range encoded {
 		buf = binary.AppendUvarint(buf, uint64(len(e)))
@@ -285,40 +313,75 @@ func EncodeBatch(encoded [][]byte) []byte {
 	return buf
 }
 
-// DecodeEntry parses one bag entry: a single envelope or a batch. It returns
-// each envelope with its own encoded bytes (aliasing b), never panics, and
-// wraps ErrBadEnvelope on malformed input.
-func DecodeEntry(b []byte) (envs []Envelope, raws [][]byte, err error) {
-	if len(b) == 0 || b[0] != batchVersion {
-		e, err := DecodeEnvelope(b)
+// Entry is one decoded bag entry.
+type Entry struct {
+	// Envelopes are the elements the entry holds, and Raws their encoded
+	// bytes (aliasing the entry).
+	Envelopes []Envelope
+	Raws      [][]byte
+	// Summary is the queue summary the entry holds, if any.
+	Summary *QueueSummary
+}
+
+// DecodeEntry parses one bag entry: a single envelope, a batch of them, a
+// queue summary, or envelopes with a summary (EncodeWithSummary). It never
+// panics, and wraps ErrBadEnvelope on malformed input.
+func DecodeEntry(b []byte) (Entry, error) {
+	switch {
+	case IsQueueSummary(b):
+		q, err := DecodeQueueSummary(b)
 		if err != nil {
-			return nil, nil, err
+			return Entry{}, err
 		}
-		return []Envelope{e}, [][]byte{b}, nil
+		return Entry{Summary: &q}, nil
+	case len(b) > 0 && b[0] == summedVersion:
+		rest := b[1:]
+		l, k := binary.Uvarint(rest)
+		if k <= 0 || l > uint64(len(rest)-k) {
+			return Entry{}, fmt.Errorf("%w: bad length of the queue summary", ErrBadEnvelope)
+		}
+		q, err := DecodeQueueSummary(rest[k : k+int(l)])
+		if err != nil {
+			return Entry{}, err
+		}
+		e, err := decodeBatch(rest[k+int(l):])
+		e.Summary = &q
+		return e, err
+	case len(b) > 0 && b[0] == batchVersion:
+		return decodeBatch(b[1:])
 	}
-	rest := b[1:]
+	env, err := DecodeEnvelope(b)
+	if err != nil {
+		return Entry{}, err
+	}
+	return Entry{Envelopes: []Envelope{env}, Raws: [][]byte{b}}, nil
+}
+
+// decodeBatch parses what follows a batch's version byte.
+func decodeBatch(rest []byte) (Entry, error) {
 	n, k := binary.Uvarint(rest)
 	if k <= 0 || n > uint64(len(rest)) {
-		return nil, nil, fmt.Errorf("%w: bad batch count", ErrBadEnvelope)
+		return Entry{}, fmt.Errorf("%w: bad batch count", ErrBadEnvelope)
 	}
 	rest = rest[k:]
+	var e Entry
 	for i := uint64(0); i < n; i++ {
 		l, k := binary.Uvarint(rest)
 		if k <= 0 || l > uint64(len(rest)-k) {
-			return nil, nil, fmt.Errorf("%w: bad length of batch member %d", ErrBadEnvelope, i)
+			return Entry{}, fmt.Errorf("%w: bad length of batch member %d", ErrBadEnvelope, i)
 		}
 		raw := rest[k : k+int(l)]
 		rest = rest[k+int(l):]
-		e, err := DecodeEnvelope(raw)
+		env, err := DecodeEnvelope(raw)
 		if err != nil {
-			return nil, nil, fmt.Errorf("batch member %d: %w", i, err)
+			return Entry{}, fmt.Errorf("batch member %d: %w", i, err)
 		}
-		envs, raws = append(envs, e), append(raws, raw)
+		e.Envelopes, e.Raws = append(e.Envelopes, env), append(e.Raws, raw)
 	}
 	if len(rest) != 0 {
-		return nil, nil, fmt.Errorf("%w: %d bytes after the batch", ErrBadEnvelope, len(rest))
+		return Entry{}, fmt.Errorf("%w: %d bytes after the batch", ErrBadEnvelope, len(rest))
 	}
-	return envs, raws, nil
+	return e, nil
 }
 
 // DefaultID is the part of an element's ID that its value gives when the

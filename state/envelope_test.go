@@ -124,60 +124,77 @@ func FuzzEnvelopeRoundTrip(f *testing.F) {
 	})
 }
 
-// TestBatchRoundTrip: a batch entry decodes to its members, each with its
-// own bytes; a single envelope decodes as a batch of one.
-func TestBatchRoundTrip(t *testing.T) {
+// TestEntryRoundTrip: every kind of bag entry decodes to its members, each
+// with its own bytes, and to the queue summary it holds.
+func TestEntryRoundTrip(t *testing.T) {
 	members := []Envelope{{ID: "a", Value: []byte("1")}, {ID: "b", Seq: 2, Attempts: 1, Value: []byte("two")}, {ID: "c"}}
 	var raws [][]byte
 	for _, m := range members {
 		raws = append(raws, m.Encode())
 	}
+	q := QueueSummary{Serial: 4, Count: 2, MinEventTimeMs: -7, MaxSeq: 9, Nonce: 11, HighSeq: 12}
 	for _, tc := range []struct {
-		name  string
-		entry []byte
-		want  []Envelope
+		name    string
+		entry   []byte
+		want    []Envelope
+		summary *QueueSummary
 	}{
-		{"batch", EncodeBatch(raws), members},
-		{"single", raws[1], members[1:2]},
-		{"empty batch", EncodeBatch(nil), nil},
+		{"batch", EncodeBatch(raws), members, nil},
+		{"single", raws[1], members[1:2], nil},
+		{"empty batch", EncodeBatch(nil), nil, nil},
+		{"summary", q.Encode(), nil, &q},
+		{"batch with summary", EncodeWithSummary(raws, q), members, &q},
+		{"one with summary", EncodeWithSummary(raws[2:], q), members[2:], &q},
+		{"none with summary", EncodeWithSummary(nil, q), nil, &q},
 	} {
-		envs, gotRaws, err := DecodeEntry(tc.entry)
+		entry, err := DecodeEntry(tc.entry)
 		if err != nil {
 			t.Fatalf("%s: DecodeEntry: %v", tc.name, err)
 		}
-		if len(envs) != len(tc.want) {
-			t.Fatalf("%s: %d members, want %d", tc.name, len(envs), len(tc.want))
+		if len(entry.Envelopes) != len(tc.want) || len(entry.Raws) != len(tc.want) {
+			t.Fatalf("%s: %d members (%d raw), want %d", tc.name, len(entry.Envelopes), len(entry.Raws), len(tc.want))
 		}
-		for i := range envs {
-			if !reflect.DeepEqual(normal(envs[i]), normal(tc.want[i])) {
-				t.Errorf("%s: member %d = %+v, want %+v", tc.name, i, envs[i], tc.want[i])
+		for i := range entry.Envelopes {
+			if !reflect.DeepEqual(normal(entry.Envelopes[i]), normal(tc.want[i])) {
+				t.Errorf("%s: member %d = %+v, want %+v", tc.name, i, entry.Envelopes[i], tc.want[i])
 			}
-			if !bytes.Equal(gotRaws[i], tc.want[i].Encode()) {
+			if !bytes.Equal(entry.Raws[i], tc.want[i].Encode()) {
 				t.Errorf("%s: member %d bytes differ from its encoding", tc.name, i)
 			}
 		}
+		if got, want := entry.Summary, tc.summary; (got == nil) != (want == nil) || got != nil && *got != *want {
+			t.Errorf("%s: summary = %+v, want %+v", tc.name, got, want)
+		}
 	}
 	bad := EncodeBatch(raws)
-	for _, b := range [][]byte{bad[:len(bad)-1], append(bad, 0), {batchVersion, 0xff}} {
-		if _, _, err := DecodeEntry(b); !errors.Is(err, ErrBadEnvelope) {
+	summed := EncodeWithSummary(raws, q)
+	for _, b := range [][]byte{bad[:len(bad)-1], append(bad, 0), {batchVersion, 0xff}, summed[:len(summed)-1], append(summed, 0),
+		{summedVersion}, {summedVersion, 0xff}, {summedVersion, 1, envelopeVersion, 0}} {
+		if _, err := DecodeEntry(b); !errors.Is(err, ErrBadEnvelope) {
 			t.Errorf("DecodeEntry(%x) = %v, want ErrBadEnvelope", b, err)
 		}
 	}
 }
 
-// FuzzDecodeEntry: any bytes decode to an error or to members that round
-// trip through EncodeBatch.
+// FuzzDecodeEntry: any bytes decode to an error or to members and a summary
+// that round trip through EncodeWithSummary (or EncodeBatch).
 func FuzzDecodeEntry(f *testing.F) {
 	f.Add(EncodeBatch([][]byte{Envelope{ID: "a", Value: []byte("v")}.Encode()}))
+	f.Add(EncodeWithSummary([][]byte{Envelope{ID: "a", Value: []byte("v")}.Encode()}, QueueSummary{Count: 1}))
 	f.Add([]byte{batchVersion, 2, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		envs, raws, err := DecodeEntry(b)
+		entry, err := DecodeEntry(b)
 		if err != nil {
 			return
 		}
-		again, _, err := DecodeEntry(EncodeBatch(raws))
-		if err != nil || len(again) != len(envs) {
-			t.Fatalf("re-encoding %x does not round trip: %d members, %v", b, len(again), err)
+		again := EncodeBatch(entry.Raws)
+		if entry.Summary != nil {
+			again = EncodeWithSummary(entry.Raws, *entry.Summary)
+		}
+		got, err := DecodeEntry(again)
+		if err != nil || len(got.Envelopes) != len(entry.Envelopes) || (got.Summary == nil) != (entry.Summary == nil) ||
+			got.Summary != nil && *got.Summary != *entry.Summary {
+			t.Fatalf("re-encoding %x does not round trip: %+v, %v", b, got, err)
 		}
 	})
 }
@@ -192,8 +209,8 @@ func TestQueueSummaryRoundTrip(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("round trip of %+v = %+v, %v", want, got, err)
 		}
-		if _, _, err := DecodeEntry(b); err == nil {
-			t.Errorf("DecodeEntry took a queue summary for elements")
+		if entry, err := DecodeEntry(b); err != nil || len(entry.Envelopes) != 0 || entry.Summary == nil || *entry.Summary != want {
+			t.Errorf("DecodeEntry(%x) = %+v, %v; want the summary alone", b, entry, err)
 		}
 	}
 	for _, b := range [][]byte{{queueVersion}, append(QueueSummary{Count: 1}.Encode(), 0), QueueSummary{Count: -1}.Encode()} {

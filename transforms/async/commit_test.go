@@ -646,6 +646,60 @@ func TestConcurrentKeysLoad(t *testing.T) {
 	}
 }
 
+// TestOneBagWritePerCallback: every bag write is a round trip to the
+// runner, so a callback writes a key's pending bag once (after a clear when
+// it commits): its new element, or what remains with the queue summary in
+// one entry. The bag still reads back as the key's pending elements.
+func TestOneBagWritePerCallback(t *testing.T) {
+	name := t.Name()
+	h := newHarness(t, &gated{Name: name}, stringKey)
+	f := h.stream()
+	finish := func(v int) {
+		book.open(gateID(name, "a", v))
+		h.waitFinished("a", v)
+	}
+	for _, step := range []struct {
+		name               string
+		do                 func() []string
+		adds, clears       int
+		committed, pending []int
+	}{
+		{"first element", func() []string { h.process(f, "a", 1); return nil }, 1, 0, nil, []int{1}},
+		{"element after a finished one", func() []string { finish(1); h.process(f, "a", 2); return nil }, 1, 1, []int{1}, []int{2}},
+		{"element while one runs", func() []string { h.process(f, "a", 3); return nil }, 1, 0, nil, []int{2, 3}},
+		{"timer that commits one of two", func() []string { finish(2); return mustFire(t, h, f, "a") }, 1, 1, []int{2}, []int{3}},
+		{"timer that commits the last", func() []string { finish(3); return mustFire(t, h, f, "a") }, 0, 1, []int{3}, nil},
+	} {
+		out := step.do()
+		out = append(out, h.early["a"]...)
+		delete(h.early, "a")
+		var want []string
+		for _, v := range step.committed {
+			want = append(want, fmt.Sprintf("a:%d#0", v))
+		}
+		if !reflect.DeepEqual(sorted(out), want) {
+			t.Errorf("%s: committed %v, want %v", step.name, out, want)
+		}
+		if adds, clears := h.st("a").writes(pendingStateID); adds != step.adds || clears != step.clears {
+			t.Errorf("%s: %d adds and %d clears of the pending bag, want %d and %d", step.name, adds, clears, step.adds, step.clears)
+		}
+		if adds, clears := h.st("a").writes(queuedStateID); adds+clears != 0 {
+			t.Errorf("%s: %d adds and %d clears of the queue bag, want none", step.name, adds, clears)
+		}
+		var pending []int
+		for _, env := range h.st("a").envelopes() {
+			v, err := decode(h.c.valDec, env.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pending = append(pending, v.(int))
+		}
+		if !reflect.DeepEqual(pending, step.pending) {
+			t.Errorf("%s: pending %v, want %v", step.name, pending, step.pending)
+		}
+	}
+}
+
 // TestQueueSummariesStayBounded: a callback that starts queued elements
 // without committing any (room freed by other keys) appends a new queue
 // summary to the pending bag; superseded ones are compacted away once they

@@ -21,9 +21,12 @@ import (
 )
 
 // memState is an in-memory state.Provider for one key: bag state only.
+// It counts the writes to each bag, each of which would be a request to the
+// runner.
 type memState struct {
-	mu   sync.Mutex
-	bags map[string][]any
+	mu           sync.Mutex
+	bags         map[string][]any
+	adds, clears map[string]int
 }
 
 func (m *memState) ReadBagState(id string) ([]any, []beamstate.Transaction, error) {
@@ -37,14 +40,32 @@ func (m *memState) WriteBagState(t beamstate.Transaction) error {
 	if m.bags == nil {
 		m.bags = map[string][]any{}
 	}
+	if m.adds == nil {
+		m.adds = map[string]int{}
+	}
 	m.bags[t.Key] = append(m.bags[t.Key], t.Val)
+	m.adds[t.Key]++
 	return nil
 }
 func (m *memState) ClearBagState(t beamstate.Transaction) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.bags, t.Key)
+	if m.clears == nil {
+		m.clears = map[string]int{}
+	}
+	m.clears[t.Key]++
 	return nil
+}
+
+// writes returns the adds and clears of a bag since the last call.
+func (m *memState) writes(bag string) (adds, clears int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	adds, clears = m.adds[bag], m.clears[bag]
+	delete(m.adds, bag)
+	delete(m.clears, bag)
+	return adds, clears
 }
 
 // size counts the elements the key's bags hold, pending and queued
@@ -53,41 +74,40 @@ func (m *memState) size() int {
 	return len(m.envelopes()) + len(m.queued())
 }
 
-// summaries counts the queue summary entries of the pending bag.
+// summaries counts the entries of the pending bag that hold a queue
+// summary.
 func (m *memState) summaries() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
 	for _, raw := range m.bags[pendingStateID] {
-		if state.IsQueueSummary(raw.([]byte)) {
+		if mustDecode(raw).Summary != nil {
 			n++
 		}
 	}
 	return n
 }
 
-// filter keeps in the bag only the elements for which keep is true, as
-// another worker's commit would leave it.
+// filter keeps in the bag only the elements for which keep is true, and
+// every queue summary, as another worker's commit would leave it.
 func (m *memState) filter(keep func(state.Envelope) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []any
 	for _, raw := range m.bags[pendingStateID] {
-		if state.IsQueueSummary(raw.([]byte)) {
-			out = append(out, raw)
-			continue
-		}
-		_, members, err := state.DecodeEntry(raw.([]byte))
-		if err != nil {
-			panic(err)
-		}
+		entry := mustDecode(raw)
 		var kept [][]byte
-		for _, b := range members {
-			if env, _ := state.DecodeEnvelope(b); keep(env) {
-				kept = append(kept, b)
+		for i, env := range entry.Envelopes {
+			if keep(env) {
+				kept = append(kept, entry.Raws[i])
 			}
 		}
-		if len(kept) > 0 {
+		switch {
+		case entry.Summary != nil && len(kept) > 0:
+			out = append(out, state.EncodeWithSummary(kept, *entry.Summary))
+		case entry.Summary != nil:
+			out = append(out, entry.Summary.Encode())
+		case len(kept) > 0:
 			out = append(out, state.EncodeBatch(kept))
 		}
 	}
@@ -105,16 +125,18 @@ func (m *memState) decode(bag string) []state.Envelope {
 	defer m.mu.Unlock()
 	var out []state.Envelope
 	for _, raw := range m.bags[bag] {
-		if state.IsQueueSummary(raw.([]byte)) {
-			continue
-		}
-		envs, _, err := state.DecodeEntry(raw.([]byte))
-		if err != nil {
-			panic(err)
-		}
-		out = append(out, envs...)
+		out = append(out, mustDecode(raw).Envelopes...)
 	}
 	return out
+}
+
+// mustDecode decodes a bag entry the transform wrote.
+func mustDecode(raw any) state.Entry {
+	entry, err := state.DecodeEntry(raw.([]byte))
+	if err != nil {
+		panic(err)
+	}
+	return entry
 }
 
 var errUnused = fmt.Errorf("memState: not used by the async transform")

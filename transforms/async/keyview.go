@@ -151,27 +151,22 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 	}
 	seen := map[string]*pending{}
 	for _, raw := range raws {
-		if state.IsQueueSummary(raw) {
-			q, err := state.DecodeQueueSummary(raw)
-			if err != nil {
-				return fmt.Errorf("async: bag state %q holds an entry this version cannot read: %w", pendingStateID, err)
-			}
+		entry, err := state.DecodeEntry(raw)
+		if err != nil {
+			return fmt.Errorf("async: bag state holds an entry this version cannot read: %w", err)
+		}
+		if q := entry.Summary; q != nil {
 			if q.Serial >= v.queue.Serial {
-				v.queue = q
+				v.queue = *q
 			}
 			v.maxSeq = max(v.maxSeq, q.HighSeq)
 			if v.nonce == 0 {
 				v.nonce = q.Nonce
 			}
 			v.summaries++
-			continue
 		}
-		envs, members, err := state.DecodeEntry(raw)
-		if err != nil {
-			return fmt.Errorf("async: bag state holds an entry this version cannot read: %w", err)
-		}
-		for i, env := range envs {
-			p := &pending{raw: members[i], env: env}
+		for i, env := range entry.Envelopes {
+			p := &pending{raw: entry.Raws[i], env: env}
 			id := env.Identity()
 			if old := seen[id]; old != nil || v.byID[id] != nil {
 				if old != nil && env.Attempts > old.env.Attempts {
@@ -317,10 +312,12 @@ func (v *keyView) hold() time.Time {
 	return mtime.Time(first).ToTime()
 }
 
-// write applies the bundle's changes to the key's bags: a changed bag is
-// rewritten as one entry (two writes, whatever the number of elements),
-// otherwise new elements are appended; a changed queue summary is appended
-// to the pending bag (or comes with its rewrite).
+// write applies the bundle's changes to the key's bags, each in one write
+// where it can, since every bag write is a round trip to the runner (two:
+// the SDK sends an entry's length prefix on its own): a changed bag is
+// rewritten as one entry that also holds the queue summary, otherwise the
+// new elements are appended as one entry, with the queue summary if it
+// changed.
 func (v *keyView) write(ks keyState) error {
 	if err := v.writePending(ks); err != nil {
 		return err
@@ -333,43 +330,43 @@ func (v *keyView) writePending(ks keyState) error {
 		v.changed = true // superseded summaries outnumber the elements: compact
 	}
 	if !v.changed {
-		for _, raw := range v.added {
-			if err := ks.bag.Add(ks.sp, raw); err != nil {
-				return fmt.Errorf("async: adding to bag state: %w", err)
-			}
+		if len(v.added) == 0 && !v.summaryChanged {
+			return nil
 		}
-		v.added = nil
-		if v.summaryChanged { // a summary of zero says the queue emptied
-			return v.writeSummary(ks)
-		}
-		return nil
+		// A summary of zero says the queue emptied.
+		return v.addPending(ks, v.added, v.summaryChanged)
 	}
-	v.changed, v.added = false, nil
+	v.changed = false
 	if err := ks.bag.Clear(ks.sp); err != nil {
 		return fmt.Errorf("async: clearing bag state: %w", err)
 	}
-	if len(v.entries) > 0 {
-		if err := ks.bag.Add(ks.sp, state.EncodeBatch(raws(v.entries))); err != nil {
-			return fmt.Errorf("async: rewriting bag state: %w", err)
-		}
-	}
 	v.summaries = 0
-	if v.queue.Count > 0 || len(v.entries) > 0 {
-		// Also with an empty queue: it keeps the highest sequence number
-		// given, which the rewrite may have dropped with its element.
-		return v.writeSummary(ks)
+	if len(v.entries) == 0 && v.queue.Count == 0 {
+		v.added, v.summaryChanged = nil, false
+		return nil
 	}
-	v.summaryChanged = false
-	return nil
+	// The summary also goes with an empty queue: it keeps the highest
+	// sequence number given, which the rewrite may have dropped with its
+	// element.
+	return v.addPending(ks, raws(v.entries), true)
 }
 
-// writeSummary appends the queue summary, with the next serial number.
-func (v *keyView) writeSummary(ks keyState) error {
-	v.summaryChanged = false
-	v.summaries++
-	v.queue.Serial++
-	v.queue.Nonce, v.queue.HighSeq = v.nonce, max(v.maxSeq, v.queue.MaxSeq)
-	if err := ks.bag.Add(ks.sp, v.queue.Encode()); err != nil {
+// addPending appends encoded elements to the pending bag as one entry,
+// with the queue summary (and its next serial number) when summary is set.
+func (v *keyView) addPending(ks keyState, encoded [][]byte, summary bool) error {
+	v.added = nil
+	entry := oneEntry(encoded)
+	if summary {
+		v.summaryChanged = false
+		v.summaries++
+		v.queue.Serial++
+		v.queue.Nonce, v.queue.HighSeq = v.nonce, max(v.maxSeq, v.queue.MaxSeq)
+		entry = v.queue.Encode()
+		if len(encoded) > 0 {
+			entry = state.EncodeWithSummary(encoded, v.queue)
+		}
+	}
+	if err := ks.bag.Add(ks.sp, entry); err != nil {
 		return fmt.Errorf("async: adding to bag state: %w", err)
 	}
 	return nil
@@ -377,8 +374,8 @@ func (v *keyView) writeSummary(ks keyState) error {
 
 func (v *keyView) writeQueue(ks keyState) error {
 	if !v.queueChanged {
-		for _, p := range v.toQueue {
-			if err := ks.queue.Add(ks.sp, p.raw); err != nil {
+		if len(v.toQueue) > 0 {
+			if err := ks.queue.Add(ks.sp, oneEntry(raws(v.toQueue))); err != nil {
 				return fmt.Errorf("async: adding to bag state: %w", err)
 			}
 		}
@@ -392,10 +389,19 @@ func (v *keyView) writeQueue(ks keyState) error {
 	if len(v.queued) == 0 {
 		return nil
 	}
-	if err := ks.queue.Add(ks.sp, state.EncodeBatch(raws(v.queued))); err != nil {
+	if err := ks.queue.Add(ks.sp, oneEntry(raws(v.queued))); err != nil {
 		return fmt.Errorf("async: rewriting bag state: %w", err)
 	}
 	return nil
+}
+
+// oneEntry is encoded elements as one bag entry: the element itself when
+// there is one, else a batch.
+func oneEntry(encoded [][]byte) []byte {
+	if len(encoded) == 1 {
+		return encoded[0]
+	}
+	return state.EncodeBatch(encoded)
 }
 
 func raws(ps []*pending) [][]byte {
