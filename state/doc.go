@@ -25,9 +25,10 @@
 //     encoded with the input's value coder. A bag entry ([DecodeEntry])
 //     holds one envelope, a batch of them ([EncodeBatch]), a [QueueSummary]
 //     (which describes the key's elements queued in a second bag for want of
-//     room), or envelopes with a summary ([EncodeWithSummary]), so that
-//     writing a key's changes is one write whatever their size: each write
-//     is a round trip to the runner.
+//     room), or envelopes with a summary ([EncodeWithSummary]), so that a
+//     callback adds at most one entry to each bag (after a clear when it
+//     rewrites the bag), whatever the number of elements: in Beam Go v2.77
+//     each add is two requests to the runner, and a clear one.
 //
 // Nothing here survives a worker restart, and nothing needs to: an element in
 // bag state that no Pool knows is simply started again.

@@ -282,9 +282,10 @@ func EncodeBatch(encoded [][]byte) []byte {
 // EncodeWithSummary returns one bag entry holding several encoded envelopes
 // and the key's queue summary: its version byte, the summary's length as a
 // uvarint and its bytes, then the envelopes as EncodeBatch lays them out
-// after its version byte. Every bag write is its own round trip to the
-// runner (two, for the SDK's length prefix), so that writing a key's new
-// elements with its summary, or rewriting it, costs one write, not two.
+// after its version byte. Every bag add is its own round trip to the
+// runner (two, for the SDK's length prefix): a key's new elements and its
+// summary, or its rewrite, cost one add this way, where one per element
+// and one for the summary was the rule before.
 func EncodeWithSummary(encoded [][]byte, q QueueSummary) []byte {
 	sum := q.Encode()
 	buf := make([]byte, 0, binary.MaxVarintLen64+len(sum)+batchSize(encoded))
@@ -345,8 +346,11 @@ func DecodeEntry(b []byte) (Entry, error) {
 			return Entry{}, err
 		}
 		e, err := decodeBatch(rest[k+int(l):])
+		if err != nil {
+			return Entry{}, err
+		}
 		e.Summary = &q
-		return e, err
+		return e, nil
 	case len(b) > 0 && b[0] == batchVersion:
 		return decodeBatch(b[1:])
 	}
@@ -370,7 +374,7 @@ func decodeBatch(rest []byte) (Entry, error) {
 		if k <= 0 || l > uint64(len(rest)-k) {
 			return Entry{}, fmt.Errorf("%w: bad length of batch member %d", ErrBadEnvelope, i)
 		}
-		raw := rest[k : k+int(l)]
+		raw := rest[k : k+int(l) : k+int(l)] // an append to it must not reach the next member
 		rest = rest[k+int(l):]
 		env, err := DecodeEnvelope(raw)
 		if err != nil {

@@ -686,18 +686,114 @@ func TestOneBagWritePerCallback(t *testing.T) {
 		if adds, clears := h.st("a").writes(queuedStateID); adds+clears != 0 {
 			t.Errorf("%s: %d adds and %d clears of the queue bag, want none", step.name, adds, clears)
 		}
-		var pending []int
-		for _, env := range h.st("a").envelopes() {
-			v, err := decode(h.c.valDec, env.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pending = append(pending, v.(int))
-		}
-		if !reflect.DeepEqual(pending, step.pending) {
+		if pending := values(t, h, h.st("a").envelopes()); !reflect.DeepEqual(pending, step.pending) {
 			t.Errorf("%s: pending %v, want %v", step.name, pending, step.pending)
 		}
 	}
+}
+
+// TestOneBagWritePerCallbackWithQueue: a key whose elements wait for room
+// writes each of its bags once per callback too: the queue bag gets the
+// queued element (or its rewrite), the pending bag the new queue summary
+// (or its rewrite with it).
+func TestOneBagWritePerCallbackWithQueue(t *testing.T) {
+	name := t.Name()
+	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithMaxWait(0))
+	f := h.stream()
+	fire := func(v int) func() []string {
+		return func() []string {
+			book.open(gateID(name, "a", v))
+			h.waitFinished("a", v)
+			return mustFire(t, h, f, "a")
+		}
+	}
+	process := func(v int) func() []string { return func() []string { h.process(f, "a", v); return nil } }
+	type writes struct{ adds, clears int }
+	for _, step := range []struct {
+		name             string
+		do               func() []string
+		pending, queue   writes
+		committed        []int
+		started, waiting []int
+	}{
+		{"first element starts", process(1), writes{1, 0}, writes{}, nil, []int{1}, nil},
+		{"second waits for room", process(2), writes{1, 0}, writes{1, 0}, nil, []int{1}, []int{2}},
+		{"third waits behind it", process(3), writes{1, 0}, writes{1, 0}, nil, []int{1}, []int{2, 3}},
+		{"timer commits 1, starts 2", fire(1), writes{1, 1}, writes{1, 1}, []int{1}, []int{2}, []int{3}},
+		{"timer commits 2, starts 3", fire(2), writes{1, 1}, writes{0, 1}, []int{2}, []int{3}, nil},
+		{"timer commits 3", fire(3), writes{0, 1}, writes{}, []int{3}, nil, nil},
+	} {
+		out := append(step.do(), h.early["a"]...)
+		delete(h.early, "a")
+		var want []string
+		for _, v := range step.committed {
+			want = append(want, fmt.Sprintf("a:%d#0", v))
+		}
+		if !reflect.DeepEqual(sorted(out), want) {
+			t.Errorf("%s: committed %v, want %v", step.name, out, want)
+		}
+		for _, bag := range []struct {
+			id   string
+			want writes
+		}{{pendingStateID, step.pending}, {queuedStateID, step.queue}} {
+			var got writes
+			if got.adds, got.clears = h.st("a").writes(bag.id); got != bag.want {
+				t.Errorf("%s: %d adds and %d clears of bag %s, want %d and %d", step.name, got.adds, got.clears, bag.id, bag.want.adds, bag.want.clears)
+			}
+		}
+		if got := values(t, h, h.st("a").envelopes()); !reflect.DeepEqual(got, step.started) {
+			t.Errorf("%s: pending %v, want %v", step.name, got, step.started)
+		}
+		if got := values(t, h, h.st("a").queued()); !reflect.DeepEqual(got, step.waiting) {
+			t.Errorf("%s: queued %v, want %v", step.name, got, step.waiting)
+		}
+	}
+}
+
+// TestRewriteKeepsHighestSeq: a rewrite that drops the key's latest
+// element (committed before an earlier one) keeps the highest sequence
+// number given in its queue summary, so the key's next element is not given
+// that number again (see state.Envelope.TaskID).
+func TestRewriteKeepsHighestSeq(t *testing.T) {
+	name := t.Name()
+	h := newHarness(t, &gated{Name: name}, stringKey)
+	f := h.stream()
+	h.process(f, "a", 1)
+	h.process(f, "a", 2)
+	book.open(gateID(name, "a", 2))
+	h.waitFinished("a", 2)
+	if got, want := mustFire(t, h, f, "a"), []string{"a:2#0"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("commit = %v, want %v", got, want)
+	}
+	if n := h.st("a").summaries(); n != 1 {
+		t.Errorf("the rewritten bag holds %d entries with a queue summary, want 1", n)
+	}
+	h.process(f, "a", 3)
+	for v, want := range map[int]int64{1: 1, 3: 3} {
+		if envs := h.pendingOf("a", v); len(envs) != 1 || envs[0].Seq != want {
+			t.Errorf("element %d pending as %+v, want one with Seq %d", v, envs, want)
+		}
+	}
+	book.open(gateID(name, "a", 1))
+	book.open(gateID(name, "a", 3))
+	h.waitKey("a")
+	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0", "a:3#0"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("commit = %v, want %v", got, want)
+	}
+}
+
+// values decodes the values of envelopes, in order.
+func values(t *testing.T, h *harness, envs []state.Envelope) []int {
+	t.Helper()
+	var out []int
+	for _, env := range envs {
+		v, err := decode(h.c.valDec, env.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, v.(int))
+	}
+	return out
 }
 
 // TestQueueSummariesStayBounded: a callback that starts queued elements

@@ -69,7 +69,8 @@ type keyView struct {
 	// append added to it; write the queue summary; rewrite the queue bag
 	// (queueChanged), else append toQueue to it.
 	changed, summaryChanged, queueChanged bool
-	// summaries counts the summary entries the pending bag holds.
+	// summaries counts the entries of the pending bag that hold a queue
+	// summary (one is current, the others superseded).
 	summaries int
 	added     [][]byte
 	toQueue   []*pending
@@ -153,7 +154,7 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 	for _, raw := range raws {
 		entry, err := state.DecodeEntry(raw)
 		if err != nil {
-			return fmt.Errorf("async: bag state holds an entry this version cannot read: %w", err)
+			return fmt.Errorf("async: bag state %q holds an entry this version cannot read: %w", bag.Key, err)
 		}
 		if q := entry.Summary; q != nil {
 			if q.Serial >= v.queue.Serial {
@@ -312,12 +313,13 @@ func (v *keyView) hold() time.Time {
 	return mtime.Time(first).ToTime()
 }
 
-// write applies the bundle's changes to the key's bags, each in one write
-// where it can, since every bag write is a round trip to the runner (two:
-// the SDK sends an entry's length prefix on its own): a changed bag is
-// rewritten as one entry that also holds the queue summary, otherwise the
-// new elements are appended as one entry, with the queue summary if it
-// changed.
+// write applies the bundle's changes to the key's bags with at most one
+// add to each, since every add is a round trip to the runner (two: Beam Go
+// sends an entry's length prefix on its own): a changed bag (one that holds
+// elements the view no longer does, or superseded summaries that outnumber
+// its elements) is cleared and rewritten as one entry that also holds the
+// queue summary; otherwise the new elements are added as one entry, with
+// the queue summary if it changed.
 func (v *keyView) write(ks keyState) error {
 	if err := v.writePending(ks); err != nil {
 		return err
