@@ -178,7 +178,7 @@ func (w *bundleWorld) await(done <-chan struct{}) {
 			// bound too: a pace is at least one attempt a second.
 			if paced >= limit+time.Minute {
 				w.violation("attempts were paced for %v of simulated time without progress", paced)
-				<-done
+				w.finish(done)
 				return
 			}
 			w.clock.Advance(time.Second)
@@ -187,12 +187,28 @@ func (w *bundleWorld) await(done <-chan struct{}) {
 		}
 		if waited >= limit {
 			w.violation("a bundle waited more than %v of simulated time for room", limit)
-			<-done
+			w.finish(done)
 			return
 		}
 		w.clock.Advance(time.Second)
 		waited += time.Second
 	}
+}
+
+// finish waits for done after a violation, moving the simulated clock on
+// so that the bundle's waits on it (for room, for a paced attempt) end and
+// the schedule reports its violation rather than hanging the test. A bundle
+// still running after a simulated hour is left behind, reported.
+func (w *bundleWorld) finish(done <-chan struct{}) {
+	for range 3600 {
+		select {
+		case <-done:
+			return
+		case <-time.After(2 * time.Millisecond):
+		}
+		w.clock.Advance(time.Second)
+	}
+	w.violation("a bundle did not return within a simulated hour of the violation before")
 }
 
 // progress is a fingerprint of what the workers' pools hold and of what the
