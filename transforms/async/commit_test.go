@@ -670,16 +670,7 @@ func TestOneBagWritePerCallback(t *testing.T) {
 		{"timer that commits one of two", func() []string { finish(2); return mustFire(t, h, f, "a") }, 1, 1, []int{2}, []int{3}},
 		{"timer that commits the last", func() []string { finish(3); return mustFire(t, h, f, "a") }, 0, 1, []int{3}, nil},
 	} {
-		out := step.do()
-		out = append(out, h.early["a"]...)
-		delete(h.early, "a")
-		var want []string
-		for _, v := range step.committed {
-			want = append(want, fmt.Sprintf("a:%d#0", v))
-		}
-		if !reflect.DeepEqual(sorted(out), want) {
-			t.Errorf("%s: committed %v, want %v", step.name, out, want)
-		}
+		checkCommitted(t, h, step.name, step.do(), step.committed)
 		if adds, clears := h.st("a").writes(pendingStateID); adds != step.adds || clears != step.clears {
 			t.Errorf("%s: %d adds and %d clears of the pending bag, want %d and %d", step.name, adds, clears, step.adds, step.clears)
 		}
@@ -723,15 +714,7 @@ func TestOneBagWritePerCallbackWithQueue(t *testing.T) {
 		{"timer commits 2, starts 3", fire(2), writes{1, 1}, writes{0, 1}, []int{2}, []int{3}, nil},
 		{"timer commits 3", fire(3), writes{0, 1}, writes{}, []int{3}, nil, nil},
 	} {
-		out := append(step.do(), h.early["a"]...)
-		delete(h.early, "a")
-		var want []string
-		for _, v := range step.committed {
-			want = append(want, fmt.Sprintf("a:%d#0", v))
-		}
-		if !reflect.DeepEqual(sorted(out), want) {
-			t.Errorf("%s: committed %v, want %v", step.name, out, want)
-		}
+		checkCommitted(t, h, step.name, step.do(), step.committed)
 		for _, bag := range []struct {
 			id   string
 			want writes
@@ -779,6 +762,22 @@ func TestRewriteKeepsHighestSeq(t *testing.T) {
 	h.waitKey("a")
 	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0", "a:3#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("commit = %v, want %v", got, want)
+	}
+}
+
+// checkCommitted checks that a step of key a's callbacks committed the
+// values want: out (what a timer emitted), with what its ProcessElements
+// committed since the last check.
+func checkCommitted(t *testing.T, h *harness, step string, out []string, want []int) {
+	t.Helper()
+	out = append(out, h.early["a"]...)
+	delete(h.early, "a")
+	var wantOut []string
+	for _, v := range want {
+		wantOut = append(wantOut, fmt.Sprintf("a:%d#0", v))
+	}
+	if !reflect.DeepEqual(sorted(out), wantOut) {
+		t.Errorf("%s: committed %v, want %v", step, out, wantOut)
 	}
 }
 
