@@ -66,8 +66,8 @@ type keyView struct {
 	queueRead bool
 	// What write has to do: rewrite the pending bag (changed: it holds
 	// elements that entries no longer do, or older forms of them), else
-	// append added to it; write the queue summary; rewrite the queue bag
-	// (queueChanged), else append toQueue to it.
+	// append added to it; write the queue summary (in the same entry);
+	// rewrite the queue bag (queueChanged), else append toQueue to it.
 	changed, summaryChanged, queueChanged bool
 	// summaries counts the entries of the pending bag that hold a queue
 	// summary (one is current, the others superseded).
@@ -354,24 +354,32 @@ func (v *keyView) writePending(ks keyState) error {
 }
 
 // addPending appends encoded elements to the pending bag as one entry,
-// with the queue summary (and its next serial number) when summary is set.
+// with the queue summary when summary is set.
 func (v *keyView) addPending(ks keyState, encoded [][]byte, summary bool) error {
 	v.added = nil
-	entry := oneEntry(encoded)
-	if summary {
-		v.summaryChanged = false
-		v.summaries++
-		v.queue.Serial++
-		v.queue.Nonce, v.queue.HighSeq = v.nonce, max(v.maxSeq, v.queue.MaxSeq)
-		entry = v.queue.Encode()
-		if len(encoded) > 0 {
-			entry = state.EncodeWithSummary(encoded, v.queue)
-		}
+	var entry []byte
+	switch {
+	case !summary:
+		entry = oneEntry(encoded)
+	case len(encoded) == 0:
+		entry = v.nextSummary().Encode()
+	default:
+		entry = state.EncodeWithSummary(encoded, v.nextSummary())
 	}
 	if err := ks.bag.Add(ks.sp, entry); err != nil {
 		return fmt.Errorf("async: adding to bag state: %w", err)
 	}
 	return nil
+}
+
+// nextSummary is the queue summary to write now: the next serial number,
+// with what the key's elements share.
+func (v *keyView) nextSummary() state.QueueSummary {
+	v.summaryChanged = false
+	v.summaries++
+	v.queue.Serial++
+	v.queue.Nonce, v.queue.HighSeq = v.nonce, max(v.maxSeq, v.queue.MaxSeq)
+	return v.queue
 }
 
 func (v *keyView) writeQueue(ks keyState) error {
