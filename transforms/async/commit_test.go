@@ -799,25 +799,73 @@ func values(t *testing.T, h *harness, envs []state.Envelope) []int {
 // without committing any (room freed by other keys) appends a new queue
 // summary to the pending bag; superseded ones are compacted away once they
 // outnumber the elements, so a key with a long backlog does not read a
-// growing bag at each callback.
+// growing bag at each callback. That holds whether the summaries were read
+// back (one bundle each) or written by this bundle's own earlier callbacks
+// of the key (one bundle for all).
 func TestQueueSummariesStayBounded(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
-	f := h.stream()
-	most := 0
-	for i := 1; i <= 30; i++ { // one bundle each
-		vs := views{}
-		ks, _, v, err := h.c.openKey(context.Background(), &f.Pending, &f.Queued, &vs, h.st("a"), "a", false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v.queue.Count, v.summaryChanged = int64(30-i), true
-		if err := v.write(ks); err != nil {
-			t.Fatal(err)
-		}
-		most = max(most, h.st("a").summaries())
+	for _, tc := range []struct {
+		name      string
+		oneBundle bool
+	}{{"one bundle each", false}, {"all in one bundle", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+			f := h.stream()
+			most := 0
+			vs := views{}
+			for i := 1; i <= 30; i++ {
+				if !tc.oneBundle {
+					vs = views{}
+				}
+				ks, _, v, err := h.c.openKey(context.Background(), &f.Pending, &f.Queued, &vs, h.st("a"), "a", false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				v.queue.Count, v.summaryChanged = int64(30-i), true
+				if err := v.write(ks); err != nil {
+					t.Fatal(err)
+				}
+				most = max(most, h.st("a").summaries())
+			}
+			if most > 9 {
+				t.Errorf("the pending bag held up to %d queue summaries over 30 callbacks; want at most 9 (compacted at max(8, elements))", most)
+			}
+		})
 	}
-	if most > 9 {
-		t.Errorf("the pending bag held up to %d queue summaries over 30 callbacks; want at most 9 (compacted at max(8, elements))", most)
+}
+
+// TestNewestQueueSummaryWins: of the queue summaries in a key's pending bag
+// the one written last counts, in whatever order the runner reads the bag
+// (Beam does not promise one): each carries a serial number one above the
+// summary it supersedes.
+func TestNewestQueueSummaryWins(t *testing.T) {
+	for _, reversed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reversed=%v", reversed), func(t *testing.T) {
+			h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+			f := h.stream()
+			st := h.st("a")
+			open := func() (keyState, *keyView) {
+				t.Helper()
+				ks, _, v, err := h.c.openKey(context.Background(), &f.Pending, &f.Queued, &views{}, st, "a", false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ks, v
+			}
+			for _, count := range []int64{5, 4, 3} { // one bundle each, no compaction
+				ks, v := open()
+				v.queue.Count, v.summaryChanged = count, true
+				if err := v.write(ks); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := st.summaries(); n != 3 {
+				t.Fatalf("the pending bag holds %d queue summaries, want 3 (the test needs them uncompacted)", n)
+			}
+			st.reversed = reversed
+			if _, v := open(); v.queue.Count != 3 {
+				t.Errorf("the key's view reads a queue of %d elements, want 3 (the last summary written)", v.queue.Count)
+			}
+		})
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -27,12 +28,19 @@ type memState struct {
 	mu           sync.Mutex
 	bags         map[string][]any
 	adds, clears map[string]int
+	// reversed reads each bag last entry first: Beam does not promise the
+	// order of a bag, and a runner may give it in any.
+	reversed bool
 }
 
 func (m *memState) ReadBagState(id string) ([]any, []beamstate.Transaction, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]any(nil), m.bags[id]...), nil, nil
+	out := append([]any(nil), m.bags[id]...)
+	if m.reversed {
+		slices.Reverse(out)
+	}
+	return out, nil, nil
 }
 func (m *memState) WriteBagState(t beamstate.Transaction) error {
 	m.mu.Lock()
