@@ -26,6 +26,15 @@ type result struct {
 	P99Ms  float64 `json:"p99_ms"`
 	P999Ms float64 `json:"p999_ms"`
 	MaxMs  float64 `json:"max_ms"`
+	// Unbounded input (the source gives element i to key i % Keys): the
+	// results of each key's last element wait for no later element of
+	// their key, and a commit rule that waits for one shows in them alone.
+	// P99FollowedMs is the p99 of the other elements' latencies, LastP50Ms
+	// the median of the last ones', and LastShare their share of all
+	// outputs (Keys over N: 0.078 for 1,000 keys at 2,560/s for 5 s).
+	P99FollowedMs float64 `json:"p99_followed_ms,omitempty"`
+	LastP50Ms     float64 `json:"last_p50_ms,omitempty"`
+	LastShare     float64 `json:"last_share,omitempty"`
 	// Sustained (unbounded input) is the output rate while the source runs,
 	// from the first creation plus settle to the last creation: the mean
 	// rate over windows shifted across that span (sustainedRate). A
@@ -102,6 +111,7 @@ func measure(s spec, outs []output, wall time.Duration) result {
 	if s.Bounded {
 		return r
 	}
+	r.P99FollowedMs, r.LastP50Ms, r.LastShare = splitAtLast(s.Keys, outs)
 	if r.LastOutputUs > first {
 		r.Throughput = float64(len(outs)) / (float64(r.LastOutputUs-first) / 1e6)
 	}
@@ -161,4 +171,30 @@ func pct(sorted []float64, q float64) float64 {
 		return 0
 	}
 	return sorted[min(len(sorted)-1, int(q*float64(len(sorted))))]
+}
+
+// splitAtLast splits an unbounded run's latencies at each key's last
+// element (see result.P99FollowedMs): the p99 of the elements that a later
+// one of their key followed, the median of the last ones, and the last
+// ones' share of the outputs.
+func splitAtLast(keys int, outs []output) (followedP99, lastP50, lastShare float64) {
+	n := 0
+	for _, o := range outs {
+		n = max(n, int(o.index)+1)
+	}
+	var followed, last []float64
+	for _, o := range outs {
+		ms := float64(o.latencyUs) / 1000
+		if int(o.index) >= n-keys {
+			last = append(last, ms)
+		} else {
+			followed = append(followed, ms)
+		}
+	}
+	sort.Float64s(followed)
+	sort.Float64s(last)
+	if len(outs) > 0 {
+		lastShare = float64(len(last)) / float64(len(outs))
+	}
+	return pct(followed, 0.99), pct(last, 0.50), lastShare
 }

@@ -57,3 +57,39 @@ func TestSustainedRate(t *testing.T) {
 		}
 	}
 }
+
+// TestSplitAtLast: the elements of the last round of keys (the source gives
+// element i to key i % keys) count as each key's last, whatever their
+// latency, and the p99 of the others does not see them.
+func TestSplitAtLast(t *testing.T) {
+	outs := func(n int, latMs func(i int) int) []output {
+		var out []output
+		for i := range n {
+			out = append(out, output{index: int32(i), latencyUs: int32(latMs(i) * 1000)})
+		}
+		return out
+	}
+	const n = 1000
+	for _, c := range []struct {
+		name                 string
+		keys                 int
+		outs                 []output
+		followedP99, lastP50 float64
+		lastShare            float64
+	}{
+		{"last round of 10 keys waits 2 s", 10, outs(n, func(i int) int {
+			if i >= n-10 {
+				return 2000
+			}
+			return 100
+		}), 100, 2000, 0.01},
+		{"one key: only the last element is last", 1, outs(n, func(i int) int { return i }), 989, 999, 0.001},
+		{"a key per element: all are last", n, outs(n, func(i int) int { return 7 }), 0, 7, 1},
+		{"no outputs", 5, nil, 0, 0, 0},
+	} {
+		f, l, share := splitAtLast(c.keys, c.outs)
+		if f != c.followedP99 || l != c.lastP50 || math.Abs(share-c.lastShare) > 1e-9 {
+			t.Errorf("%s: splitAtLast = p99 followed %v ms, last p50 %v ms, share %v; want %v, %v, %v", c.name, f, l, share, c.followedP99, c.lastP50, c.lastShare)
+		}
+	}
+}
