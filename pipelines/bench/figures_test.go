@@ -58,38 +58,41 @@ func TestSustainedRate(t *testing.T) {
 	}
 }
 
-// TestSplitAtLast: the elements of the last round of keys (the source gives
-// element i to key i % keys) count as each key's last, whatever their
-// latency, and the p99 of the others does not see them.
-func TestSplitAtLast(t *testing.T) {
+// TestSplitAtEnd: elements created in the source's last two seconds do not
+// count in the p99 before its end, whatever their latency; the last round
+// of keys (the source gives element i to key i % keys) counts as each key's
+// last element.
+func TestSplitAtEnd(t *testing.T) {
+	// n elements, one each ms: element i created at i ms.
 	outs := func(n int, latMs func(i int) int) []output {
 		var out []output
 		for i := range n {
-			out = append(out, output{index: int32(i), latencyUs: int32(latMs(i) * 1000)})
+			out = append(out, output{index: int32(i), createdUs: int64(i) * 1000, latencyUs: int32(latMs(i) * 1000)})
 		}
 		return out
 	}
-	const n = 1000
+	const n = 10_000 // 10 s of elements
 	for _, c := range []struct {
-		name                 string
-		keys                 int
-		outs                 []output
-		followedP99, lastP50 float64
-		lastShare            float64
+		name                  string
+		keys                  int
+		outs                  []output
+		beforeEndP99, lastP50 float64
+		lastShare             float64
 	}{
-		{"last round of 10 keys waits 2 s", 10, outs(n, func(i int) int {
-			if i >= n-10 {
+		{"the last 2 s wait 2 s", 10, outs(n, func(i int) int {
+			if i >= n-2000 {
 				return 2000
 			}
 			return 100
-		}), 100, 2000, 0.01},
-		{"one key: only the last element is last", 1, outs(n, func(i int) int { return i }), 989, 999, 0.001},
-		{"a key per element: all are last", n, outs(n, func(i int) int { return 7 }), 0, 7, 1},
+		}), 100, 2000, 0.001},
+		{"latency rising with creation", 100, outs(n, func(i int) int { return i / 10 }), 791, 995, 0.01},
+		{"a key per element: all are last", n, outs(n, func(i int) int { return 7 }), 7, 7, 1},
+		{"a source of under 2 s: nothing before its end", 1, outs(1000, func(i int) int { return 7 }), 0, 7, 0.001},
 		{"no outputs", 5, nil, 0, 0, 0},
 	} {
-		f, l, share := splitAtLast(c.keys, c.outs)
-		if f != c.followedP99 || l != c.lastP50 || math.Abs(share-c.lastShare) > 1e-9 {
-			t.Errorf("%s: splitAtLast = p99 followed %v ms, last p50 %v ms, share %v; want %v, %v, %v", c.name, f, l, share, c.followedP99, c.lastP50, c.lastShare)
+		b, l, share := splitAtEnd(c.keys, c.outs)
+		if b != c.beforeEndP99 || l != c.lastP50 || math.Abs(share-c.lastShare) > 1e-9 {
+			t.Errorf("%s: splitAtEnd = p99 before the end %v ms, last p50 %v ms, share %v; want %v, %v, %v", c.name, b, l, share, c.beforeEndP99, c.lastP50, c.lastShare)
 		}
 	}
 }

@@ -112,34 +112,34 @@ func (r row) summary() string {
 		return fmt.Sprintf("startup=%.2fs wall=%.2fs ratio_to_limit=%.2f cpu/1k=%.3f+%.3f rss=%.0f+%.0fMB %s", r.stat(startup).med, r.stat(wallS).med, r.stat(ratio).med,
 			r.stat(cpuWorker).med, r.stat(cpuRunner).med, r.stat(rss).med, r.stat(rssRunner).med, r.notes())
 	}
-	return fmt.Sprintf("startup=%.2fs sustained=%.0f/s p99=%.0fms (followed %.0fms, last p50 %.0fms) max=%.0fms cpu/1k=%.3f+%.3f %s", r.stat(startup).med, r.stat(sustained).med, r.stat(p99).med,
-		r.stat(p99Followed).med, r.stat(lastP50).med, r.stat(maxMs).med,
+	return fmt.Sprintf("startup=%.2fs sustained=%.0f/s p99=%.0fms (before the last 2 s %.0fms, last p50 %.0fms) max=%.0fms cpu/1k=%.3f+%.3f %s", r.stat(startup).med, r.stat(sustained).med, r.stat(p99).med,
+		r.stat(p99BeforeEnd).med, r.stat(lastP50).med, r.stat(maxMs).med,
 		r.stat(cpuWorker).med, r.stat(cpuRunner).med, r.notes())
 }
 
-func wallS(x result) float64       { return x.WallS }
-func startup(x result) float64     { return x.StartupS }
-func ratio(x result) float64       { return x.RatioToLimit }
-func rss(x result) float64         { return x.PeakRSSMB }
-func rssRunner(x result) float64   { return x.PeakRSSRunnerMB }
-func sustained(x result) float64   { return x.Sustained }
-func p50(x result) float64         { return x.P50Ms }
-func p99(x result) float64         { return x.P99Ms }
-func p999(x result) float64        { return x.P999Ms }
-func maxMs(x result) float64       { return x.MaxMs }
-func p99Followed(x result) float64 { return x.P99FollowedMs }
-func lastP50(x result) float64     { return x.LastP50Ms }
-func cpu(x result) float64         { return x.CPUSPer1k }
-func cpuWorker(x result) float64   { return x.CPUWorkerSPer1k }
-func cpuRunner(x result) float64   { return x.CPURunnerSPer1k }
-func tput(x result) float64        { return x.Throughput }
-func drain(x result) float64       { return x.Drain }
-func backlog(x result) float64     { return float64(x.Backlog) }
-func peakHeld(x result) float64    { return float64(x.PeakHeld) }
-func quiet(x result) float64       { return x.QuietCPUPerS }
-func quietS(x result) float64      { return x.QuietS }
-func quietWorker(x result) float64 { return x.QuietCPUWorkerPerS }
-func quietRunner(x result) float64 { return x.QuietCPURunnerPerS }
+func wallS(x result) float64        { return x.WallS }
+func startup(x result) float64      { return x.StartupS }
+func ratio(x result) float64        { return x.RatioToLimit }
+func rss(x result) float64          { return x.PeakRSSMB }
+func rssRunner(x result) float64    { return x.PeakRSSRunnerMB }
+func sustained(x result) float64    { return x.Sustained }
+func p50(x result) float64          { return x.P50Ms }
+func p99(x result) float64          { return x.P99Ms }
+func p999(x result) float64         { return x.P999Ms }
+func maxMs(x result) float64        { return x.MaxMs }
+func p99BeforeEnd(x result) float64 { return x.P99BeforeEndMs }
+func lastP50(x result) float64      { return x.LastP50Ms }
+func cpu(x result) float64          { return x.CPUSPer1k }
+func cpuWorker(x result) float64    { return x.CPUWorkerSPer1k }
+func cpuRunner(x result) float64    { return x.CPURunnerSPer1k }
+func tput(x result) float64         { return x.Throughput }
+func drain(x result) float64        { return x.Drain }
+func backlog(x result) float64      { return float64(x.Backlog) }
+func peakHeld(x result) float64     { return float64(x.PeakHeld) }
+func quiet(x result) float64        { return x.QuietCPUPerS }
+func quietS(x result) float64       { return x.QuietS }
+func quietWorker(x result) float64  { return x.QuietCPUWorkerPerS }
+func quietRunner(x result) float64  { return x.QuietCPURunnerPerS }
 
 // printTables prints one markdown table per suite, in the order of rows.
 func printTables(w io.Writer, rows []row) {
@@ -164,7 +164,7 @@ func printTables(w io.Writer, rows []row) {
 var (
 	cpuCols       = []string{"CPU s/1k worker", "CPU s/1k runner", "CPU s/1k total", "peak RSS MB worker", "peak RSS MB runner"}
 	boundedCols   = cat([]string{"workload", "contender", "wall s", "startup s", "throughput /s", "ratio to limit"}, cpuCols, []string{"note"})
-	unboundedCols = cat([]string{"workload", "contender", "runs", "sustained /s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "p99 ms, followed", "last p50 ms", "backlog at stop", "drain /s"}, cpuCols, []string{"note"})
+	unboundedCols = cat([]string{"workload", "contender", "runs", "sustained /s", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "p99 ms before the last 2 s", "last p50 ms", "backlog at stop", "drain /s"}, cpuCols, []string{"note"})
 	quietCols     = cat(unboundedCols[:len(unboundedCols)-1], []string{"quiet CPU s/s", "quiet CPU s/s worker", "quiet CPU s/s runner", "note"})
 )
 
@@ -210,7 +210,7 @@ func (r row) tableRow() string {
 			runs += fmt.Sprintf(" (%d without figures)", n)
 		}
 		cells = append(cells, runs, rng(sustained, "%.0f"), f(p50, "%.0f"), rng(p99, "%.0f"), f(p999, "%.0f"), rng(maxMs, "%.0f"),
-			ifMeasured(p99Followed, rng), ifMeasured(lastP50, f), f(backlog, "%.0f"), rng(drain, "%.0f"))
+			ifMeasured(p99BeforeEnd, rng), ifMeasured(lastP50, f), f(backlog, "%.0f"), rng(drain, "%.0f"))
 	}
 	cells = append(cells, costs...)
 	if !r.Bounded && r.Suite == "quiet" {
