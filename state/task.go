@@ -132,6 +132,17 @@ func (t *Task) StartedAt() time.Time {
 	return t.started
 }
 
+// RunningFor is how long the task's current attempt has been calling its
+// Work, or zero while it is not (waiting for a slot, finished).
+func (t *Task) RunningFor() time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.status != Running || t.started.IsZero() {
+		return 0
+	}
+	return time.Since(t.started)
+}
+
 // Notify arranges for t to be sent on ch once it has finished (at once if it
 // already has). The send does not block the task: ch must have room for every
 // task the caller asks to be notified of.

@@ -135,3 +135,23 @@ func TestBusyBackstop(t *testing.T) {
 		}
 	}
 }
+
+func TestLongCallWait(t *testing.T) {
+	const ms = time.Millisecond
+	cases := []struct {
+		runningFor, freq, want time.Duration
+	}{
+		{0, time.Second, 0},                         // just started: no wait of its own
+		{20 * ms, time.Second, 5 * ms},              // a call of the usual length: under a grid step
+		{400 * ms, time.Second, 100 * ms},           // a quarter of its run
+		{4 * time.Second, time.Second, time.Second}, // four periods: one look per period
+		{time.Hour, time.Second, time.Second},       // hung: still one per period
+		{time.Hour, 100 * ms, 100 * ms},             // a short period caps it lower
+		{-time.Second, time.Second, 0},              // a clock step backwards: no wait
+	}
+	for _, c := range cases {
+		if got := LongCallWait(c.runningFor, c.freq); got != c.want {
+			t.Errorf("LongCallWait(%v, %v) = %v, want %v", c.runningFor, c.freq, got, c.want)
+		}
+	}
+}

@@ -20,6 +20,11 @@ type commitResult struct {
 	waitingRetries int       // elements waiting out their backoff
 	heldBack       int       // finished results kept behind an earlier element (WithOrdered)
 	dueNext        time.Time // when the first of those is due (zero: none)
+	// running counts the key's elements whose calls are running here, and
+	// shortestRun is how long the most recent of those calls has run (see
+	// timers.LongCallWait).
+	running     int
+	shortestRun time.Duration
 }
 
 // commit settles every finished element of the view's key: outputs of
@@ -100,6 +105,12 @@ func (f *core) settleFinished(ctx context.Context, pool *state.Pool, v *keyView,
 			blocked = true
 		case t.Status() != state.Finished:
 			f.metrics.observeRunning(ctx, t)
+			if ran := t.RunningFor(); ran > 0 {
+				if scan.res.running == 0 || ran < scan.res.shortestRun {
+					scan.res.shortestRun = ran
+				}
+				scan.res.running++
+			}
 			scan.keep = append(scan.keep, p)
 			blocked = true
 		default:

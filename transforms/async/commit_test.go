@@ -104,6 +104,49 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	openAll(t.Name(), "a", 4)
 }
 
+// TestLongCallLooksLessOften: the timer of a quiet key whose every element
+// is in a call that has run a while comes back after a quarter of that run
+// (timers.LongCallWait), and a call that hangs costs its key one look per
+// period (C), not one per grid step (C/4); a fresh call of the key brings
+// the grid back.
+func TestLongCallLooksLessOften(t *testing.T) {
+	const c = 100 * time.Millisecond
+	name := t.Name()
+	h := newHarness(t, &gated{Name: name}, stringKey, WithCallbackFrequency(c))
+	f := h.stream()
+	p, _ := h.c.pool()
+	grid := timers.Grid(c)
+	defer openAll(name, "a", 3)
+	h.process(f, "b", 1) // one finished call gives the pool a latency to expect
+	book.open(gateID(name, "b", 1))
+	h.waitFinished("b", 1)
+	h.process(f, "a", 1)
+	h.tm("a").take()
+	h.waitRunning("a", 1)
+	started := time.Now()
+	for _, step := range []struct {
+		name        string
+		ranAtLeast  time.Duration
+		least, most time.Duration
+	}{
+		{"a call that has run 200ms", 200 * time.Millisecond, 50 * time.Millisecond, c + grid},
+		{"a call that has run 400ms (four periods)", 400 * time.Millisecond, c, c + grid},
+	} {
+		time.Sleep(step.ranAtLeast - time.Since(started))
+		ahead := fireWhileRunning(t, h, f, "a").Sub(h.clock.Now())
+		if ahead <= step.least || ahead > step.most {
+			t.Errorf("%s: its key's timer re-armed %v ahead, want more than %v and at most %v", step.name, ahead, step.least, step.most)
+		}
+	}
+	h.clock.Advance(2500 * time.Millisecond) // quiet again: more than max(2C, 2 s) since its element
+	h.process(f, "a", 2)
+	h.tm("a").take()
+	h.waitRunning("a", 2) // both of its elements in calls, one of them fresh
+	if ahead := fireWhileRunning(t, h, f, "a").Sub(h.clock.Now()); ahead > grid+p.ExpectedLatency() {
+		t.Errorf("with a fresh call beside the hung one, the key's timer re-armed %v ahead, want at most a grid step (%v) past the expected call", ahead, grid)
+	}
+}
+
 // fireWhileRunning fires key's timer while all its calls run: it emits
 // nothing and re-arms; it returns the new timer.
 func fireWhileRunning(t *testing.T, h *harness, f *streamFn, key string) time.Time {

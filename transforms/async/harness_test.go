@@ -525,6 +525,26 @@ func (h *harness) waitFinished(key any, v int) {
 	}
 }
 
+// waitRunning waits until the pool's task for the pending element (key, v)
+// is calling its fn.
+func (h *harness) waitRunning(key any, v int) {
+	h.t.Helper()
+	p, _ := h.c.pool()
+	envs := h.pendingOf(key, v)
+	if len(envs) != 1 {
+		h.t.Fatalf("element (%v, %d) is pending %d times, want once", key, v, len(envs))
+	}
+	t := p.Lookup(state.TaskKey{Owner: h.owner(key), ID: envs[0].TaskID()})
+	if t == nil {
+		h.t.Fatalf("element (%v, %d) is not known to the pool", key, v)
+	}
+	for deadline := time.Now().Add(10 * time.Second); t.Status() != state.Running; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("element (%v, %d) did not start its call", key, v)
+		}
+	}
+}
+
 func (h *harness) bundleFn() *bundleFn { return newBundleFn(h.c) }
 
 // bundleElem is one element of a bundle of bounded input.

@@ -161,6 +161,11 @@ func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, ele
 			// come back a quarter round later rather than every step.
 			expected = f.CallbackFrequency / timers.PhaseSlots
 		}
+		if !element && v.res.running == active {
+			// Every element of the key is in a call that has run a while
+			// (a slow or hung one): look again in proportion to how long.
+			expected = max(expected, timers.LongCallWait(v.res.shortestRun, f.CallbackFrequency))
+		}
 		expected = min(max(expected, timers.MinRearm), f.CallbackFrequency)
 		next = timers.NextRound(now.Add(expected), grid, 0)
 	}
