@@ -73,15 +73,18 @@ func BusyBackstop(freq, meanGap time.Duration) time.Duration {
 	return min(max(least, 3*meanGap), BusyWithin(freq))
 }
 
-// LongCallWait is how far ahead a quiet key's timer looks again when it
-// finds every one of the key's elements in a call that has run for at
-// least runningFor: a quarter of that time (a call that has run that long
-// is about as likely to run as long again as to end now), at most the
-// callback frequency. Without it such a key came back every grid step, so
+// LongCallWait is how far ahead a quiet key's timer looks again, at least,
+// when it finds every element the key has in flight (not waiting out a
+// retry's backoff, not held back by WithOrdered) in a call that has run
+// for at least runningFor: a quarter of that time (a call that has run that
+// long is about as likely to run as long again as to end now), at most the
+// callback frequency. The timer is then rounded up to the commit grid, as
+// every quiet key's is. Without it such a key came back every grid step, so
 // a call that hangs (no WithCallTimeout) cost its key four callbacks a
-// second at the default C, each a state read; with it, one per period
-// once the call has run four periods. A finished call's results wait at
-// most a quarter of its run, or a period, past its end.
+// second at the default C, each a state read; with it, one every five grid
+// steps (1.25 C) once the call has run four periods. A finished call's
+// results, and the buffer place they hold, wait at most a quarter of its
+// run or C, plus a grid step, past its end.
 func LongCallWait(runningFor, freq time.Duration) time.Duration {
 	return min(max(runningFor/4, 0), freq)
 }

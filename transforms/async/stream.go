@@ -114,7 +114,11 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 // the commit grid (timers.Grid: a quarter of C), instants all keys share, so
 // the runner delivers their callbacks together. A result that finishes as
 // expected waits at most a grid step for its commit; one that finishes
-// later waits for the next callback, set the same way. Elements queued for
+// later waits for the next callback, set the same way; when a timer finds
+// every element the key has in flight in a call that has run a while, the
+// next one comes after a quarter of the shortest such run at least, at most
+// C (timers.LongCallWait), so a hung call costs its key a callback every
+// five grid steps instead of every one. Elements queued for
 // room count as work to come back for; finished results held back behind
 // an earlier element (WithOrdered) and retries waiting out their backoff do
 // not: those come back when the first retry is due.
