@@ -31,10 +31,10 @@ type result struct {
 	// is what a source that stops shows in its tail. P99BeforeEndMs is the
 	// p99 of the elements created before the source's last endWindow (each
 	// of those has later elements of its key where keys see several), and
-	// LastP50Ms the median
-	// latency of each key's last element (the source gives element i to key
-	// i % Keys), whose share of the outputs is LastShare (Keys over N,
-	// at most 1: 0.078 for 1,000 keys at 2,560/s for 5 s).
+	// LastP50Ms the median latency of each key's last element (the source
+	// gives element i to key i % Keys), whose share of the outputs is
+	// LastShare (Keys over N, at most 1: 0.078 for 1,000 keys at 2,560/s
+	// for 5 s).
 	P99BeforeEndMs float64 `json:"p99_before_end_ms,omitempty"`
 	LastP50Ms      float64 `json:"last_p50_ms,omitempty"`
 	LastShare      float64 `json:"last_share,omitempty"`
