@@ -15,7 +15,10 @@
 //     at once in a worker and a key's commit finds its work; it remembers
 //     when each owner was last called back, so that the work of owners gone
 //     from the worker (keys that moved, bundles of dropped DoFn instances) is
-//     evicted ([Pool.EvictIdle]) and a busy key is told from a quiet one.
+//     evicted ([Pool.EvictIdle]), sparing an owner that came back after an
+//     eviction, and a busy key is told from a quiet one. While owners wait
+//     for a place ([Pool.Waiting]), a place that frees is kept for them in
+//     turn, first come, first served.
 //   - [Registry] ([Default], [Shared], [Reset]): the only process-global state
 //     of the project, a map from the transform's UUID (fixed at pipeline
 //     construction and shipped with the DoFn) to its Pool and to the few

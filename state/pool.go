@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sync/semaphore"
+
+	"github.com/asyncbeam/asyncbeam/timers"
 )
 
 // Config sizes a Pool.
@@ -33,6 +35,12 @@ type Config struct {
 	// Forget is how long the pool remembers an owner that holds no task
 	// (see Touch); zero means a minute.
 	Forget time.Duration
+	// Gone is how long an owner that came back after EvictIdle took its
+	// work may go untouched before EvictIdle takes its work again (see
+	// EvictIdle); zero means ten minutes. An owner whose work EvictIdle
+	// took is remembered that long after its last touch, so that it is
+	// spared if it comes back.
+	Gone time.Duration
 	// Gate, if not nil, makes the gate every attempt passes before its call
 	// (see Gate); NewPool calls it once.
 	Gate func() Gate
@@ -115,12 +123,15 @@ type Pool struct {
 	closed   bool
 	tasks    map[TaskKey]*Task
 	owners   map[string]*owner
-	buffered int // Hold places taken
-	peak     int // the most Hold places ever taken at once
+	room     roomQueue // owners waiting for a Hold place, and the places kept for them (Waiting)
+	buffered int       // Hold places taken by tasks
+	peak     int       // the most Hold places ever taken at once
 	swept    time.Time
 
 	latencyNs atomic.Int64 // moving average of Work durations; 0 until one finishes
 	live      atomic.Int64 // tasks not finished, removed ones included
+
+	pace timers.Pace // the runner's pace as the pool's users see it
 }
 
 // NewPool returns an empty pool, or an error naming the invalid setting.
@@ -136,6 +147,9 @@ func NewPool(cfg Config) (*Pool, error) {
 	}
 	if cfg.Forget <= 0 {
 		cfg.Forget = time.Minute
+	}
+	if cfg.Gone <= 0 {
+		cfg.Gone = 10 * time.Minute
 	}
 	var gate Gate
 	if cfg.Gate != nil {
@@ -154,6 +168,7 @@ func NewPool(cfg Config) (*Pool, error) {
 		stop:   stop,
 		tasks:  map[TaskKey]*Task{},
 		owners: map[string]*owner{},
+		room:   newRoomQueue(),
 	}
 	if cfg.Batch != nil {
 		// Every task with a buffer place may join a batch at once; an
@@ -202,6 +217,16 @@ type owner struct {
 	tasks      map[string]*Task
 	lastActive time.Time
 	arrivals   Arrivals
+	// lost: EvictIdle took work of the owner since its last touch; spared:
+	// the owner came back after that, and EvictIdle spares its work until
+	// it goes untouched for Config.Gone.
+	lost, spared bool
+}
+
+// idle reports whether EvictIdle takes the owner's work: it was not touched
+// since cutoff, nor, if it is spared, since gone.
+func (own *owner) idle(cutoff, gone time.Time) bool {
+	return own.lastActive.Before(cutoff) && (!own.spared || own.lastActive.Before(gone))
 }
 
 // Arrivals is what a pool remembers of when an owner's elements came: at
@@ -254,21 +279,32 @@ func (p *Pool) Touch(o string, element bool) (before, after Arrivals) {
 		p.owners[o] = own
 	}
 	before, own.lastActive = own.arrivals, now
+	if own.lost { // alive after all, only late: see EvictIdle
+		own.lost, own.spared = false, true
+	}
 	if element {
 		own.arrivals.Arrive(now)
 	}
 	return before, own.arrivals
 }
 
-// forgetIdle drops, at most once a second, the owners that hold no task and
-// were not touched for Config.Forget; p.mu is held.
+// forgetIdle drops, at most once a second, the owners that hold no task, do
+// not wait for room (see Waiting) and were not touched for Config.Forget, or
+// for Config.Gone if EvictIdle took their work; p.mu is held.
 func (p *Pool) forgetIdle(now time.Time) {
 	if now.Sub(p.swept) < time.Second {
 		return
 	}
 	p.swept = now
 	for o, own := range p.owners {
-		if len(own.tasks) == 0 && now.Sub(own.lastActive) > p.cfg.Forget {
+		if len(own.tasks) > 0 || p.room.has(o) {
+			continue
+		}
+		forget := p.cfg.Forget
+		if own.lost {
+			forget = max(forget, p.cfg.Gone)
+		}
+		if now.Sub(own.lastActive) > forget {
 			delete(p.owners, o)
 		}
 	}
@@ -300,6 +336,11 @@ func (p *Pool) Len() int {
 	defer p.mu.Unlock()
 	return len(p.tasks)
 }
+
+// Pace is where the pool's users record, and read, the runner's pace: one
+// per pool, since the pool is shared by every instance of one transform in
+// a worker process.
+func (p *Pool) Pace() *timers.Pace { return &p.pace }
 
 // ExpectedLatency is a moving average of how long Work has taken, or 0 before
 // any has finished.
@@ -355,8 +396,9 @@ type Lookup struct {
 }
 
 // Submit starts job for k unless a task for k exists already (Existing). A
-// new task first takes a Hold place, waiting at most wait for one (zero: do
-// not wait; negative: until ctx ends); if none frees in time, or ctx ends
+// new task first takes a Hold place: the one kept for k's owner (see
+// Waiting), else a free one, waiting at most wait for one (zero: do not
+// wait; negative: until ctx ends); if none frees in time, or ctx ends
 // first, it reports NoRoom. The Hold place frees when the task is removed.
 //
 // The started task then waits, on its own goroutine, for a Buffer place
@@ -366,6 +408,7 @@ type Lookup struct {
 func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, job Job) (*Task, Admission, error) {
 	p.mu.Lock()
 	t, closed := p.tasks[k], p.closed
+	kept := t == nil && !closed && p.room.take(k.Owner)
 	p.mu.Unlock()
 	if closed {
 		return nil, NoRoom, ErrClosed
@@ -373,12 +416,12 @@ func (p *Pool) Submit(ctx context.Context, k TaskKey, wait time.Duration, job Jo
 	if t != nil {
 		return t, Existing, nil
 	}
-	if !p.acquireHold(ctx, wait) {
+	if !kept && !p.acquireHold(ctx, wait) {
 		return nil, NoRoom, nil
 	}
 	t, existing, err := p.start(k, true, job)
 	if t == nil || existing {
-		p.hold.Release(1) // the place was not used
+		p.unusedHold(k.Owner, kept)
 	}
 	if existing {
 		return t, Existing, nil
@@ -599,8 +642,8 @@ func (p *Pool) observe(d time.Duration) {
 }
 
 // Remove forgets t: it is cancelled if still waiting or running, and its
-// Hold place (if any) is freed at once; its Buffer place frees when it
-// finishes. A cancelled Work that ignores its
+// Hold place (if any) is freed at once (see Waiting); its Buffer place
+// frees when it finishes. A cancelled Work that ignores its
 // context keeps its parallelism slot until it returns. Removing a task twice,
 // or one the pool no longer holds, does nothing.
 func (p *Pool) Remove(t *Task) {
@@ -621,42 +664,72 @@ func (p *Pool) Remove(t *Task) {
 	p.mu.Unlock()
 	t.cancel()
 	if release {
-		p.hold.Release(1)
+		p.freeHold()
 	}
 }
 
 // EvictIdle removes every task of the owners that have not been touched
-// since cutoff, and returns them. Such an owner is gone from this worker, or
-// at least quiet: a key that moved to another worker, the bundle of a DoFn
-// instance the runner dropped, or a key whose callbacks come late. Callers
-// evict for room only (when a live owner needs a place), so a quiet key's
-// finished results stay as long as nobody needs their places. An evicted
-// element of a key is still in bag state wherever its key lives now, and
-// runs again there; an evicted element of a live bundle is started again by
-// its bundle: eviction costs a call, never an output.
+// since cutoff, and returns them; it also ends their wait for room and frees
+// the places kept for them (see Waiting). Such an owner is gone from this
+// worker, or at least quiet: a key that moved to another worker, the bundle
+// of a DoFn instance the runner dropped, or a key whose callbacks come late.
+// Callers evict for room only (when a live owner needs a place), so a quiet
+// key's finished results stay as long as nobody needs their places. An
+// evicted element of a key is still in bag state wherever its key lives
+// now, and runs again there; an evicted element of a live bundle is started
+// again by its bundle: eviction costs a call, never an output.
+//
+// An owner touched after EvictIdle took its work is alive, only late: from
+// then on EvictIdle spares it (its tasks, its wait and its kept place) until
+// it goes untouched for Config.Gone, whatever the cutoff, so that a late key
+// does not lose the call it started again to the next eviction, and the one
+// after, and never commit. The owner stays spared while the pool remembers
+// it (while it holds tasks, and for Config.Forget after). An element so
+// loses its call to eviction at most once, as long as its owner's touches
+// come less than Gone apart; a spared owner that moved away loses its work
+// after Gone.
 func (p *Pool) EvictIdle(cutoff time.Time) []*Task {
-	return p.evict(cutoff, func(*Task) bool { return true })
+	return p.evict(cutoff, true, func(*Task) bool { return true })
 }
 
 // EvictIdleUnbuffered is EvictIdle for the tasks that hold no Hold place
-// (StartUnbuffered's). Eviction for room never frees anything by removing
-// them, so without this a moved key's unbuffered task would stay for the
-// life of the pool.
+// (StartUnbuffered's), leaving waits for room alone. Eviction for room never
+// frees anything by removing them, so without this a moved key's unbuffered
+// task would stay for the life of the pool.
 func (p *Pool) EvictIdleUnbuffered(cutoff time.Time) []*Task {
-	return p.evict(cutoff, func(t *Task) bool { return !t.buffered })
+	return p.evict(cutoff, false, func(t *Task) bool { return !t.buffered })
 }
 
-func (p *Pool) evict(cutoff time.Time, which func(*Task) bool) []*Task {
+// evict removes the tasks that which picks of the owners idle since cutoff
+// (see owner.idle), and with room their waits and kept places.
+func (p *Pool) evict(cutoff time.Time, room bool, which func(*Task) bool) []*Task {
+	gone := p.cfg.Now().Add(-p.cfg.Gone)
 	p.mu.Lock()
 	var idle []*Task
-	for _, own := range p.owners {
-		if own.lastActive.Before(cutoff) {
-			for _, t := range own.tasks {
-				if which(t) {
-					idle = append(idle, t)
-				}
+	freed := 0
+	for o, own := range p.owners {
+		if !own.idle(cutoff, gone) {
+			continue
+		}
+		took := false
+		for _, t := range own.tasks {
+			if which(t) {
+				idle = append(idle, t)
+				took = true
 			}
 		}
+		if room && p.room.has(o) {
+			if p.room.leave(o) {
+				freed++
+			}
+			took = true
+		}
+		if took {
+			own.lost = true
+		}
+	}
+	for ; freed > 0; freed-- {
+		p.freeHoldLocked()
 	}
 	p.mu.Unlock()
 	for _, t := range idle {

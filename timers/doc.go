@@ -1,18 +1,23 @@
-// Package timers decides when the async transform's commit callbacks fire.
+// Package timers decides when the async transform's commit timers fire.
 //
-// A quiet key's commit timer is set for when its started work is expected to
-// have finished, rounded up to the commit grid ([Grid]: a quarter of the
-// callback frequency C, counted from the Unix epoch). Every key shares the
-// grid's instants, so a runner delivers the timers of many keys together, in
-// one bundle, and a result that finishes when expected waits at most a grid
-// step for its commit.
+// It is Beam-free, and unrelated to Beam's core/timers, which declares
+// timer families: this package picks the instants the transform sets its
+// one family's timers for.
 //
-// A busy key ([BusyWithin]: an element within max(2C, 2 s) of its last) is
-// committed by its own bundles; its timer is a backstop ([BusyBackstop]:
-// three mean gaps between its elements, from max(C/2, 250 ms) to
-// max(2C, 2 s)) on a quarter round of C ([PhaseSlots]), far enough ahead
-// that it rarely falls due while the key is in a bundle, which prism
-// re-queues in a loop.
+// [Cadence] holds every duration derived from the callback frequency C.
+// [Cadence.Plan] is the one decision of when a key's timer comes: a pure
+// function of [Facts] measured at the end of the key's callback (what the
+// key holds, the pool's load, and the runner's pace). Every instant is on
+// the commit grid ([Cadence.Grid], counted from the Unix epoch), so keys
+// share instants and a runner delivers their callbacks together.
+//
+// [Pace] records what the runner does, how long bundles last and how late
+// timers fire; its [Runner] reading sets a guard ([Runner.Guard]) that no
+// timer is set nearer than. A runner does not fire a timer of a key that is
+// in a bundle in progress; prism v2.77 puts such a timer back in a loop that
+// takes the CPU the bundles need, so a timer that tends to fall due inside
+// its key's bundles must move out by itself, and come back once the runner
+// is quick again.
 //
 // [Clock] is the time source; [Manual] is a clock that tests move by hand.
 package timers

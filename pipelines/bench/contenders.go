@@ -2,8 +2,9 @@ package main
 
 // The contenders other than async and python: what a Go user writes
 // without this project (sync, bundle, eager), the runner's own cost of this
-// pipeline shape (passthrough), and a timer-only stateful design without
-// calls (timeronly).
+// pipeline shape (passthrough), a timer-only stateful design without calls
+// with async's planner (timeronly), and one with a timer per key at the
+// next round of C (roundtimer).
 
 import (
 	"context"
@@ -210,15 +211,13 @@ func (f *timerOnlyBatch) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _
 // timer rules and no call: the first ProcessElement of a key in a bundle
 // emits and clears what its bag holds (async's commit at a key's first
 // touch, where with no call every result is finished), then adds the
-// element; a quiet key's timer is at the next step of the commit grid
-// (timers.Grid, C/4), a busy key's (an element within timers.BusyWithin of
-// its last bundle's on this instance) a backstop timers.BusyBackstop ahead,
-// from the mean gap between the bundles that brought its elements here, as
-// async counts them, on a quarter round. In windows other than the global
-// one it loses elements, and the exactly-once check fails it: prism
-// garbage-collects a window's state and timers once its output watermark
-// passes the window's end, and with them what the bag still holds when the
-// timer is later than that.
+// element; its timer is where async's planner (timers.Cadence.Plan) puts
+// it for a key whose work is all finished, from the gaps between the
+// bundles that brought its elements here and the runner's pace, as async
+// measures them. In windows other than the global one it loses elements,
+// and the exactly-once check fails it: prism garbage-collects a window's
+// state and timers once its output watermark passes the window's end, and
+// with them what the bag still holds when the timer is later than that.
 type timerOnlyStream struct {
 	Pending beamstate.Bag[string]
 	Commit  beamtimers.ProcessingTime
@@ -226,13 +225,27 @@ type timerOnlyStream struct {
 
 	arrivals map[string]state.Arrivals // when each key's bundles brought elements here
 	before   map[string]time.Time      // keys this bundle has committed: their last element before it
+	inForce  map[string]timers.Plan    // the timers in force at the bundle's first touch of their keys
 }
+
+// timerOnlyPace is the runner's pace as timeronly sees it: one per process,
+// and a bench run's worker runs one transform.
+var timerOnlyPace timers.Pace
 
 func (f *timerOnlyStream) StartBundle(_ func(string)) {
 	f.before = map[string]time.Time{}
 	if f.arrivals == nil {
 		f.arrivals = map[string]state.Arrivals{}
 	}
+	f.inForce = map[string]timers.Plan{}
+}
+
+func (f *timerOnlyStream) FinishBundle(_ func(string)) {
+	plans := make([]timers.Plan, 0, len(f.inForce))
+	for _, pl := range f.inForce {
+		plans = append(plans, pl)
+	}
+	timerOnlyPace.BundleEnded(time.Now(), plans)
 }
 
 func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Provider, k string, v string, emit func(string)) error {
@@ -246,17 +259,42 @@ func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Pr
 		last = a.Last
 		a.Arrive(now)
 		f.arrivals[k], f.before[k] = a, last
+		if pl, ok := timerOnlyPace.InForce(k); ok {
+			f.inForce[k] = pl
+		}
 	}
-	c := time.Duration(f.CNs)
-	if !last.IsZero() && now.Sub(last) < timers.BusyWithin(c) {
-		f.Commit.Set(tp, timers.NextRound(now.Add(timers.BusyBackstop(c, f.arrivals[k].MeanGap)), c/timers.PhaseSlots, 0))
-	} else {
-		f.Commit.Set(tp, timers.NextRound(now, timers.Grid(c), 0))
-	}
+	cad := timers.NewCadence(time.Duration(f.CNs))
+	a := f.arrivals[k]
+	at := cad.Plan(timers.Facts{Now: now, AtElement: true, Seen: last, Gaps: a.Gaps, Gap: a.Gap, MeanGap: a.MeanGap,
+		Active: 1, Runner: timerOnlyPace.Runner(now)})
+	timerOnlyPace.Planned(k, at, now, cad.StaleAfter)
+	f.Commit.Set(tp, at)
 	return f.Pending.Add(sp, v)
 }
 
-func (f *timerOnlyStream) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _ string, _ beamtimers.Context, emit func(string)) error {
+func (f *timerOnlyStream) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, k string, _ beamtimers.Context, emit func(string)) error {
+	timerOnlyPace.Drop(k)
+	delete(f.inForce, k)
+	return emitAndClear(sp, &f.Pending, emit)
+}
+
+// roundTimer is a stateful reference that shares none of async's timer
+// rules: each element is added to its key's bag and sets the key's timer at
+// the next round of C (counted from the Unix epoch); the timer emits and
+// clears the bag. What a user writes from Beam's timer examples, labelled
+// as such beside timeronly (which uses async's planner).
+type roundTimer struct {
+	Pending beamstate.Bag[string]
+	Commit  beamtimers.ProcessingTime
+	CNs     int64
+}
+
+func (f *roundTimer) ProcessElement(sp beamstate.Provider, tp beamtimers.Provider, _ string, v string, _ func(string)) error {
+	f.Commit.Set(tp, timers.NextRound(time.Now(), time.Duration(f.CNs), 0))
+	return f.Pending.Add(sp, v)
+}
+
+func (f *roundTimer) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _ string, _ beamtimers.Context, emit func(string)) error {
 	return emitAndClear(sp, &f.Pending, emit)
 }
 
@@ -282,6 +320,7 @@ func init() {
 	register.DoFn5x1[context.Context, beam.EventTime, string, string, func(beam.EventTime, string), error](&eagerFn{})
 	register.DoFn6x1[beam.Window, beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&timerOnlyBatch{})
 	register.DoFn5x1[beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&timerOnlyStream{})
+	register.DoFn5x1[beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&roundTimer{})
 	register.Emitter1[string]()
 	register.Emitter2[beam.EventTime, string]()
 }

@@ -96,6 +96,11 @@ func contender(s beam.Scope, sp spec, c caller, keyed beam.PCollection) (beam.PC
 			return beam.ParDo(s, &timerOnlyBatch{Pending: beamstate.MakeBagState[string]("pending"), Drain: beamtimers.InEventTime("drain")}, keyed), nil
 		}
 		return beam.ParDo(s, &timerOnlyStream{Pending: beamstate.MakeBagState[string]("pending"), Commit: beamtimers.InProcessingTime("commit"), CNs: int64(sp.C)}, keyed), nil
+	case "roundtimer":
+		if sp.Bounded {
+			return beam.PCollection{}, fmt.Errorf("roundtimer runs on unbounded input only")
+		}
+		return beam.ParDo(s, &roundTimer{Pending: beamstate.MakeBagState[string]("pending"), Commit: beamtimers.InProcessingTime("commit"), CNs: int64(sp.C)}, keyed), nil
 	}
 	return beam.PCollection{}, fmt.Errorf("unknown contender %q", sp.Contender)
 }

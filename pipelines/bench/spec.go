@@ -172,6 +172,9 @@ func (s spec) shape() string {
 	if s.C != time.Second {
 		fmt.Fprintf(&b, " C=%v", s.C)
 	}
+	if s.JobServer && s.Suite == "robust" {
+		fmt.Fprintf(&b, " jobserver P=%d", s.P)
+	}
 	if n := s.slowCount(); n > 0 {
 		fmt.Fprintf(&b, " %d/%d calls %g×L", n, s.SlowEvery, s.SlowX)
 	}

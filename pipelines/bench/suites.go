@@ -54,7 +54,7 @@ func suites(names []string) ([]spec, error) {
 	return out, nil
 }
 
-var suiteNames = []string{"batch", "windowed", "stream", "windows", "python", "csweep", "overload", "heavytail", "hotkey", "steady", "sparse", "quiet"}
+var suiteNames = []string{"batch", "windowed", "stream", "windows", "python", "csweep", "overload", "heavytail", "hotkey", "steady", "sparse", "quiet", "robust"}
 
 // suiteSpecs builds each suite's runs from the flags.
 var suiteSpecs = map[string]func() ([]spec, error){
@@ -142,6 +142,40 @@ var suiteSpecs = map[string]func() ([]spec, error){
 					s := base()
 					s.Rate, s.Keys, s.Window, s.Contender = 0.8, keys, w.flag(), c
 					out = append(out, s)
+				}
+			}
+		}
+		return out, nil
+	},
+	// The space users live in (issue 35): both prism modes, embedded at
+	// P = 64 and the job server at P = 16 (there each state request is a
+	// round trip between processes, and at P = 64 the two cores, not the
+	// transform, would set the limit), each callback frequency, key count
+	// and rate of the --robust_* flags; run only when named (about 12 s a
+	// run).
+	"robust": func() ([]spec, error) {
+		cts, err := contenders(*robustContenders, append(slices.Clone(callers), "roundtimer"))
+		if err != nil {
+			return nil, err
+		}
+		var out []spec
+		for _, mode := range list(*robustModes) {
+			if mode != "embedded" && mode != "jobserver" {
+				return nil, fmt.Errorf("--robust_modes: %q is not embedded or jobserver", mode)
+			}
+			for _, c := range durationList(*robustC) {
+				for _, keys := range intList(*robustKeys) {
+					for _, rate := range floatList(*robustRates) {
+						for _, ct := range cts {
+							s := base()
+							s.Rate, s.Keys, s.C, s.Contender = rate, keys, c, ct
+							s.JobServer, s.P = mode == "jobserver", *robustP
+							if s.JobServer {
+								s.P = *robustJobServerP
+							}
+							out = append(out, s)
+						}
+					}
 				}
 			}
 		}

@@ -56,7 +56,8 @@ func (f *core) acceptedID(el *element, seq int64) {
 // pending element (isCopy, or started from the queue by this bundle's
 // commit; only with WithIDFn can an element be a copy). It starts if there is
 // room (see WithMaxItemsHeld, WithMaxWait) and nothing of its key is queued
-// before it; otherwise it is queued. Nothing is written until write.
+// before it; otherwise it is queued, and its key waits for a place in the
+// pool's turn (state.Pool.Waiting). Nothing is written until write.
 func (f *core) accept(ctx context.Context, pool *state.Pool, vs *views, v *keyView, el element, isCopy bool) error {
 	nonce, seq := v.nextSeq()
 	f.acceptedID(&el, seq)
@@ -71,6 +72,7 @@ func (f *core) accept(ctx context.Context, pool *state.Pool, vs *views, v *keyVi
 	p := &pending{raw: env.Encode(), env: env}
 	if v.queue.Count > 0 { // behind its key's queue
 		v.enqueue(p)
+		pool.Waiting(v.owner, true)
 		return nil
 	}
 	wait := vs.wait
@@ -82,6 +84,7 @@ func (f *core) accept(ctx context.Context, pool *state.Pool, vs *views, v *keyVi
 	if adm == state.NoRoom {
 		vs.wait = 0
 		v.enqueue(p)
+		pool.Waiting(v.owner, true)
 		return nil
 	}
 	v.add(p) // started, or Existing: a task for it runs already, and serves it

@@ -22,7 +22,7 @@ type commitResult struct {
 	dueNext        time.Time // when the first of those is due (zero: none)
 	// running counts the key's elements whose calls are running here, and
 	// shortestRun is how long the most recent of those calls has run (see
-	// timers.LongCallWait).
+	// timers.Cadence.LongCallWait).
 	running     int
 	shortestRun time.Duration
 }
@@ -37,8 +37,10 @@ type commitResult struct {
 // or retries now due, and then queued elements. With WithOrdered the key's
 // earliest element starts even without a place (see startFromState). A
 // timer's commit (timer) also cancels the key's local work for elements no
-// longer pending (see cancelStale). The caller writes the view back
-// (keyView.write) in the same callback.
+// longer pending (see cancelStale). A key left with elements that wait for
+// room waits for a place in the pool's turn (state.Pool.Waiting): a place
+// freed meanwhile is kept for it, in its turn, until its next callback. The
+// caller writes the view back (keyView.write) in the same callback.
 func (f *core) commit(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, timer bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (commitResult, error) {
 	if timer {
 		f.cancelStale(ctx, pool, v)
@@ -61,6 +63,7 @@ func (f *core) commit(ctx context.Context, pool *state.Pool, ks keyState, v *key
 		}
 	}
 	res.queued = queued + int(v.queue.Count)
+	pool.Waiting(v.owner, res.queued > 0)
 	f.metrics.inFlight.Set(ctx, int64(pool.Len()))
 	f.metrics.queued.Set(ctx, int64(queued+res.waitingRetries))
 	f.publish(ctx, pool)
@@ -231,9 +234,9 @@ func (f *core) startHead(ctx context.Context, pool *state.Pool, el element) (*st
 // moves them to the pending elements. With head, the first starts even
 // without a place: it is the key's earliest element (WithOrdered), which the
 // key's held results wait for. The queue bag is read only if an element can
-// start.
+// start: a place is kept for the key (see commit) or free.
 func (f *core) startQueued(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, head bool) error {
-	if !head && pool.Buffered() >= f.Held && (!f.evictIdle(ctx, pool) || pool.Buffered() >= f.Held) {
+	if !head && !pool.HasRoom(v.owner) && (!f.evictIdle(ctx, pool) || !pool.HasRoom(v.owner)) {
 		return nil
 	}
 	if err := f.readQueue(ctx, ks, v); err != nil {

@@ -73,7 +73,7 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
 	p, _ := h.c.pool()
-	grid := timers.Grid(c)
+	grid := timers.NewCadence(c).Grid
 	if grid != c/4 {
 		t.Fatalf("Grid(%v) = %v, want %v", c, grid, c/4)
 	}
@@ -88,7 +88,7 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	h.clock.Advance(300 * time.Millisecond)
 	h.process(f, "a", 2)
 	second, _ := h.tm("a").take()
-	if want := timers.NextRound(h.clock.Now().Add(900*time.Millisecond), c/timers.PhaseSlots, 0); !second.Equal(want) {
+	if want := timers.NextRound(h.clock.Now().Add(900*time.Millisecond), timers.NewCadence(c).Grid, 0); !second.Equal(want) {
 		t.Errorf("a busy key's timer is at %v, want the quarter round after its backstop (three gaps of 300ms), %v", second, want)
 	}
 	h.clock.Advance(2500 * time.Millisecond) // more than max(2C, 2 s) since its last element: quiet
@@ -114,7 +114,7 @@ func TestLongCallLooksLessOften(t *testing.T) {
 	name := t.Name()
 	h := newHarness(t, &gated{Name: name}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
-	grid := timers.Grid(c)
+	grid := timers.NewCadence(c).Grid
 	defer openAll(name, "a", 3)
 	h.process(f, "b", 1) // one finished call gives the pool a latency to expect
 	book.open(gateID(name, "b", 1))
@@ -156,7 +156,7 @@ func TestLongCallWaitsForQueuedWork(t *testing.T) {
 	name := t.Name()
 	h := newHarness(t, &gated{Name: name}, stringKey, WithCallbackFrequency(c), WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithMaxWait(0))
 	f := h.stream()
-	grid := timers.Grid(c)
+	grid := timers.NewCadence(c).Grid
 	defer openAll(name, "a", 3)
 	h.process(f, "a", 1)
 	h.waitRunning("a", 1)
@@ -207,7 +207,7 @@ func TestBusyKeyTimerKeepsItsBackstop(t *testing.T) {
 	h.process(f, "a", 2)
 	h.tm("a").take()
 	h.clock.Advance(300 * ms)
-	want := timers.NextRound(h.clock.Now().Add(750*ms), c/timers.PhaseSlots, 0)
+	want := timers.NextRound(h.clock.Now().Add(750*ms), timers.NewCadence(c).Grid, 0)
 	if got := fireWhileRunning(t, h, f, "a"); !got.Equal(want) {
 		t.Errorf("a busy key's timer re-armed at %v, want its backstop three mean gaps (750ms) ahead, on a quarter round, %v", got, want)
 	}
@@ -216,9 +216,9 @@ func TestBusyKeyTimerKeepsItsBackstop(t *testing.T) {
 	h.tm("a").take()
 	h.process(f, "a", 4) // in a burst, 0 ms after: the mean is 225 ms
 	got, _ := h.tm("a").take()
-	want = timers.NextRound(h.clock.Now().Add(675*ms), c/timers.PhaseSlots, 0)
-	floor := timers.NextRound(h.clock.Now().Add(c/2), c/timers.PhaseSlots, 0)
-	unmoved := timers.NextRound(h.clock.Now().Add(900*ms), c/timers.PhaseSlots, 0)
+	want = timers.NextRound(h.clock.Now().Add(675*ms), timers.NewCadence(c).Grid, 0)
+	floor := timers.NextRound(h.clock.Now().Add(c/2), timers.NewCadence(c).Grid, 0)
+	unmoved := timers.NextRound(h.clock.Now().Add(900*ms), timers.NewCadence(c).Grid, 0)
 	if want.Equal(floor) || want.Equal(unmoved) {
 		t.Fatalf("the test's instants do not tell the rules apart: %v, %v, %v", want, floor, unmoved)
 	}
@@ -272,7 +272,7 @@ func TestCommitTimerAtMostAPeriodAhead(t *testing.T) {
 	}
 	h.process(f, "a", 1)
 	at, _ := h.tm("a").take()
-	if ahead, most := at.Sub(h.clock.Now()), c+timers.Grid(c); ahead > most {
+	if ahead, most := at.Sub(h.clock.Now()), c+timers.NewCadence(c).Grid; ahead > most {
 		t.Errorf("timer set %v ahead after calls of %v, want at most %v (a period and a grid step)", ahead, 3*c, most)
 	}
 	openAll(t.Name(), "a", 2)
@@ -568,7 +568,7 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	if got, want := mustFire(t, h, f, "a"), []string{"a:2#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("second commit = %v, want %v", got, want)
 	}
-	step := timers.NextRound(h.clock.Now().Add(p.ExpectedLatency()), timers.Grid(10*time.Second), 0)
+	step := timers.NextRound(h.clock.Now().Add(p.ExpectedLatency()), timers.NewCadence(10*time.Second).Grid, 0)
 	if next, _ := h.tm("a").take(); step.Sub(next).Abs() >= time.Millisecond { // timers keep milliseconds
 		t.Errorf("re-armed %v ahead with only running work; want the next grid step after the expected call, %v ahead", next.Sub(h.clock.Now()), step.Sub(h.clock.Now()))
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/timers"
 )
 
 // config is the part of every DoFn of the transform that Beam serializes:
@@ -111,16 +112,17 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 	}, nil
 }
 
-// staleAfter is how long a key may go without a callback on this worker
-// before the worker drops its work (see core.evictIdle): twenty periods
-// of C, and at least 30 s. Only a key that moved to another worker stays
-// away that long.
-func (c *config) staleAfter() time.Duration { return max(20*c.CallbackFrequency, 30*time.Second) }
+// cadence holds every duration derived from the callback frequency.
+func (c *config) cadence() timers.Cadence { return timers.NewCadence(c.CallbackFrequency) }
 
-// poolConfig is the shared pool's configuration. The pool remembers a key
-// without tasks for twice the max(2C, 2 s) within which its elements count
-// as busy (see streamFn.arm).
+// staleAfter is how long a key may go without a callback on this worker
+// before the worker drops its work (see core.evictIdle).
+func (c *config) staleAfter() time.Duration { return c.cadence().StaleAfter }
+
+// poolConfig is the shared pool's configuration: it remembers a key
+// without tasks for the cadence's Forget period, and spares the work of a
+// key that came back after an eviction until the cadence takes it for moved.
 func (c *config) poolConfig(now func() time.Time) state.Config {
 	return state.Config{Parallelism: c.Parallelism, Buffer: c.Buffer, Hold: c.Held, Now: now,
-		Forget: max(4*c.CallbackFrequency, 4*time.Second), Batch: c.batchConfig()}
+		Forget: c.cadence().Forget, Gone: c.cadence().Moved, Batch: c.batchConfig()}
 }

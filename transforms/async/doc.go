@@ -43,14 +43,14 @@
 //     each bundle reads the key's bag once and commits its finished results
 //     (keyview.go, commit.go): it holds the same state as a timer callback
 //     and commits atomically with its bundle. A processing-time timer, held
-//     at the earliest pending element's event time, commits a quiet key on
-//     the commit grid (C/4) once its calls are expected to have finished;
-//     for a busy key (an element within max(2C, 2 s) of its last) it is a
-//     backstop three mean gaps between its elements ahead (from
-//     max(C/2, 250 ms) to max(2C, 2 s)),
-//     to fall beyond the key's next bundle, because prism never fires the
-//     timer of a key in a bundle in progress and re-queues it in a loop
-//     meanwhile.
+//     at the earliest pending element's event time, commits the key when
+//     timers.Cadence.Plan says: for a quiet key, on the commit grid (C/4)
+//     once its calls are expected to have finished; for a busy key, a
+//     backstop beyond its next bundle. No timer is set nearer than the
+//     runner's guard (timers.Runner.Guard), which grows while timers fall
+//     due inside their keys' bundles (the worker sees it at FinishBundle)
+//     and decays once they do not: a runner never fires the timer of a key
+//     in a bundle in progress, and prism re-queues it in a loop meanwhile.
 //     Elements that find no room wait in a second bag, summarized in the
 //     first, so that a commit never reads a key's backlog unless it can
 //     start some of it.
@@ -172,14 +172,21 @@
 // bounded input, one more per key whose earliest element was evicted and
 // started again. On
 // unbounded input, elements beyond that wait in bag state only, which the
-// runner keeps, and are started by their key's callbacks as room frees; on
-// bounded input ProcessElement waits for room instead.
+// runner keeps, and are started by their key's callbacks as room frees: a
+// place that frees while keys wait is kept for the key that has waited
+// longest, one place per key at a time, until its next callback, so a key
+// with waiting elements starts one within as many freed places as there
+// are keys waiting before it. On bounded input ProcessElement waits for
+// room instead.
 //
 // Work of an owner that showed no sign of life for the stale period
 // (max(20 x callback frequency, 30 s)): a key that moved to another worker,
 // or a bundle that failed without a word to the transform (an earlier step
 // of its stage failed), is evicted when, and only when, a live owner needs
-// its place. A bundle whose own method fails, or whose emit panics (a later
+// its place. A key that has a callback after its work was evicted is late,
+// not gone: its work is evicted again only once it has had no callback for
+// ten stale periods, so each of its elements is called again for eviction
+// at most once. A bundle whose own method fails, or whose emit panics (a later
 // step failed), releases its work at once: Beam Go drops a failed bundle's
 // DoFn instance and never calls its Teardown. A process keeps a transform's
 // pool and listener for ReleaseAfter (10 minutes) after the last use, once

@@ -16,6 +16,7 @@ import (
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/timers"
 )
 
 // Names of the two bags, as they appear in the job graph.
@@ -85,6 +86,11 @@ type keyView struct {
 	seen     time.Time
 	arrivals state.Arrivals
 	arrived  bool
+	// plan is the key's timer in force at the bundle's first touch, as this
+	// worker set it (planned: there is one and it has not fired in this
+	// bundle); FinishBundle reports it to the pool's pace.
+	plan    timers.Plan
+	planned bool
 }
 
 // views is what a stateful DoFn knows of its keys for one bundle;
@@ -134,6 +140,7 @@ func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyStat
 	v := &keyView{owner: owner, key: key, kb: kb, byID: map[string]*pending{}, arrived: element}
 	before, after := pool.Touch(owner, element)
 	v.seen, v.arrivals = before.Last, after
+	v.plan, v.planned = pool.Pace().InForce(owner)
 	if err := f.readBag(ctx, ks.bag, ks.sp, v, v.add); err != nil {
 		return nil, err
 	}

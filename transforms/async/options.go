@@ -68,15 +68,14 @@ func WithParallelism(n int) Option {
 	}
 }
 
-// WithCallbackFrequency sets C, the period of the commit timers on
-// unbounded input. A quiet key's timer comes on a grid of C/4 (instants all
-// keys share) once its calls are expected to have finished (at most C
-// ahead), so a result that finishes as expected waits at most C/4 for its
-// commit; a key that receives elements less than max(2C, 2 s) apart is committed by
-// its own bundles, and its timer is a backstop three mean gaps between its
-// elements ahead, from C/2 (at least 250 ms) to max(2C, 2 s). Longer
-// means fewer timer callbacks (less runner CPU at many keys) and longer
-// waits. Must be > 0. Default:
+// WithCallbackFrequency sets C, the period every commit timer on unbounded
+// input is derived from (timers.Cadence). A quiet key's timer comes on a
+// grid of C/4 once its calls are expected to have finished, so a result
+// that finishes as expected waits at most C/4 for its commit; a busy key is
+// committed by its own bundles, and its timer is a backstop of at most
+// max(2C, 2 s) while the runner fires timers on time, further out while it
+// does not (timers.Runner.Guard). Longer means fewer timer callbacks (less
+// runner CPU at many keys) and longer waits. Must be > 0. Default:
 // DefaultCallbackFrequency (1 s).
 func WithCallbackFrequency(d time.Duration) Option {
 	return func(s *settings) {
@@ -121,7 +120,8 @@ func WithMaxItemsToBuffer(n int) Option {
 // delay) elements per second, where the commit delay is the time to the
 // key's next ProcessElement or timer (for a quiet key at most about C/4
 // past its call, for a busy key up to its gap between elements or its
-// backstop, whichever comes first: at most max(2C, 2 s) and C/4), so
+// backstop, whichever comes first: at most max(2C, 2 s) and C/4 while the
+// runner fires timers on time), so
 // keep it above rate x (latency + commit delay). At the default 1 s
 // frequency the default allows about 64 x parallelism per second where the
 // commit delay is about 1 s (quiet keys, or busy keys whose elements come

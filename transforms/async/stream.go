@@ -2,8 +2,8 @@ package async
 
 // The DoFn for unbounded input: elements wait in bag state, and each key
 // commits its finished elements from its own callbacks: a processing-time
-// timer on the commit grid (a quarter of the callback frequency), and the
-// first ProcessElement of the key in each bundle. It runs in the global window,
+// timer set where timers.Cadence.Plan says, and the first ProcessElement of
+// the key in each bundle. It runs in the global window,
 // each element with its own window (windows.go).
 
 import (
@@ -35,7 +35,7 @@ type streamFn struct {
 	// Queued holds the elements that found no room, until a callback of
 	// their key has room to start them (see queuedStateID).
 	Queued beamstate.Bag[[]byte]
-	// Commit fires on the commit grid, or as a busy key's backstop (arm).
+	// Commit fires when the planner says (arm).
 	Commit beamtimers.ProcessingTime
 
 	views     views     // this bundle's keys
@@ -51,6 +51,27 @@ func newStreamFn(c core) *streamFn {
 // ProcessElement may wait for room up to WithMaxWait.
 func (f *streamFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) {
 	f.views = views{wait: f.MaxWait}
+}
+
+// FinishBundle tells the pool's pace (timers.Pace) which of the bundle's
+// keys had a timer that fell due while the bundle held them: the runner
+// could not fire it, and the planner must set later timers further out.
+func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) error {
+	if len(f.views.byOwner) == 0 {
+		return nil
+	}
+	pool, err := f.pool()
+	if err != nil {
+		return err
+	}
+	var inForce []timers.Plan
+	for _, v := range f.views.byOwner {
+		if v.planned {
+			inForce = append(inForce, v.plan)
+		}
+	}
+	pool.Pace().BundleEnded(f.clock.Now(), inForce)
+	return nil
 }
 
 // ProcessElement commits the key at its first touch in the bundle, then
@@ -74,7 +95,9 @@ func (f *streamFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 	if err != nil {
 		return err
 	}
-	v.committed = false // a timer always commits, even after a ProcessElement of this bundle
+	v.committed = false       // a timer always commits, even after a ProcessElement of this bundle
+	pool.Pace().Drop(v.owner) // it fired: no overrun, whenever this bundle ends
+	v.planned = false
 	f.sweepUnbuffered(ctx, pool)
 	if err := f.commitOnce(ctx, pool, ks, v, true, emit, fail); err != nil {
 		return err
@@ -98,106 +121,39 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 		return
 	}
 	f.lastSweep = now
-	f.reportEvicted(ctx, pool.EvictIdleUnbuffered(now.Add(-10*f.staleAfter())))
+	f.reportEvicted(ctx, pool.EvictIdleUnbuffered(now.Add(-f.cadence().Moved)))
 }
 
-// arm sets the key's timer while it has pending or queued elements (an
-// empty key sets none, so that a bounded pipeline can end), held at their
-// earliest event time.
-//
-// A quiet key's timer commits it: it is set for when the key's started work
-// is expected to have finished (the observed call latency, times the waves
-// of unfinished work the pool holds, or of half the work it holds when the
-// key has elements queued for room; at least MinRearm, at most C ahead; C/4
-// when a timer finds
-// the work running before any call has finished to measure), rounded up to
-// the commit grid (timers.Grid: a quarter of C), instants all keys share, so
-// the runner delivers their callbacks together. A result that finishes as
-// expected waits at most a grid step for its commit; one that finishes
-// later waits for the next callback, set the same way; when a timer finds
-// every element the key has in flight in a call that has run a while, the
-// next one comes after a quarter of the shortest such run at least, at most
-// C (timers.LongCallWait), so a hung call costs its key a callback every
-// five grid steps instead of every one. Elements queued for
-// room count as work to come back for; finished results held back behind
-// an earlier element (WithOrdered) and retries waiting out their backoff do
-// not: those come back when the first retry is due.
-//
-// A busy key, one whose elements come less than max(2C, 2 s) apart
-// (timers.BusyWithin; at an element: since its last one; at a timer: its
-// last two came that close, and its last within that time), is committed
-// by its own bundles, and its timer is only a backstop for when they stop:
-// it is set timers.BusyBackstop ahead (three mean gaps between its elements,
-// within [max(C/2, 250 ms), max(2C, 2 s)]), on the next quarter round, so
-// that it falls beyond the key's next bundle.
+// arm sets the key's timer while it has pending or queued elements, held
+// at their earliest event time, for the instant timers.Cadence.Plan picks
+// from what the key holds, the pool's load and the runner's pace. An empty
+// key sets none, so that a bounded pipeline can end.
 func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, element bool) {
+	pace := pool.Pace()
 	if v.empty() {
+		pace.Drop(v.owner)
 		return
 	}
 	now := f.clock.Now()
-	if meanGap, busy := v.busy(now, element, timers.BusyWithin(f.CallbackFrequency)); busy {
-		ahead := timers.BusyBackstop(f.CallbackFrequency, meanGap)
-		f.Commit.Set(tp, timers.NextRound(now.Add(ahead), f.CallbackFrequency/timers.PhaseSlots, 0), beamtimers.WithOutputTimestamp(v.hold()))
-		return
+	perWave := f.Parallelism
+	if f.Batch != nil {
+		perWave *= f.Batch.Size
 	}
-	var next time.Time
-	if active := len(v.entries) + int(v.queue.Count) - v.res.waitingRetries - v.res.heldBack; active > 0 {
-		grid := timers.Grid(f.CallbackFrequency)
-		// The key's work finishes behind the pool's unfinished work: about
-		// that many calls over the parallelism (requests of batch size
-		// elements with BatchParDo) of latency each, and never more than a
-		// period ahead.
-		perWave := f.Parallelism
-		if f.Batch != nil {
-			perWave *= f.Batch.Size
-		}
-		waves := time.Duration(max(1, pool.Unfinished()/perWave))
-		if v.res.queued > 0 {
-			// Elements queued for room start once commits free places:
-			// come back when the pool is expected to have reached the work
-			// it holds, finished or not (half of it, so that results are
-			// committed, and room freed, before the pool runs dry).
-			waves = time.Duration(max(1, pool.Len()/(2*perWave)))
-		}
-		expected := pool.ExpectedLatency() * waves
-		if expected == 0 && !element {
-			// No call has finished yet, and this key's is still running:
-			// come back a quarter round later rather than every step.
-			expected = f.CallbackFrequency / timers.PhaseSlots
-		}
-		if !element && v.res.running == active {
-			// Every element of the key is in a call that has run a while
-			// (a slow or hung one): look again in proportion to how long.
-			expected = max(expected, timers.LongCallWait(v.res.shortestRun, f.CallbackFrequency))
-		}
-		expected = min(max(expected, timers.MinRearm), f.CallbackFrequency)
-		next = timers.NextRound(now.Add(expected), grid, 0)
-	}
-	if !v.res.dueNext.IsZero() {
-		next = earliest(next, v.res.dueNext)
-		if soonest := now.Add(timers.MinRearm); next.Before(soonest) {
-			next = soonest
-		}
-	}
-	f.Commit.Set(tp, next, beamtimers.WithOutputTimestamp(v.hold()))
-}
-
-// busy reports whether the key's elements come less than within apart (at
-// an element: the time since the key's last one is under within; at a
-// timer: the time between its last two is, and the last came less than
-// within ago), and the mean gap between them, which its backstop is
-// measured from. A quiet key's timer that finds its work still running is
-// therefore not mistaken for a busy one by the element that armed it; a
-// busy key's backstop that finds work running (its bundles lag) sets
-// another backstop, not a timer every grid step, which would load the
-// runner when it can least afford it.
-func (v *keyView) busy(now time.Time, element bool, within time.Duration) (time.Duration, bool) {
-	if v.seen.IsZero() {
-		return 0, false
-	}
-	since := now.Sub(v.seen)
-	if element {
-		return v.arrivals.MeanGap, since < within
-	}
-	return v.arrivals.MeanGap, v.arrivals.Gaps > 0 && v.arrivals.Gap < within && since < within
+	at := f.cadence().Plan(timers.Facts{
+		Now:         now,
+		AtElement:   element,
+		Seen:        v.seen,
+		Gaps:        v.arrivals.Gaps,
+		Gap:         v.arrivals.Gap,
+		MeanGap:     v.arrivals.MeanGap,
+		Active:      len(v.entries) + int(v.queue.Count) - v.res.waitingRetries - v.res.heldBack,
+		Queued:      v.res.queued,
+		Running:     v.res.running,
+		ShortestRun: v.res.shortestRun,
+		RetryDue:    v.res.dueNext,
+		Pool:        timers.Load{Expected: pool.ExpectedLatency(), Unfinished: pool.Unfinished(), Held: pool.Len(), PerWave: perWave},
+		Runner:      pace.Runner(now),
+	})
+	pace.Planned(v.owner, at, now, f.cadence().StaleAfter)
+	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(v.hold()))
 }

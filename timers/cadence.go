@@ -1,0 +1,91 @@
+package timers
+
+import "time"
+
+// MinRearm is the least time ahead a commit timer aims at before it is
+// rounded up to the grid. Below it a runner spends more time delivering
+// timers than the pool gains from them.
+const MinRearm = 10 * time.Millisecond
+
+// Cadence holds every duration the transform derives from its callback
+// frequency C (async.WithCallbackFrequency). Nothing else in the module
+// derives a duration from C: a rule that needs one adds it here.
+type Cadence struct {
+	// Period is C itself.
+	Period time.Duration
+	// Grid is the step of the commit grid, max(C/4, MinRearm): every
+	// commit timer is set on a multiple of it since the Unix epoch, so
+	// that keys share instants and the runner delivers their callbacks
+	// together, in one bundle.
+	Grid time.Duration
+	// BusyWithin is how close a key's elements must come for the key to
+	// count as busy, max(2C, 2 s): its own bundles are then expected to
+	// commit it, and its timer is only a backstop.
+	BusyWithin time.Duration
+	// BackstopFloor and BackstopCap bound a busy key's backstop as its
+	// elements' pace sets it: max(C/2, 250 ms) and BusyWithin. The
+	// runner's pace (Runner.Guard) may push a backstop past the cap.
+	BackstopFloor, BackstopCap time.Duration
+	// LongCallCap is the most a key whose every element is in a long call
+	// waits between looks, C.
+	LongCallCap time.Duration
+	// StaleAfter is how long a key may go without a callback on a worker
+	// before the worker drops its work, max(20C, 30 s): only a key that
+	// moved to another worker stays away that long.
+	StaleAfter time.Duration
+	// Moved is how long a key may go without a callback on a worker before
+	// the worker takes it for moved to another worker for good, 10 ×
+	// StaleAfter: then even work that is spared from eviction (an ordered
+	// key's unbuffered task, a key that came back after an eviction) goes.
+	Moved time.Duration
+	// Forget is how long a worker remembers a key that holds no work
+	// there (its arrivals, see BusyWithin), max(4C, 4 s).
+	Forget time.Duration
+	// GuardCap bounds the runner's guard (Runner.Guard), StaleAfter/2: a
+	// guard that long already means the runner is far behind, and the
+	// key's callbacks must come within StaleAfter, or its work is dropped.
+	GuardCap time.Duration
+}
+
+// NewCadence returns the cadence of callback frequency c, which must be
+// positive.
+func NewCadence(c time.Duration) Cadence {
+	if c <= 0 {
+		panic("timers: NewCadence needs a positive callback frequency")
+	}
+	busy := max(2*c, 2*time.Second)
+	stale := max(20*c, 30*time.Second)
+	return Cadence{
+		Period:        c,
+		Grid:          max(c/4, MinRearm),
+		BusyWithin:    busy,
+		BackstopFloor: max(c/2, 250*time.Millisecond),
+		BackstopCap:   busy,
+		LongCallCap:   c,
+		StaleAfter:    stale,
+		Moved:         10 * stale,
+		Forget:        max(4*c, 4*time.Second),
+		GuardCap:      stale / 2,
+	}
+}
+
+// OnGrid returns the first instant of the commit grid strictly after t.
+func (c Cadence) OnGrid(t time.Time) time.Time { return NextRound(t, c.Grid, 0) }
+
+// NextRound returns the earliest instant strictly after now that lies on a
+// round increment of freq (counted from the Unix epoch) plus phase. Every call
+// within the same period returns the same instant: timers aimed anywhere in
+// one step of the grid share its end, and the runner delivers them together.
+// freq must be positive.
+func NextRound(now time.Time, freq, phase time.Duration) time.Time {
+	if freq <= 0 {
+		panic("timers: NextRound needs a positive frequency")
+	}
+	phase %= freq
+	since := now.UnixNano() - int64(phase)
+	rounds := since / int64(freq)
+	if since < 0 && since%int64(freq) != 0 {
+		rounds-- // floor, not truncation, before the epoch
+	}
+	return time.Unix(0, (rounds+1)*int64(freq)+int64(phase))
+}

@@ -1,0 +1,138 @@
+package timers
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// Runner is the runner's pace as a worker has seen it lately.
+type Runner struct {
+	// Overrun is how long after a timer was set its key was still in a
+	// bundle, when that bundle ended past the timer's instant: a decaying
+	// maximum over the keys where that happened (see Pace), zero when it
+	// did not lately. A runner does not fire a timer while its key is in a
+	// bundle; prism v2.77 puts it back in a loop, and every such timer
+	// costs it CPU that the bundles need, so bundles last longer, and more
+	// timers fall due inside them.
+	Overrun time.Duration
+}
+
+// Guard is the least time ahead a key's timer may be set: twice the
+// overrun, at most c.GuardCap. It is zero while no timer has lately fallen
+// due inside its key's bundle: the planner then keeps to its own rules.
+//
+// Twice, because the runner's loop feeds on itself: the timers set before
+// the overrun was seen still fall due inside bundles, each costs the runner
+// CPU, and so bundles grow while the guard moves timers out. A guard that
+// only matched the last overrun would chase the loop and never leave it.
+func (r Runner) Guard(c Cadence) time.Duration {
+	return min(2*r.Overrun, c.GuardCap)
+}
+
+// Plan is a timer as a worker set it: its instant and when it was set.
+type Plan struct {
+	At, Set time.Time
+}
+
+// Pace records, for one transform on one worker, the timers its keys set
+// and whether the key's bundles kept them from firing, and reads the
+// result as a Runner. Its figure is a decaying maximum: a new sample above
+// it replaces it, and it halves for every four of its own lengths that pass
+// without one, so a runner that slows is followed at once, and one that
+// recovers within a few multiples of the slowdown, at any callback
+// frequency. The zero value is ready to use; a Pace is safe for concurrent
+// use.
+type Pace struct {
+	mu      sync.Mutex
+	overrun decaying
+	plans   map[string]Plan // key -> its timer in force, as this worker set it
+	swept   time.Time
+}
+
+// Planned records that key's timer was set at now for at. forget is how
+// long past its instant a plan that neither fired nor was replaced is
+// kept (Cadence.StaleAfter): the key has moved to another worker.
+func (p *Pace) Planned(key string, at, now time.Time, forget time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.plans == nil {
+		p.plans = map[string]Plan{}
+	}
+	p.plans[key] = Plan{At: at, Set: now}
+	if now.Sub(p.swept) >= forget {
+		p.swept = now
+		for k, pl := range p.plans {
+			if now.Sub(pl.At) > forget {
+				delete(p.plans, k)
+			}
+		}
+	}
+}
+
+// InForce returns the plan of key's timer that Planned last recorded, and
+// whether there is one: the caller takes it at the key's first touch in a
+// bundle, before setting another, and hands it to BundleEnded.
+func (p *Pace) InForce(key string) (Plan, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	pl, ok := p.plans[key]
+	return pl, ok
+}
+
+// Drop forgets key's plan: its timer fired, or it holds nothing and sets
+// no timer.
+func (p *Pace) Drop(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.plans, key)
+}
+
+// BundleEnded records a bundle that ended at now, with the plans that were
+// in force for its keys when it touched them (see InForce): each that was
+// due before now, and so could not fire while its key was in the bundle,
+// is an overrun of now minus when it was set.
+func (p *Pace) BundleEnded(now time.Time, inForce []Plan) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, pl := range inForce {
+		if pl.At.Before(now) && !pl.Set.IsZero() {
+			p.overrun.observe(now, now.Sub(pl.Set))
+		}
+	}
+}
+
+// Runner returns the runner's pace as of now.
+func (p *Pace) Runner(now time.Time) Runner {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Runner{Overrun: p.overrun.at(now)}
+}
+
+// decaying is a maximum that halves for every four of its own lengths that
+// pass without a sample above it.
+type decaying struct {
+	value time.Duration
+	since time.Time
+}
+
+func (d *decaying) observe(now time.Time, v time.Duration) {
+	if v >= d.at(now) {
+		d.value, d.since = v, now
+	}
+}
+
+func (d *decaying) at(now time.Time) time.Duration {
+	if d.value <= 0 {
+		return 0
+	}
+	elapsed := now.Sub(d.since)
+	if elapsed <= 0 {
+		return d.value
+	}
+	halves := float64(elapsed) / float64(4*d.value)
+	if halves > 16 { // under a hundred-thousandth of it: gone
+		return 0
+	}
+	return time.Duration(float64(d.value) * math.Exp2(-halves))
+}

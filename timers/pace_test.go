@@ -1,0 +1,89 @@
+package timers
+
+import (
+	"testing"
+	"time"
+)
+
+func TestPaceOverrun(t *testing.T) {
+	var p Pace
+	t0 := time.Unix(100, 0)
+	if got := p.Runner(t0); got != (Runner{}) {
+		t.Errorf("a new Pace reads %+v, want zero", got)
+	}
+	// Three keys' timers in force as a bundle ends at t0 + 600 ms: one due
+	// inside it (set 500 ms before it was due), one due after it, one
+	// without a set time.
+	p.BundleEnded(t0.Add(600*ms), []Plan{
+		{At: t0.Add(500 * ms), Set: t0},
+		{At: t0.Add(700 * ms), Set: t0.Add(100 * ms)},
+		{At: t0.Add(100 * ms)},
+	})
+	end := t0.Add(600 * ms)
+	cases := []struct {
+		after time.Duration
+		want  time.Duration
+	}{
+		{0, 600 * ms},         // from when the overrun timer was set to the bundle's end
+		{2400 * ms, 300 * ms}, // four of its lengths: half
+		{4800 * ms, 150 * ms},
+		{time.Minute, 0}, // forgotten: the planner keeps to its own rules
+	}
+	for _, c := range cases {
+		if got := p.Runner(end.Add(c.after)).Overrun; got != c.want {
+			t.Errorf("Overrun %v after the bundle = %v, want %v", c.after, got, c.want)
+		}
+	}
+	// A shorter overrun does not lower it; a longer one replaces it.
+	p.BundleEnded(end, []Plan{{At: end.Add(-ms), Set: end.Add(-100 * ms)}})
+	if got := p.Runner(end).Overrun; got != 600*ms {
+		t.Errorf("Overrun after a shorter one = %v, want 600ms", got)
+	}
+	p.BundleEnded(end, []Plan{{At: end.Add(-ms), Set: end.Add(-2 * time.Second)}})
+	if got := p.Runner(end).Overrun; got != 2*time.Second {
+		t.Errorf("Overrun after a longer one = %v, want 2s", got)
+	}
+}
+
+func TestPacePlans(t *testing.T) {
+	var p Pace
+	t0 := time.Unix(100, 0)
+	p.Planned("a", t0.Add(time.Second), t0, 30*time.Second)
+	p.Planned("b", t0.Add(time.Second), t0, 30*time.Second)
+	p.Planned("a", t0.Add(2*time.Second), t0.Add(time.Second), 30*time.Second) // replaces a's
+	p.Drop("b")
+	if got, ok := p.InForce("a"); !ok || !got.At.Equal(t0.Add(2*time.Second)) || !got.Set.Equal(t0.Add(time.Second)) {
+		t.Errorf("InForce(a) = %+v, %v; want the later plan", got, ok)
+	}
+	if _, ok := p.InForce("b"); ok {
+		t.Errorf("InForce(b) found a dropped plan")
+	}
+}
+
+func TestPacePlansAreBounded(t *testing.T) {
+	var p Pace
+	t0 := time.Unix(100, 0)
+	for i := 0; i < 100; i++ {
+		p.Planned(string(rune('a'+i%26))+string(rune('0'+i/26)), t0, t0, time.Minute)
+	}
+	p.Planned("late", t0.Add(2*time.Minute), t0.Add(2*time.Minute), time.Minute)
+	if n := len(p.plans); n != 1 {
+		t.Errorf("%d plans kept after the forget period, want 1 (the one just made)", n)
+	}
+}
+
+func TestRunnerGuard(t *testing.T) {
+	c := NewCadence(time.Second)
+	for _, tc := range []struct {
+		r    Runner
+		want time.Duration
+	}{
+		{Runner{}, 0},
+		{Runner{Overrun: 400 * ms}, 800 * ms},
+		{Runner{Overrun: time.Minute}, c.GuardCap}, // capped within the stale period
+	} {
+		if got := tc.r.Guard(c); got != tc.want {
+			t.Errorf("%+v.Guard = %v, want %v", tc.r, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package timers
+
+import "time"
+
+// Facts is what the planner knows when a key's callback ends: what the key
+// holds, what the pool it shares is doing, and what the runner has been
+// seen to do. Every field is measured; none is a setting.
+type Facts struct {
+	// Now is the callback's time.
+	Now time.Time
+	// AtElement says the callback is a ProcessElement (false: a timer).
+	AtElement bool
+
+	// Seen is when the key last received an element on this worker before
+	// this bundle (zero: not while it had work here). Gaps, Gap and
+	// MeanGap describe the gaps between its elements' bundles: their
+	// count (the other two mean nothing while it is zero), the latest one
+	// and their moving mean.
+	Seen         time.Time
+	Gaps         int
+	Gap, MeanGap time.Duration
+
+	// Active is how many of the key's elements the callback must come back
+	// for: started or queued for room, not waiting out a retry's backoff,
+	// not finished and held back behind an earlier element (WithOrdered).
+	// Queued is how many of them wait for room, and Running how many are in
+	// a call that has run for at least ShortestRun.
+	Active, Queued, Running int
+	ShortestRun             time.Duration
+	// RetryDue is when the key's earliest retry is due (zero: none).
+	RetryDue time.Time
+
+	// Pool is the load of the pool the key's work runs in.
+	Pool Load
+	// Runner is the runner's pace as this worker has seen it.
+	Runner Runner
+}
+
+// Load is what the planner reads of the shared pool.
+type Load struct {
+	// Expected is the moving mean of a call's duration (zero: none has
+	// finished yet).
+	Expected time.Duration
+	// Unfinished is how many tasks are started and not finished; Held how
+	// many the pool holds, finished or not.
+	Unfinished, Held int
+	// PerWave is how many elements the pool runs at once: the parallelism,
+	// times the batch size with BatchParDo.
+	PerWave int
+}
+
+// Busy reports whether the key's elements come within c.BusyWithin of each
+// other: at an element, the time since the key's previous one is under it;
+// at a timer, the gap between its latest two is, and the latest came under
+// it ago. A quiet key's timer that finds its work still running is so not
+// taken for a busy one because of the element that set it.
+func (c Cadence) Busy(f Facts) bool {
+	if f.Seen.IsZero() {
+		return false
+	}
+	since := f.Now.Sub(f.Seen)
+	if f.AtElement {
+		return since < c.BusyWithin
+	}
+	return f.Gaps > 0 && f.Gap < c.BusyWithin && since < c.BusyWithin
+}
+
+// Backstop is how far ahead a busy key's timer is set from the pace of its
+// elements: three mean gaps between its bundles, within [BackstopFloor,
+// BackstopCap]. Its bundles commit it; the backstop must fall beyond the
+// next one, and a runner under load hands a key's elements over in bursts,
+// one bundle after several gaps: hence the mean, not the latest gap, and
+// three of them.
+func (c Cadence) Backstop(meanGap time.Duration) time.Duration {
+	return min(max(c.BackstopFloor, 3*meanGap), c.BackstopCap)
+}
+
+// LongCallWait is how far ahead a quiet key's timer looks again, at least,
+// when every element it must come back for is in a call that has run for
+// at least runningFor: a quarter of that time (a call that has run that
+// long is about as likely to run as long again as to end now), at most
+// LongCallCap. A hung call so costs its key one callback per LongCallCap
+// and grid step, not one per grid step.
+func (c Cadence) LongCallWait(runningFor time.Duration) time.Duration {
+	return min(max(runningFor/4, 0), c.LongCallCap)
+}
+
+// Plan returns when the key's commit timer comes, always on the commit
+// grid and never sooner than the runner's guard (Runner.Guard) allows: a
+// timer that falls due while its key is in a bundle is one the runner must
+// put back, and a runner that does so in a loop (prism) starves the bundles
+// that would commit the key. The caller sets no timer for a key that holds
+// nothing.
+//
+//   - A busy key (Busy) is committed by its own bundles; its timer is a
+//     backstop for when they stop, Backstop ahead.
+//   - A quiet key's timer is set for when its started work is expected to
+//     have finished: the pool's expected call duration times the waves of
+//     unfinished work ahead of it (of half of all it holds when the key has
+//     elements queued for room, so that results are committed, and room
+//     freed, before the pool runs dry), at least MinRearm, at most a
+//     period. A timer that finds the work running before any call has
+//     finished waits a grid step; one that finds every element in a long
+//     call waits LongCallWait.
+//   - A retry that is due earlier brings the timer forward to it.
+func (c Cadence) Plan(f Facts) time.Time {
+	guard := f.Runner.Guard(c)
+	if c.Busy(f) {
+		return c.OnGrid(f.Now.Add(max(c.Backstop(f.MeanGap), guard)))
+	}
+	var next time.Time
+	if f.Active > 0 {
+		perWave := max(f.Pool.PerWave, 1)
+		waves := max(1, f.Pool.Unfinished/perWave)
+		if f.Queued > 0 {
+			waves = max(1, f.Pool.Held/(2*perWave))
+		}
+		expected := f.Pool.Expected * time.Duration(waves)
+		if expected == 0 && !f.AtElement {
+			expected = c.Grid
+		}
+		if !f.AtElement && f.Running == f.Active {
+			expected = max(expected, c.LongCallWait(f.ShortestRun))
+		}
+		expected = min(max(expected, MinRearm), c.Period)
+		next = c.OnGrid(f.Now.Add(max(expected, guard)))
+	}
+	soonest := f.Now.Add(max(MinRearm, guard))
+	if !f.RetryDue.IsZero() && (next.IsZero() || f.RetryDue.Before(next)) {
+		next = f.RetryDue
+	}
+	if next.IsZero() {
+		// Nothing to come back for by itself (all held back behind work
+		// that waits for a retry): look again a grid step on.
+		next = c.OnGrid(soonest)
+	}
+	if next.Before(soonest) {
+		next = soonest
+	}
+	return next
+}

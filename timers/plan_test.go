@@ -1,0 +1,153 @@
+package timers
+
+import (
+	"testing"
+	"time"
+)
+
+const ms = time.Millisecond
+
+func TestNewCadence(t *testing.T) {
+	for _, tc := range []struct {
+		c                           time.Duration
+		grid, busy, floor, stale, f time.Duration
+	}{
+		{time.Second, 250 * ms, 2 * time.Second, 500 * ms, 30 * time.Second, 4 * time.Second},
+		{10 * time.Second, 2500 * ms, 20 * time.Second, 5 * time.Second, 200 * time.Second, 40 * time.Second},
+		{20 * ms, MinRearm, 2 * time.Second, 250 * ms, 30 * time.Second, 4 * time.Second}, // the grid never goes below MinRearm
+	} {
+		got := NewCadence(tc.c)
+		if got.Grid != tc.grid || got.BusyWithin != tc.busy || got.BackstopFloor != tc.floor || got.StaleAfter != tc.stale || got.Forget != tc.f {
+			t.Errorf("NewCadence(%v) = %+v; want grid %v, busy within %v, floor %v, stale %v, forget %v", tc.c, got, tc.grid, tc.busy, tc.floor, tc.stale, tc.f)
+		}
+		if got.BackstopCap != got.BusyWithin || got.LongCallCap != tc.c || got.GuardCap != got.StaleAfter/2 {
+			t.Errorf("NewCadence(%v) = %+v; want the backstop capped at BusyWithin, long calls at C, the guard at StaleAfter/2", tc.c, got)
+		}
+	}
+}
+
+// TestBackstop: three mean gaps, within [max(C/2, 250 ms), max(2C, 2 s)].
+func TestBackstop(t *testing.T) {
+	cases := []struct {
+		c, meanGap, want time.Duration
+	}{
+		{time.Second, 0, 500 * ms},                          // no gap known: the floor
+		{time.Second, 39 * ms, 500 * ms},                    // 0.8 × P/L over 100 keys: the floor
+		{time.Second, 200 * ms, 600 * ms},                   // three gaps
+		{time.Second, 780 * ms, 2 * time.Second},            // the cap, max(2C, 2 s)
+		{100 * ms, 50 * ms, 250 * ms},                       // a short period: the 250 ms floor
+		{100 * ms, time.Second, 2 * time.Second},            // a short period: the 2 s cap
+		{4 * time.Second, 3 * time.Second, 8 * time.Second}, // the cap, 2C
+	}
+	for _, c := range cases {
+		if got := NewCadence(c.c).Backstop(c.meanGap); got != c.want {
+			t.Errorf("Backstop(C=%v, mean gap %v) = %v, want %v", c.c, c.meanGap, got, c.want)
+		}
+	}
+}
+
+func TestLongCallWait(t *testing.T) {
+	cases := []struct {
+		runningFor, c, want time.Duration
+	}{
+		{0, time.Second, 0},
+		{20 * ms, time.Second, 5 * ms},
+		{400 * ms, time.Second, 100 * ms},
+		{time.Hour, time.Second, time.Second}, // hung: one look per period
+		{time.Hour, 100 * ms, 100 * ms},
+		{-time.Second, time.Second, 0}, // a clock step backwards: no wait
+	}
+	for _, c := range cases {
+		if got := NewCadence(c.c).LongCallWait(c.runningFor); got != c.want {
+			t.Errorf("LongCallWait(%v) at C=%v = %v, want %v", c.runningFor, c.c, got, c.want)
+		}
+	}
+}
+
+// TestPlan is the planner's table: each row a key's situation at the end
+// of a callback, and the instant its timer must come.
+func TestPlan(t *testing.T) {
+	c := NewCadence(time.Second)
+	now := time.Unix(1000, 100*int64(ms)) // 100 ms past a grid instant
+	at := func(d time.Duration) time.Time { return now.Add(d) }
+	grid := func(d time.Duration) time.Time { return c.OnGrid(now.Add(d)) }
+	busyAt := func(f Facts) Facts { // an element 100 ms after the key's last, mean gap 100 ms
+		f.AtElement, f.Seen, f.Gaps, f.Gap, f.MeanGap = true, at(-100*ms), 5, 100*ms, 100*ms
+		return f
+	}
+	pool := Load{Expected: 20 * ms, PerWave: 64}
+	cases := []struct {
+		name string
+		f    Facts
+		want time.Time
+	}{
+		{"quiet key, one call started: the grid step after the call's expected end",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool}, grid(20 * ms)},
+		{"quiet key behind three waves of unfinished work",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: Load{Expected: 200 * ms, Unfinished: 192, PerWave: 64}}, grid(600 * ms)},
+		{"quiet key with elements queued for room: half of what the pool holds",
+			Facts{Now: now, AtElement: true, Active: 2, Queued: 1, Pool: Load{Expected: 100 * ms, Held: 512, PerWave: 64}}, grid(400 * ms)},
+		{"quiet key, expected end beyond a period: at most a period",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: Load{Expected: 5 * time.Second, PerWave: 64}}, grid(time.Second)},
+		{"timer finds the call running before any has finished: a grid step",
+			Facts{Now: now, Active: 1, Running: 0, Pool: Load{PerWave: 64}}, grid(c.Grid)},
+		{"timer finds every element in a call that has run 2 s: a quarter of it",
+			Facts{Now: now, Active: 2, Running: 2, ShortestRun: 2 * time.Second, Pool: pool}, grid(500 * ms)},
+		{"timer finds a hung call: one look per period",
+			Facts{Now: now, Active: 1, Running: 1, ShortestRun: time.Hour, Pool: pool}, grid(time.Second)},
+		{"busy key: the backstop's floor",
+			busyAt(Facts{Now: now, Active: 3, Pool: pool}), grid(500 * ms)},
+		{"busy key, elements 400 ms apart: three gaps",
+			func() Facts { f := busyAt(Facts{Now: now, Active: 1, Pool: pool}); f.MeanGap = 400 * ms; return f }(), grid(1200 * ms)},
+		{"busy at a timer: its last two elements close, the last recent",
+			Facts{Now: now, Seen: at(-300 * ms), Gaps: 3, Gap: 100 * ms, MeanGap: 100 * ms, Active: 1, Pool: pool}, grid(500 * ms)},
+		{"not busy at a timer whose key's only element was set by the element",
+			Facts{Now: now, Seen: at(-300 * ms), Active: 1, Pool: pool}, grid(20 * ms)},
+		{"quiet again: last element more than BusyWithin ago",
+			Facts{Now: now, AtElement: true, Seen: at(-3 * time.Second), Gaps: 4, Gap: 100 * ms, MeanGap: 100 * ms, Active: 1, Pool: pool}, grid(20 * ms)},
+		{"a retry due before the grid step brings the timer forward",
+			Facts{Now: now, AtElement: true, Active: 1, RetryDue: at(50 * ms), Pool: Load{Expected: 500 * ms, PerWave: 64}}, at(50 * ms)},
+		{"a retry due now: not sooner than MinRearm",
+			Facts{Now: now, RetryDue: at(-time.Second), Pool: pool}, at(MinRearm)},
+		{"nothing to come back for by itself: a grid step",
+			Facts{Now: now, Pool: pool}, grid(MinRearm)},
+		// The runner's pace.
+		{"quiet key, keys lately in bundles 240 ms past their timers' setting: not before 480 ms",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Overrun: 240 * ms}}, grid(480 * ms)},
+		{"busy key, overruns of 2 s: past the backstop's cap if need be",
+			busyAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{Overrun: 2 * time.Second}}), grid(4 * time.Second)},
+		{"a retry due now with overruns: not before the guard",
+			Facts{Now: now, RetryDue: at(-time.Second), Pool: pool, Runner: Runner{Overrun: 100 * ms}}, at(200 * ms)},
+		{"a runner that is far behind: the guard's cap",
+			busyAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{Overrun: time.Hour}}), grid(c.GuardCap)},
+	}
+	for _, tc := range cases {
+		if got := c.Plan(tc.f); !got.Equal(tc.want) {
+			t.Errorf("%s: Plan = +%v, want +%v", tc.name, got.Sub(now), tc.want.Sub(now))
+		}
+	}
+}
+
+// TestPlanIsOnTheGridOrARetry: whatever the facts, the timer is after now
+// and on the grid, unless a retry's due time set it.
+func TestPlanIsOnTheGridOrARetry(t *testing.T) {
+	c := NewCadence(time.Second)
+	now := time.Unix(2000, 123)
+	for active := 0; active < 3; active++ {
+		for _, overrun := range []time.Duration{0, 7 * ms, 400 * ms, 3 * time.Second} {
+			for _, el := range []bool{false, true} {
+				f := Facts{Now: now, AtElement: el, Active: active, Pool: Load{Expected: 33 * ms, PerWave: 8, Unfinished: 20}, Runner: Runner{Overrun: overrun}}
+				got := c.Plan(f)
+				if !got.After(now) {
+					t.Errorf("Plan(%+v) = %v, not after now %v", f, got, now)
+				}
+				if got.UnixNano()%int64(c.Grid) != 0 {
+					t.Errorf("Plan(%+v) = %v, not on the grid of %v", f, got, c.Grid)
+				}
+				if min := now.Add(f.Runner.Guard(c)); got.Before(min) {
+					t.Errorf("Plan(%+v) = %v, before the guard %v", f, got, min)
+				}
+			}
+		}
+	}
+}
