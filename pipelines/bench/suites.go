@@ -151,8 +151,8 @@ var suiteSpecs = map[string]func() ([]spec, error){
 	// P = 64 and the job server at P = 16 (there each state request is a
 	// round trip between processes, and at P = 64 the two cores, not the
 	// transform, would set the limit), each callback frequency, key count
-	// and rate of the --robust_* flags; run only when named (about 12 s a
-	// run).
+	// and rate of the --robust_* flags, the source running at least 3 C;
+	// run only when named (about 12 s a run at C ≤ 1 s).
 	"robust": func() ([]spec, error) {
 		cts, err := contenders(*robustContenders, append(slices.Clone(callers), "roundtimer"))
 		if err != nil {
@@ -170,6 +170,9 @@ var suiteSpecs = map[string]func() ([]spec, error){
 							s := base()
 							s.Rate, s.Keys, s.C, s.Contender = rate, keys, c, ct
 							s.JobServer, s.P = mode == "jobserver", *robustP
+							// Sustained is measured from C + 0.5 s on: the
+							// source must run well past it.
+							s.For = max(s.For, 3*c)
 							if s.JobServer {
 								s.P = *robustJobServerP
 							}
