@@ -19,11 +19,12 @@ type Cadence struct {
 	// together, in one bundle.
 	Grid time.Duration
 	// BusyWithin is how close a key's elements must come for the key to
-	// count as busy, max(2C, 2 s): its own bundles are then expected to
+	// count as busy, max(2 s, Grid): its own bundles are then expected to
 	// commit it, and its timer is only a backstop.
 	BusyWithin time.Duration
 	// BackstopFloor and BackstopCap bound a busy key's backstop as its
-	// elements' pace sets it: max(C/2, 250 ms) and BusyWithin. The
+	// elements' pace sets it: max(C/2, 250 ms) and the larger of that and
+	// BusyWithin. The
 	// runner's pace (Runner.Guard) may push a backstop past the cap.
 	BackstopFloor, BackstopCap time.Duration
 	// LongCallCap is the most a key whose every element is in a long call
@@ -53,14 +54,21 @@ func NewCadence(c time.Duration) Cadence {
 	if c <= 0 {
 		panic("timers: NewCadence needs a positive callback frequency")
 	}
-	busy := max(2*c, 2*time.Second)
+	// A busy key's results wait for its next element: with elements
+	// further apart than 2 s (or a grid step, if longer), committing on the
+	// grid is sooner, and a key whose results wait that long holds its
+	// buffer places meanwhile (WithMaxItemsHeld caps throughput at held
+	// over the commit delay).
+	grid := max(c/4, MinRearm)
+	busy := max(2*time.Second, grid)
+	floor := max(c/2, 250*time.Millisecond)
 	stale := max(20*c, 30*time.Second)
 	return Cadence{
 		Period:        c,
-		Grid:          max(c/4, MinRearm),
+		Grid:          grid,
 		BusyWithin:    busy,
-		BackstopFloor: max(c/2, 250*time.Millisecond),
-		BackstopCap:   busy,
+		BackstopFloor: floor,
+		BackstopCap:   max(busy, floor),
 		LongCallCap:   c,
 		StaleAfter:    stale,
 		Moved:         10 * stale,

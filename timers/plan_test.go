@@ -13,20 +13,20 @@ func TestNewCadence(t *testing.T) {
 		grid, busy, floor, stale, f time.Duration
 	}{
 		{time.Second, 250 * ms, 2 * time.Second, 500 * ms, 30 * time.Second, 4 * time.Second},
-		{10 * time.Second, 2500 * ms, 20 * time.Second, 5 * time.Second, 200 * time.Second, 40 * time.Second},
-		{20 * ms, MinRearm, 2 * time.Second, 250 * ms, 30 * time.Second, 4 * time.Second}, // the grid never goes below MinRearm
+		{10 * time.Second, 2500 * ms, 2500 * ms, 5 * time.Second, 200 * time.Second, 40 * time.Second}, // busy within a grid step at long C
+		{20 * ms, MinRearm, 2 * time.Second, 250 * ms, 30 * time.Second, 4 * time.Second},              // the grid never goes below MinRearm
 	} {
 		got := NewCadence(tc.c)
 		if got.Grid != tc.grid || got.BusyWithin != tc.busy || got.BackstopFloor != tc.floor || got.StaleAfter != tc.stale || got.Forget != tc.f {
 			t.Errorf("NewCadence(%v) = %+v; want grid %v, busy within %v, floor %v, stale %v, forget %v", tc.c, got, tc.grid, tc.busy, tc.floor, tc.stale, tc.f)
 		}
-		if got.BackstopCap != got.BusyWithin || got.LongCallCap != tc.c || got.GuardCap != got.StaleAfter/2 {
-			t.Errorf("NewCadence(%v) = %+v; want the backstop capped at BusyWithin, long calls at C, the guard at StaleAfter/2", tc.c, got)
+		if got.BackstopCap != max(got.BusyWithin, got.BackstopFloor) || got.LongCallCap != tc.c || got.GuardCap != got.StaleAfter/2 {
+			t.Errorf("NewCadence(%v) = %+v; want the backstop capped at max(BusyWithin, floor), long calls at C, the guard at StaleAfter/2", tc.c, got)
 		}
 	}
 }
 
-// TestBackstop: three mean gaps, within [max(C/2, 250 ms), max(2C, 2 s)].
+// TestBackstop: three mean gaps, within [max(C/2, 250 ms), max(2 s, C/4, C/2)].
 func TestBackstop(t *testing.T) {
 	cases := []struct {
 		c, meanGap, want time.Duration
@@ -37,7 +37,8 @@ func TestBackstop(t *testing.T) {
 		{time.Second, 780 * ms, 2 * time.Second},            // the cap, max(2C, 2 s)
 		{100 * ms, 50 * ms, 250 * ms},                       // a short period: the 250 ms floor
 		{100 * ms, time.Second, 2 * time.Second},            // a short period: the 2 s cap
-		{4 * time.Second, 3 * time.Second, 8 * time.Second}, // the cap, 2C
+		{4 * time.Second, 3 * time.Second, 2 * time.Second}, // the cap, 2 s (the floor, C/2, is 2 s too)
+		{5 * time.Second, 780 * ms, 2500 * ms},              // a long C: the floor C/2 is the cap
 	}
 	for _, c := range cases {
 		if got := NewCadence(c.c).Backstop(c.meanGap); got != c.want {

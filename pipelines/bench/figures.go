@@ -178,7 +178,7 @@ func pct(sorted []float64, q float64) float64 {
 
 // endWindow is how long before the source's last element an element must
 // be created to count in result.P99BeforeEndMs: the furthest ahead a busy
-// key's backstop is set at the default callback frequency (max(2C, 2 s)),
+// key's backstop is set at the default callback frequency (2 s),
 // and more than the gap between a key's elements in the stream suite over
 // 100 and 1,000 keys (over 10,000 keys most keys see one element or two).
 const endWindow = 2 * time.Second

@@ -73,7 +73,7 @@ func WithParallelism(n int) Option {
 // grid of C/4 once its calls are expected to have finished, so a result
 // that finishes as expected waits at most C/4 for its commit; a busy key is
 // committed by its own bundles, and its timer is a backstop of at most
-// max(2C, 2 s) while the runner fires timers on time, further out while it
+// max(2 s, C/2) while the runner fires timers on time, further out while it
 // does not (timers.Runner.Guard). Longer means fewer timer callbacks (less
 // runner CPU at many keys) and longer waits. Must be > 0. Default:
 // DefaultCallbackFrequency (1 s).
@@ -120,7 +120,7 @@ func WithMaxItemsToBuffer(n int) Option {
 // delay) elements per second, where the commit delay is the time to the
 // key's next ProcessElement or timer (for a quiet key at most about C/4
 // past its call, for a busy key up to its gap between elements or its
-// backstop, whichever comes first: at most max(2C, 2 s) and C/4 while the
+// backstop, whichever comes first: at most max(2 s, C/2) and C/4 while the
 // runner fires timers on time), so
 // keep it above rate x (latency + commit delay). At the default 1 s
 // frequency the default allows about 64 x parallelism per second where the
