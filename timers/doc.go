@@ -7,12 +7,14 @@
 // [Cadence] holds every duration derived from the callback frequency C.
 // [Cadence.Plan] is the one decision of when a key's timer comes: a pure
 // function of [Facts] measured at the end of the key's callback (what the
-// key holds, the pool's load, and the runner's pace). Every instant is on
+// key holds, the pool's load, and the runner's pace). Its instants are on
 // the commit grid ([Cadence.Grid], counted from the Unix epoch), so keys
-// share instants and a runner delivers their callbacks together.
+// share instants and a runner delivers their callbacks together, except a
+// retry's due time, which is kept as it is.
 //
-// [Pace] records what the runner does, how long bundles last and how late
-// timers fire; its [Runner] reading sets a guard ([Runner.Guard]) that no
+// [Pace] records each key's timer as the worker set it and, when a bundle
+// ends, which of its keys' timers fell due while the bundle held them
+// (overruns); its [Runner] reading sets a guard ([Runner.Guard]) that no
 // timer is set nearer than. A runner does not fire a timer of a key that is
 // in a bundle in progress; prism v2.77 puts such a timer back in a loop that
 // takes the CPU the bundles need, so a timer that tends to fall due inside

@@ -91,13 +91,18 @@ func (p *Pace) Drop(key string) {
 // BundleEnded records a bundle that ended at now, with the plans that were
 // in force for its keys when it touched them (see InForce): each that was
 // due before now, and so could not fire while its key was in the bundle,
-// is an overrun of now minus when it was set.
-func (p *Pace) BundleEnded(now time.Time, inForce []Plan) {
+// is an overrun of now minus when it was set, counted as at most most
+// (Cadence.GuardCap/2, the overrun that already sets the guard's cap). A
+// plan due more than most before now is not counted at all: its timer
+// fired elsewhere (the key moved) or was replaced by a bundle that failed,
+// and one stale sample would hold every key's guard at its cap for many
+// times its length.
+func (p *Pace) BundleEnded(now time.Time, inForce []Plan, most time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pl := range inForce {
-		if pl.At.Before(now) && !pl.Set.IsZero() {
-			p.overrun.observe(now, now.Sub(pl.Set))
+		if pl.At.Before(now) && !pl.Set.IsZero() && now.Sub(pl.At) <= most {
+			p.overrun.observe(now, min(now.Sub(pl.Set), most))
 		}
 	}
 }

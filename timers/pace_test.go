@@ -18,7 +18,7 @@ func TestPaceOverrun(t *testing.T) {
 		{At: t0.Add(500 * ms), Set: t0},
 		{At: t0.Add(700 * ms), Set: t0.Add(100 * ms)},
 		{At: t0.Add(100 * ms)},
-	})
+	}, time.Minute)
 	end := t0.Add(600 * ms)
 	cases := []struct {
 		after time.Duration
@@ -35,13 +35,30 @@ func TestPaceOverrun(t *testing.T) {
 		}
 	}
 	// A shorter overrun does not lower it; a longer one replaces it.
-	p.BundleEnded(end, []Plan{{At: end.Add(-ms), Set: end.Add(-100 * ms)}})
+	p.BundleEnded(end, []Plan{{At: end.Add(-ms), Set: end.Add(-100 * ms)}}, time.Minute)
 	if got := p.Runner(end).Overrun; got != 600*ms {
 		t.Errorf("Overrun after a shorter one = %v, want 600ms", got)
 	}
-	p.BundleEnded(end, []Plan{{At: end.Add(-ms), Set: end.Add(-2 * time.Second)}})
+	p.BundleEnded(end, []Plan{{At: end.Add(-ms), Set: end.Add(-2 * time.Second)}}, time.Minute)
 	if got := p.Runner(end).Overrun; got != 2*time.Second {
 		t.Errorf("Overrun after a longer one = %v, want 2s", got)
+	}
+}
+
+// TestPaceOverrunIsBounded: a sample counts as at most the bound, and a
+// plan due longer ago than the bound (stale: its timer fired elsewhere) not
+// at all.
+func TestPaceOverrunIsBounded(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	var p Pace
+	p.BundleEnded(t0, []Plan{{At: t0.Add(-ms), Set: t0.Add(-time.Hour)}}, 7*time.Second)
+	if got := p.Runner(t0).Overrun; got != 7*time.Second {
+		t.Errorf("Overrun of a plan set an hour ago = %v, want the bound 7s", got)
+	}
+	var q Pace
+	q.BundleEnded(t0, []Plan{{At: t0.Add(-50 * time.Second), Set: t0.Add(-51 * time.Second)}}, 7*time.Second)
+	if got := q.Runner(t0).Overrun; got != 0 {
+		t.Errorf("Overrun of a plan due 50 s before the bundle ended = %v, want 0 (stale)", got)
 	}
 }
 

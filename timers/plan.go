@@ -85,8 +85,8 @@ func (c Cadence) LongCallWait(runningFor time.Duration) time.Duration {
 	return min(max(runningFor/4, 0), c.LongCallCap)
 }
 
-// Plan returns when the key's commit timer comes, always on the commit
-// grid and never sooner than the runner's guard (Runner.Guard) allows: a
+// Plan returns when the key's commit timer comes, on the commit grid (or
+// at a retry's due time) and never sooner than the runner's guard (Runner.Guard) allows: a
 // timer that falls due while its key is in a bundle is one the runner must
 // put back, and a runner that does so in a loop (prism) starves the bundles
 // that would commit the key. The caller sets no timer for a key that holds
@@ -130,8 +130,8 @@ func (c Cadence) Plan(f Facts) time.Time {
 		next = f.RetryDue
 	}
 	if next.IsZero() {
-		// Nothing to come back for by itself (all held back behind work
-		// that waits for a retry): look again a grid step on.
+		// Defensive: nothing active and no retry due (the old rule set the
+		// zero time here); look again a grid step on.
 		next = c.OnGrid(soonest)
 	}
 	if next.Before(soonest) {

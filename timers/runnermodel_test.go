@@ -278,7 +278,7 @@ func (r modelRun) run() modelResult {
 		for _, i := range in {
 			keys[i].inBundle = false
 		}
-		pace.BundleEnded(now, inForce)
+		pace.BundleEnded(now, inForce, cad.GuardCap/2)
 		for _, o := range outs {
 			latencies = append(latencies, now.Sub(o.created))
 			committed = append(committed, now)

@@ -245,7 +245,7 @@ func (f *timerOnlyStream) FinishBundle(_ func(string)) {
 	for _, pl := range f.inForce {
 		plans = append(plans, pl)
 	}
-	timerOnlyPace.BundleEnded(time.Now(), plans)
+	timerOnlyPace.BundleEnded(time.Now(), plans, timers.NewCadence(time.Duration(f.CNs)).GuardCap/2)
 }
 
 func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Provider, k string, v string, emit func(string)) error {

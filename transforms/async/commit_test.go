@@ -62,7 +62,7 @@ func TestCommitBasic(t *testing.T) {
 // TestCommitTimerOnGrid: a quiet key's timer is set for when its call is
 // expected to finish, on the commit grid (C / 4) that all keys share; a busy
 // key (an element within max(2C, 2 s) of its last) has its bundles commit
-// it, and its timer, a backstop, is set timers.BusyBackstop ahead on a quarter
+// it, and its timer, a backstop, is set timers.Cadence.Backstop ahead on a quarter
 // round, so that it does not fall due while the key is in a bundle;
 // a key whose elements come further apart is quiet again; and that quiet
 // key's timer, finding its call still running, comes back on the grid,
@@ -106,7 +106,7 @@ func TestCommitTimerOnGrid(t *testing.T) {
 
 // TestLongCallLooksLessOften: the timer of a quiet key whose every element
 // is in a call that has run a while comes back after a quarter of that run
-// (timers.LongCallWait), and a call that hangs costs its key one look per
+// (timers.Cadence.LongCallWait), and a call that hangs costs its key one look per
 // period (C), not one per grid step (C/4); a fresh call of the key brings
 // the grid back.
 func TestLongCallLooksLessOften(t *testing.T) {

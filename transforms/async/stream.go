@@ -70,7 +70,7 @@ func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z
 			inForce = append(inForce, v.plan)
 		}
 	}
-	pool.Pace().BundleEnded(f.clock.Now(), inForce)
+	pool.Pace().BundleEnded(f.clock.Now(), inForce, f.cadence().GuardCap/2)
 	return nil
 }
 
