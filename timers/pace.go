@@ -88,22 +88,28 @@ func (p *Pace) Drop(key string) {
 	delete(p.plans, key)
 }
 
-// BundleEnded records a bundle that ended at now, with the plans that were
-// in force for its keys when it touched them (see InForce): each that was
-// due before now, and so could not fire while its key was in the bundle,
-// is an overrun of now minus when it was set, counted as at most most
-// (Cadence.GuardCap/2, the overrun that already sets the guard's cap). A
-// plan due more than most before now is not counted at all: its timer
-// fired elsewhere (the key moved) or was replaced by a bundle that failed,
-// and one stale sample would hold every key's guard at its cap for many
-// times its length.
-func (p *Pace) BundleEnded(now time.Time, inForce []Plan, most time.Duration) {
+// BundleEnded records a bundle that began at began and ended at now, with
+// the plans that were in force for its keys when it touched them (see
+// InForce). Each plan due before now could not fire while its key was in
+// the bundle, and is an overrun of now minus when it was set, counted as
+// at most most (Cadence.GuardCap/2, the overrun that already sets the
+// guard's cap).
+//
+// A plan due more than most before the bundle began is stale, not a
+// deferral, and is not counted: its timer fired elsewhere (the key moved)
+// or was replaced by a bundle that failed, and one such sample on a healthy
+// runner would hold every key's guard at its cap for many times its
+// length. The horizon is measured from the bundle's start, not its end, so
+// that a bundle that itself lasts longer than most, the deepest case of
+// the loop the guard is for, still counts its keys' timers.
+func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, pl := range inForce {
-		if pl.At.Before(now) && !pl.Set.IsZero() && now.Sub(pl.At) <= most {
-			p.overrun.observe(now, min(now.Sub(pl.Set), most))
+		if !pl.At.Before(now) || pl.Set.IsZero() || began.Sub(pl.At) > most {
+			continue
 		}
+		p.overrun.observe(now, min(now.Sub(pl.Set), most))
 	}
 }
 

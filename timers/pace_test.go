@@ -14,7 +14,7 @@ func TestPaceOverrun(t *testing.T) {
 	// Three keys' timers in force as a bundle ends at t0 + 600 ms: one due
 	// inside it (set 500 ms before it was due), one due after it, one
 	// without a set time.
-	p.BundleEnded(t0.Add(600*ms), []Plan{
+	p.BundleEnded(t0, t0.Add(600*ms), []Plan{
 		{At: t0.Add(500 * ms), Set: t0},
 		{At: t0.Add(700 * ms), Set: t0.Add(100 * ms)},
 		{At: t0.Add(100 * ms)},
@@ -35,30 +35,41 @@ func TestPaceOverrun(t *testing.T) {
 		}
 	}
 	// A shorter overrun does not lower it; a longer one replaces it.
-	p.BundleEnded(end, []Plan{{At: end.Add(-ms), Set: end.Add(-100 * ms)}}, time.Minute)
+	p.BundleEnded(end.Add(-ms), end, []Plan{{At: end.Add(-ms), Set: end.Add(-100 * ms)}}, time.Minute)
 	if got := p.Runner(end).Overrun; got != 600*ms {
 		t.Errorf("Overrun after a shorter one = %v, want 600ms", got)
 	}
-	p.BundleEnded(end, []Plan{{At: end.Add(-ms), Set: end.Add(-2 * time.Second)}}, time.Minute)
+	p.BundleEnded(end.Add(-ms), end, []Plan{{At: end.Add(-ms), Set: end.Add(-2 * time.Second)}}, time.Minute)
 	if got := p.Runner(end).Overrun; got != 2*time.Second {
 		t.Errorf("Overrun after a longer one = %v, want 2s", got)
 	}
 }
 
-// TestPaceOverrunIsBounded: a sample counts as at most the bound, and a
-// plan due longer ago than the bound (stale: its timer fired elsewhere) not
-// at all.
+// TestPaceOverrunIsBounded: a sample counts as at most the bound; a plan
+// due longer than the bound before its bundle began (stale: its timer fired
+// elsewhere) does not count, while one that fell due inside a bundle longer
+// than the bound does.
 func TestPaceOverrunIsBounded(t *testing.T) {
 	t0 := time.Unix(100, 0)
-	var p Pace
-	p.BundleEnded(t0, []Plan{{At: t0.Add(-ms), Set: t0.Add(-time.Hour)}}, 7*time.Second)
-	if got := p.Runner(t0).Overrun; got != 7*time.Second {
-		t.Errorf("Overrun of a plan set an hour ago = %v, want the bound 7s", got)
+	const most = 7 * time.Second
+	cases := []struct {
+		name        string
+		began       time.Time
+		plan        Plan
+		wantOverrun time.Duration
+	}{
+		{"set an hour ago, due just now", t0.Add(-ms), Plan{At: t0.Add(-2 * ms), Set: t0.Add(-time.Hour)}, most},
+		{"due 50 s before a short bundle", t0.Add(-ms), Plan{At: t0.Add(-50 * time.Second), Set: t0.Add(-51 * time.Second)}, 0},
+		{"due inside a 50 s bundle", t0.Add(-50 * time.Second), Plan{At: t0.Add(-49 * time.Second), Set: t0.Add(-51 * time.Second)}, most},
+		{"due 5 s before a 10 s bundle", t0.Add(-10 * time.Second), Plan{At: t0.Add(-15 * time.Second), Set: t0.Add(-16 * time.Second)}, most},
+		{"due 5 s before a short bundle, set 6 s ago", t0.Add(-ms), Plan{At: t0.Add(-5 * time.Second), Set: t0.Add(-6 * time.Second)}, 6 * time.Second},
 	}
-	var q Pace
-	q.BundleEnded(t0, []Plan{{At: t0.Add(-50 * time.Second), Set: t0.Add(-51 * time.Second)}}, 7*time.Second)
-	if got := q.Runner(t0).Overrun; got != 0 {
-		t.Errorf("Overrun of a plan due 50 s before the bundle ended = %v, want 0 (stale)", got)
+	for _, c := range cases {
+		var p Pace
+		p.BundleEnded(c.began, t0, []Plan{c.plan}, most)
+		if got := p.Runner(t0).Overrun; got != c.wantOverrun {
+			t.Errorf("%s: Overrun = %v, want %v", c.name, got, c.wantOverrun)
+		}
 	}
 }
 

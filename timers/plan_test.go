@@ -34,7 +34,7 @@ func TestBackstop(t *testing.T) {
 		{time.Second, 0, 500 * ms},                          // no gap known: the floor
 		{time.Second, 39 * ms, 500 * ms},                    // 0.8 × P/L over 100 keys: the floor
 		{time.Second, 200 * ms, 600 * ms},                   // three gaps
-		{time.Second, 780 * ms, 2 * time.Second},            // the cap, max(2C, 2 s)
+		{time.Second, 780 * ms, 2 * time.Second},            // the cap, Cadence.BackstopCap
 		{100 * ms, 50 * ms, 250 * ms},                       // a short period: the 250 ms floor
 		{100 * ms, time.Second, 2 * time.Second},            // a short period: the 2 s cap
 		{4 * time.Second, 3 * time.Second, 2 * time.Second}, // the cap, 2 s (the floor, C/2, is 2 s too)

@@ -1,4 +1,4 @@
-package timers
+package timers_test
 
 // A model of how a runner schedules a stateful stage's bundles and timers,
 // for the planner's feedback: what transforms/async's simulator cannot show,
@@ -31,6 +31,9 @@ import (
 	"sort"
 	"testing"
 	"time"
+
+	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/timers"
 )
 
 // runnerMode is the model's cost of a bundle on one runner mode.
@@ -74,13 +77,11 @@ type modelResult struct {
 }
 
 type modelKey struct {
-	waiting   []time.Time // created times of elements the runner has not yet handed over
-	results   []modelResult1
-	inBundle  bool
-	timer     time.Time // zero: none
-	lastSeen  time.Time
-	gaps      int
-	gap, mean time.Duration
+	waiting  []time.Time // created times of elements the runner has not yet handed over
+	results  []modelResult1
+	inBundle bool
+	timer    time.Time      // zero: none
+	arrivals state.Arrivals // as the pool counts them, one per bundle
 }
 
 type modelResult1 struct{ created, finish time.Time }
@@ -100,8 +101,8 @@ func (h *slotHeap) Pop() any {
 }
 
 func (r modelRun) run() modelResult {
-	cad := NewCadence(r.c)
-	var pace Pace
+	cad := timers.NewCadence(r.c)
+	var pace timers.Pace
 	t0 := time.Unix(1_000_000, 0)
 	rate := r.share * float64(r.mode.p) / r.latency.Seconds()
 	const tick = 10 * time.Millisecond
@@ -180,7 +181,7 @@ func (r modelRun) run() modelResult {
 		}
 		var sets []set
 		var outs []modelResult1
-		var inForce []Plan
+		var inForce []timers.Plan
 		for _, i := range in {
 			k := &keys[i]
 			k.inBundle = true
@@ -196,18 +197,9 @@ func (r modelRun) run() modelResult {
 			if pl, ok := pace.InForce(name); ok {
 				inForce = append(inForce, pl)
 			}
-			seen := k.lastSeen
+			seen := k.arrivals.Last
 			if atElement {
-				if !k.lastSeen.IsZero() {
-					k.gap = start.Sub(k.lastSeen)
-					if k.gaps == 0 {
-						k.mean = k.gap
-					} else {
-						k.mean += (k.gap - k.mean) / 4
-					}
-					k.gaps++
-				}
-				k.lastSeen = start
+				k.arrivals.Arrive(start)
 			}
 			// Commit what has finished, then start the new elements.
 			kept := k.results[:0]
@@ -232,8 +224,8 @@ func (r modelRun) run() modelResult {
 				pace.Drop(name)
 				continue
 			}
-			f := Facts{Now: start, AtElement: atElement, Seen: seen, Gaps: k.gaps, Gap: k.gap, MeanGap: k.mean,
-				Active: len(k.results), Pool: Load{Expected: r.latency, Unfinished: unfinish, Held: unfinish, PerWave: r.mode.p}}
+			f := timers.Facts{Now: start, AtElement: atElement, Seen: seen, Gaps: k.arrivals.Gaps, Gap: k.arrivals.Gap, MeanGap: k.arrivals.MeanGap,
+				Active: len(k.results), Pool: timers.Load{Expected: r.latency, Unfinished: unfinish, Held: unfinish, PerWave: r.mode.p}}
 			if r.feedback {
 				f.Runner = pace.Runner(start)
 			}
@@ -278,7 +270,7 @@ func (r modelRun) run() modelResult {
 		for _, i := range in {
 			keys[i].inBundle = false
 		}
-		pace.BundleEnded(now, inForce, cad.GuardCap/2)
+		pace.BundleEnded(start, now, inForce, cad.GuardCap/2)
 		for _, o := range outs {
 			latencies = append(latencies, now.Sub(o.created))
 			committed = append(committed, now)

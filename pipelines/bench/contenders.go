@@ -226,6 +226,7 @@ type timerOnlyStream struct {
 	arrivals map[string]state.Arrivals // when each key's bundles brought elements here
 	before   map[string]time.Time      // keys this bundle has committed: their last element before it
 	inForce  map[string]timers.Plan    // the timers in force at the bundle's first touch of their keys
+	began    time.Time                 // when the bundle started
 }
 
 // timerOnlyPace is the runner's pace as timeronly sees it: one per process,
@@ -238,6 +239,7 @@ func (f *timerOnlyStream) StartBundle(_ func(string)) {
 		f.arrivals = map[string]state.Arrivals{}
 	}
 	f.inForce = map[string]timers.Plan{}
+	f.began = time.Now()
 }
 
 func (f *timerOnlyStream) FinishBundle(_ func(string)) {
@@ -245,7 +247,7 @@ func (f *timerOnlyStream) FinishBundle(_ func(string)) {
 	for _, pl := range f.inForce {
 		plans = append(plans, pl)
 	}
-	timerOnlyPace.BundleEnded(time.Now(), plans, timers.NewCadence(time.Duration(f.CNs)).GuardCap/2)
+	timerOnlyPace.BundleEnded(f.began, time.Now(), plans, timers.NewCadence(time.Duration(f.CNs)).GuardCap/2)
 }
 
 func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Provider, k string, v string, emit func(string)) error {

@@ -61,7 +61,7 @@ func TestCommitBasic(t *testing.T) {
 
 // TestCommitTimerOnGrid: a quiet key's timer is set for when its call is
 // expected to finish, on the commit grid (C / 4) that all keys share; a busy
-// key (an element within max(2C, 2 s) of its last) has its bundles commit
+// key (an element within the busy threshold (Cadence.BusyWithin) of its last) has its bundles commit
 // it, and its timer, a backstop, is set timers.Cadence.Backstop ahead on a quarter
 // round, so that it does not fall due while the key is in a bundle;
 // a key whose elements come further apart is quiet again; and that quiet
@@ -91,7 +91,7 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	if want := timers.NextRound(h.clock.Now().Add(900*time.Millisecond), timers.NewCadence(c).Grid, 0); !second.Equal(want) {
 		t.Errorf("a busy key's timer is at %v, want the quarter round after its backstop (three gaps of 300ms), %v", second, want)
 	}
-	h.clock.Advance(2500 * time.Millisecond) // more than max(2C, 2 s) since its last element: quiet
+	h.clock.Advance(2500 * time.Millisecond) // more than the busy threshold (Cadence.BusyWithin) since its last element: quiet
 	h.process(f, "a", 3)
 	third, _ := h.tm("a").take()
 	if want := timers.NextRound(h.clock.Now().Add(p.ExpectedLatency()), grid, 0); !third.Equal(want) {
@@ -137,7 +137,7 @@ func TestLongCallLooksLessOften(t *testing.T) {
 			t.Errorf("%s: its key's timer re-armed %v ahead, want more than %v and at most %v", step.name, ahead, step.least, step.most)
 		}
 	}
-	h.clock.Advance(2500 * time.Millisecond) // quiet again: more than max(2C, 2 s) since its element
+	h.clock.Advance(2500 * time.Millisecond) // quiet again: more than the busy threshold (Cadence.BusyWithin) since its element
 	h.process(f, "a", 2)
 	h.tm("a").take()
 	h.waitRunning("a", 2) // both of its elements in calls, one of them fresh
@@ -161,7 +161,7 @@ func TestLongCallWaitsForQueuedWork(t *testing.T) {
 	h.process(f, "a", 1)
 	h.waitRunning("a", 1)
 	started := time.Now()
-	h.clock.Advance(2500 * time.Millisecond) // quiet: more than max(2C, 2 s) since its element
+	h.clock.Advance(2500 * time.Millisecond) // quiet: more than the busy threshold (Cadence.BusyWithin) since its element
 	h.process(f, "a", 2)
 	if q := h.st("a").queued(); len(q) != 1 {
 		t.Fatalf("%d elements queued, want the second", len(q))
@@ -550,7 +550,7 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	for v := 1; v <= 2; v++ { // 3 runs until after the second commit
 		book.open(gateID(name, "a", v))
 	}
-	h.clock.Advance(25 * time.Second) // no element for longer than max(2C, 2 s): the key is quiet
+	h.clock.Advance(25 * time.Second) // no element for longer than the busy threshold (Cadence.BusyWithin): the key is quiet
 	round := timers.NextRound(h.clock.Now(), 10*time.Second, 0)
 	h.waitFinished("a", 1)
 	h.tm("a").take()

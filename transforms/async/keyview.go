@@ -102,6 +102,8 @@ type views struct {
 	// commits in other bundles, so waiting again would only stretch this
 	// one).
 	wait time.Duration
+	// began is when the bundle started (timers.Pace.BundleEnded).
+	began time.Time
 }
 
 // openKey is the first step of every stateful callback (element: a

@@ -50,7 +50,7 @@ func newStreamFn(c core) *streamFn {
 // StartBundle forgets the last bundle's view of its keys; its
 // ProcessElement may wait for room up to WithMaxWait.
 func (f *streamFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) {
-	f.views = views{wait: f.MaxWait}
+	f.views = views{wait: f.MaxWait, began: f.clock.Now()}
 }
 
 // FinishBundle tells the pool's pace (timers.Pace) which of the bundle's
@@ -70,7 +70,7 @@ func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z
 			inForce = append(inForce, v.plan)
 		}
 	}
-	pool.Pace().BundleEnded(f.clock.Now(), inForce, f.cadence().GuardCap/2)
+	pool.Pace().BundleEnded(f.views.began, f.clock.Now(), inForce, f.cadence().GuardCap/2)
 	return nil
 }
 
