@@ -19,12 +19,19 @@ type Cadence struct {
 	// together, in one bundle.
 	Grid time.Duration
 	// BusyWithin is how close a key's elements must come for the key to
-	// count as busy, max(2 s, Grid): its own bundles are then expected to
-	// commit it, and its timer is only a backstop.
+	// count as busy: two grid steps (about where a quiet key's timer
+	// comes), at least 500 ms and at most 2 s. A busy key is committed by
+	// its own next bundle, where a timer would only fall due inside that
+	// bundle; a key whose elements come further apart is committed sooner
+	// by a timer on the grid than by waiting for its next element. Both
+	// bounds are measured, not derived (BENCHMARKS.md, "The busy
+	// threshold"): below 500 ms a timer per element cost prism more than
+	// the elements' own bundles at C = 100 ms, and 2 s is where C = 5 s
+	// met its targets. Where the runner's guard (Runner.Guard) is longer,
+	// it is the threshold (Busy).
 	BusyWithin time.Duration
 	// BackstopFloor and BackstopCap bound a busy key's backstop as its
-	// elements' pace sets it: max(C/2, 250 ms) and the larger of that and
-	// BusyWithin. The
+	// elements' pace sets it: max(C/2, 250 ms) and max(2 s, C/2). The
 	// runner's pace (Runner.Guard) may push a backstop past the cap.
 	BackstopFloor, BackstopCap time.Duration
 	// LongCallCap is the most a key whose every element is in a long call
@@ -54,13 +61,8 @@ func NewCadence(c time.Duration) Cadence {
 	if c <= 0 {
 		panic("timers: NewCadence needs a positive callback frequency")
 	}
-	// A busy key's results wait for its next element: with elements
-	// further apart than 2 s (or a grid step, if longer), committing on the
-	// grid is sooner, and a key whose results wait that long holds its
-	// buffer places meanwhile (WithMaxItemsHeld caps throughput at held
-	// over the commit delay).
 	grid := max(c/4, MinRearm)
-	busy := max(2*time.Second, grid)
+	busy := min(max(2*grid, 500*time.Millisecond), 2*time.Second)
 	floor := max(c/2, 250*time.Millisecond)
 	stale := max(20*c, 30*time.Second)
 	return Cadence{
@@ -68,7 +70,7 @@ func NewCadence(c time.Duration) Cadence {
 		Grid:          grid,
 		BusyWithin:    busy,
 		BackstopFloor: floor,
-		BackstopCap:   max(busy, floor),
+		BackstopCap:   max(2*time.Second, floor),
 		LongCallCap:   c,
 		StaleAfter:    stale,
 		Moved:         10 * stale,

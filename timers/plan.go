@@ -49,20 +49,25 @@ type Load struct {
 	PerWave int
 }
 
-// Busy reports whether the key's elements come within c.BusyWithin of each
-// other: at an element, the time since the key's previous one is under it;
-// at a timer, the gap between its latest two is, and the latest came under
-// it ago. A quiet key's timer that finds its work still running is so not
-// taken for a busy one because of the element that set it.
+// Busy reports whether the key's next element is expected before its
+// timer would fire, so that its own next bundle commits it: its elements
+// come within c.BusyWithin, or within the runner's guard (Runner.Guard) if
+// that is longer (a timer set nearer than the guard is one the runner has
+// lately had to put back). At an element, the time since the key's
+// previous one is under that; at a timer, the gap between its latest two
+// is, and the latest came under it ago. A quiet key's timer that finds its
+// work still running is so not taken for a busy one because of the element
+// that set it.
 func (c Cadence) Busy(f Facts) bool {
 	if f.Seen.IsZero() {
 		return false
 	}
+	within := max(c.BusyWithin, f.Runner.Guard(c))
 	since := f.Now.Sub(f.Seen)
 	if f.AtElement {
-		return since < c.BusyWithin
+		return since < within
 	}
-	return f.Gaps > 0 && f.Gap < c.BusyWithin && since < c.BusyWithin
+	return f.Gaps > 0 && f.Gap < within && since < within
 }
 
 // Backstop is how far ahead a busy key's timer is set from the pace of its

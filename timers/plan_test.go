@@ -12,21 +12,21 @@ func TestNewCadence(t *testing.T) {
 		c                           time.Duration
 		grid, busy, floor, stale, f time.Duration
 	}{
-		{time.Second, 250 * ms, 2 * time.Second, 500 * ms, 30 * time.Second, 4 * time.Second},
-		{10 * time.Second, 2500 * ms, 2500 * ms, 5 * time.Second, 200 * time.Second, 40 * time.Second}, // busy within a grid step at long C
-		{20 * ms, MinRearm, 2 * time.Second, 250 * ms, 30 * time.Second, 4 * time.Second},              // the grid never goes below MinRearm
+		{time.Second, 250 * ms, 500 * ms, 500 * ms, 30 * time.Second, 4 * time.Second},
+		{10 * time.Second, 2500 * ms, 2 * time.Second, 5 * time.Second, 200 * time.Second, 40 * time.Second}, // busy within 2 s at most
+		{20 * ms, MinRearm, 500 * ms, 250 * ms, 30 * time.Second, 4 * time.Second},                           // the grid never goes below MinRearm; busy within 500 ms at least
 	} {
 		got := NewCadence(tc.c)
 		if got.Grid != tc.grid || got.BusyWithin != tc.busy || got.BackstopFloor != tc.floor || got.StaleAfter != tc.stale || got.Forget != tc.f {
 			t.Errorf("NewCadence(%v) = %+v; want grid %v, busy within %v, floor %v, stale %v, forget %v", tc.c, got, tc.grid, tc.busy, tc.floor, tc.stale, tc.f)
 		}
-		if got.BackstopCap != max(got.BusyWithin, got.BackstopFloor) || got.LongCallCap != tc.c || got.GuardCap != got.StaleAfter/2 {
-			t.Errorf("NewCadence(%v) = %+v; want the backstop capped at max(BusyWithin, floor), long calls at C, the guard at StaleAfter/2", tc.c, got)
+		if got.BackstopCap != max(2*time.Second, got.BackstopFloor) || got.LongCallCap != tc.c || got.GuardCap != got.StaleAfter/2 {
+			t.Errorf("NewCadence(%v) = %+v; want the backstop capped at max(2 s, floor), long calls at C, the guard at StaleAfter/2", tc.c, got)
 		}
 	}
 }
 
-// TestBackstop: three mean gaps, within [max(C/2, 250 ms), max(2 s, C/4, C/2)].
+// TestBackstop: three mean gaps, within [max(C/2, 250 ms), max(2 s, C/2)].
 func TestBackstop(t *testing.T) {
 	cases := []struct {
 		c, meanGap, want time.Duration
@@ -104,6 +104,10 @@ func TestPlan(t *testing.T) {
 			Facts{Now: now, Seen: at(-300 * ms), Gaps: 3, Gap: 100 * ms, MeanGap: 100 * ms, Active: 1, Pool: pool}, grid(500 * ms)},
 		{"not busy at a timer whose key's only element was set by the element",
 			Facts{Now: now, Seen: at(-300 * ms), Active: 1, Pool: pool}, grid(20 * ms)},
+		{"quiet: elements 700 ms apart, further than BusyWithin (two grid steps): on the grid",
+			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool}, grid(20 * ms)},
+		{"busy: elements 700 ms apart while the runner's guard is 1 s: the backstop, capped",
+			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{Overrun: 500 * ms}}, grid(c.BackstopCap)},
 		{"quiet again: last element more than BusyWithin ago",
 			Facts{Now: now, AtElement: true, Seen: at(-3 * time.Second), Gaps: 4, Gap: 100 * ms, MeanGap: 100 * ms, Active: 1, Pool: pool}, grid(20 * ms)},
 		{"a retry due before the grid step brings the timer forward",

@@ -214,7 +214,10 @@ func (f *timerOnlyBatch) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _
 // element; its timer is where async's planner (timers.Cadence.Plan) puts
 // it for a key whose work is all finished, from the gaps between the
 // bundles that brought its elements here and the runner's pace, as async
-// measures them. In windows other than the global one it loses elements,
+// measures them. Its timer holds the output watermark at the earliest
+// event time the key's bag holds, as async's does (a runner keeps a hold
+// per timer, and its cost is part of the state and timers async pays for).
+// In windows other than the global one it loses elements,
 // and the exactly-once check fails it: prism garbage-collects a window's
 // state and timers once its output watermark passes the window's end, and
 // with them what the bag still holds when the timer is later than that.
@@ -227,6 +230,7 @@ type timerOnlyStream struct {
 	before   map[string]time.Time      // keys this bundle has committed: their last element before it
 	inForce  map[string]timers.Plan    // the timers in force at the bundle's first touch of their keys
 	began    time.Time                 // when the bundle started
+	holds    map[string]beam.EventTime // per key touched in this bundle: the earliest event time its bag holds
 }
 
 // timerOnlyPace is the runner's pace as timeronly sees it: one per process,
@@ -239,6 +243,7 @@ func (f *timerOnlyStream) StartBundle(_ func(string)) {
 		f.arrivals = map[string]state.Arrivals{}
 	}
 	f.inForce = map[string]timers.Plan{}
+	f.holds = map[string]beam.EventTime{}
 	f.began = time.Now()
 }
 
@@ -250,7 +255,7 @@ func (f *timerOnlyStream) FinishBundle(_ func(string)) {
 	timerOnlyPace.BundleEnded(f.began, time.Now(), plans, timers.NewCadence(time.Duration(f.CNs)).GuardCap/2)
 }
 
-func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Provider, k string, v string, emit func(string)) error {
+func (f *timerOnlyStream) ProcessElement(ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, k string, v string, emit func(string)) error {
 	now := time.Now()
 	last, touched := f.before[k]
 	if !touched {
@@ -264,13 +269,16 @@ func (f *timerOnlyStream) ProcessElement(sp beamstate.Provider, tp beamtimers.Pr
 		if pl, ok := timerOnlyPace.InForce(k); ok {
 			f.inForce[k] = pl
 		}
+		f.holds[k] = ts // the bag is empty: this element is its earliest
 	}
+	hold := min(f.holds[k], ts)
+	f.holds[k] = hold
 	cad := timers.NewCadence(time.Duration(f.CNs))
 	a := f.arrivals[k]
 	at := cad.Plan(timers.Facts{Now: now, AtElement: true, Seen: last, Gaps: a.Gaps, Gap: a.Gap, MeanGap: a.MeanGap,
 		Active: 1, Runner: timerOnlyPace.Runner(now)})
 	timerOnlyPace.Planned(k, at, now, cad.StaleAfter)
-	f.Commit.Set(tp, at)
+	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(hold.ToTime()))
 	return f.Pending.Add(sp, v)
 }
 
@@ -321,7 +329,7 @@ func init() {
 	register.DoFn4x0[context.Context, string, string, func(string)](&bundleFn{})
 	register.DoFn5x1[context.Context, beam.EventTime, string, string, func(beam.EventTime, string), error](&eagerFn{})
 	register.DoFn6x1[beam.Window, beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&timerOnlyBatch{})
-	register.DoFn5x1[beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&timerOnlyStream{})
+	register.DoFn6x1[beam.EventTime, beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&timerOnlyStream{})
 	register.DoFn5x1[beamstate.Provider, beamtimers.Provider, string, string, func(string), error](&roundTimer{})
 	register.Emitter1[string]()
 	register.Emitter2[beam.EventTime, string]()
