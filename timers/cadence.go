@@ -82,6 +82,23 @@ func NewCadence(c time.Duration) Cadence {
 // OnGrid returns the first instant of the commit grid strictly after t.
 func (c Cadence) OnGrid(t time.Time) time.Time { return NextRound(t, c.Grid, 0) }
 
+// Step is the step of the grid that a quiet key's timer is set on while
+// the runner's bundles last r.Bundle: the commit grid's step, doubled
+// while it is shorter than a bundle, at most C. Every instant of the grid
+// is one timer bundle for the runner (prism delivers a grid instant's
+// timers together), and timers closer together than a bundle lasts are
+// not committed any sooner: they wait for the bundle before them. Steps
+// are the grid's step times a power of two, so instants of every step are
+// instants of the grid, and keys planned with different steps still
+// share them.
+func (c Cadence) Step(r Runner) time.Duration {
+	step := c.Grid
+	for step < r.Bundle && 2*step <= c.Period {
+		step *= 2
+	}
+	return step
+}
+
 // NextRound returns the earliest instant strictly after now that lies on a
 // round increment of freq (counted from the Unix epoch) plus phase. Every call
 // within the same period returns the same instant: timers aimed anywhere in

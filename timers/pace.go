@@ -16,6 +16,11 @@ type Runner struct {
 	// costs it CPU that the bundles need, so bundles last longer, and more
 	// timers fall due inside them.
 	Overrun time.Duration
+	// Bundle is how long the transform's bundles on this worker have
+	// lately lasted, from StartBundle to FinishBundle: a moving mean,
+	// each bundle weighing an eighth (zero before one has ended). It sets
+	// the step of quiet keys' timers (Cadence.Step).
+	Bundle time.Duration
 }
 
 // Guard is the least time ahead a key's timer may be set: twice the
@@ -46,6 +51,7 @@ type Plan struct {
 type Pace struct {
 	mu      sync.Mutex
 	overrun decaying
+	bundle  time.Duration   // see Runner.Bundle
 	plans   map[string]Plan // key -> its timer in force, as this worker set it
 	swept   time.Time
 }
@@ -88,7 +94,8 @@ func (p *Pace) Drop(key string) {
 	delete(p.plans, key)
 }
 
-// BundleEnded records a bundle that began at began and ended at now, with
+// BundleEnded records a bundle that began at began and ended at now (its
+// duration enters Runner.Bundle unless began is zero), with
 // the plans that were in force for its keys when it touched them (see
 // InForce). Each plan due before now could not fire while its key was in
 // the bundle, and is an overrun of now minus when it was set, counted as
@@ -105,6 +112,13 @@ func (p *Pace) Drop(key string) {
 func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if d := now.Sub(began); !began.IsZero() && d >= 0 {
+		if p.bundle == 0 {
+			p.bundle = d
+		} else {
+			p.bundle += (d - p.bundle) / 8
+		}
+	}
 	for _, pl := range inForce {
 		if !pl.At.Before(now) || pl.Set.IsZero() || began.Sub(pl.At) > most {
 			continue
@@ -117,7 +131,7 @@ func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Durat
 func (p *Pace) Runner(now time.Time) Runner {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Runner{Overrun: p.overrun.at(now)}
+	return Runner{Overrun: p.overrun.at(now), Bundle: p.bundle}
 }
 
 // decaying is a maximum that halves for every four of its own lengths that

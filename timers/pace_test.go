@@ -115,3 +115,22 @@ func TestRunnerGuard(t *testing.T) {
 		}
 	}
 }
+
+// TestPaceBundle: the mean of bundle durations, each new one weighing an
+// eighth; a bundle without a start time is not counted.
+func TestPaceBundle(t *testing.T) {
+	var p Pace
+	t0 := time.Unix(100, 0)
+	p.BundleEnded(t0, t0.Add(80*ms), nil, time.Minute)
+	if got := p.Runner(t0).Bundle; got != 80*ms {
+		t.Errorf("Bundle after one of 80 ms = %v, want 80ms", got)
+	}
+	p.BundleEnded(t0, t0.Add(160*ms), nil, time.Minute)
+	if got := p.Runner(t0).Bundle; got != 90*ms {
+		t.Errorf("Bundle after 80 and 160 ms = %v, want 90ms", got)
+	}
+	p.BundleEnded(time.Time{}, t0.Add(time.Hour), nil, time.Minute)
+	if got := p.Runner(t0).Bundle; got != 90*ms {
+		t.Errorf("Bundle after one with no start = %v, want 90ms (not counted)", got)
+	}
+}

@@ -99,8 +99,8 @@ func (c Cadence) LongCallWait(runningFor time.Duration) time.Duration {
 //
 //   - A busy key (Busy) is committed by its own bundles; its timer is a
 //     backstop for when they stop, Backstop ahead.
-//   - A quiet key's timer is set for when its started work is expected to
-//     have finished: the pool's expected call duration times the waves of
+//   - A quiet key's timer is set, on the grid's instants a Step apart,
+//     for when its started work is expected to have finished: the pool's expected call duration times the waves of
 //     unfinished work ahead of it (of half of all it holds when the key has
 //     elements queued for room, so that results are committed, and room
 //     freed, before the pool runs dry), at least MinRearm, at most a
@@ -128,7 +128,7 @@ func (c Cadence) Plan(f Facts) time.Time {
 			expected = max(expected, c.LongCallWait(f.ShortestRun))
 		}
 		expected = min(max(expected, MinRearm), c.Period)
-		next = c.OnGrid(f.Now.Add(max(expected, guard)))
+		next = NextRound(f.Now.Add(max(expected, guard)), c.Step(f.Runner), 0)
 	}
 	soonest := f.Now.Add(max(MinRearm, guard))
 	if !f.RetryDue.IsZero() && (next.IsZero() || f.RetryDue.Before(next)) {

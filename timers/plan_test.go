@@ -47,6 +47,34 @@ func TestBackstop(t *testing.T) {
 	}
 }
 
+// TestStep: the grid's step, doubled while shorter than the runner's
+// bundles, at most C.
+func TestStep(t *testing.T) {
+	cases := []struct {
+		c, bundle, want time.Duration
+	}{
+		{100 * ms, 0, 25 * ms},            // no bundle measured yet: the grid
+		{100 * ms, 20 * ms, 25 * ms},      // bundles shorter than a grid step
+		{100 * ms, 25 * ms, 25 * ms},      // as long as one
+		{100 * ms, 30 * ms, 50 * ms},      // longer: doubled
+		{100 * ms, 60 * ms, 100 * ms},     // twice
+		{100 * ms, time.Second, 100 * ms}, // at most C
+		{time.Second, 300 * ms, 500 * ms}, // the default C
+		{20 * ms, 50 * ms, 20 * ms},       // the grid's floor, MinRearm: 10 ms, doubled to C
+		{15 * ms, 50 * ms, 10 * ms},       // a C that is no multiple of the grid: never past C
+	}
+	for _, c := range cases {
+		cad := NewCadence(c.c)
+		got := cad.Step(Runner{Bundle: c.bundle})
+		if got != c.want {
+			t.Errorf("Step(C=%v, bundles %v) = %v, want %v", c.c, c.bundle, got, c.want)
+		}
+		if got%cad.Grid != 0 {
+			t.Errorf("Step(C=%v, bundles %v) = %v, not a multiple of the grid's step %v", c.c, c.bundle, got, cad.Grid)
+		}
+	}
+}
+
 func TestLongCallWait(t *testing.T) {
 	cases := []struct {
 		runningFor, c, want time.Duration
@@ -117,6 +145,8 @@ func TestPlan(t *testing.T) {
 		{"nothing to come back for by itself: a grid step",
 			Facts{Now: now, Pool: pool}, grid(MinRearm)},
 		// The runner's pace.
+		{"quiet key while bundles last 300 ms: the next instant of a 500 ms step",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Bundle: 300 * ms}}, NextRound(now.Add(20*ms), 500*ms, 0)},
 		{"quiet key, keys lately in bundles 240 ms past their timers' setting: not before 480 ms",
 			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Overrun: 240 * ms}}, grid(480 * ms)},
 		{"busy key, overruns of 2 s: past the backstop's cap if need be",
