@@ -119,16 +119,14 @@ func WithMaxItemsToBuffer(n int) Option {
 // throughput: on unbounded input at about held / (call latency + commit
 // delay) elements per second, where the commit delay is the time to the
 // key's next ProcessElement or timer (for a quiet key at most about C/4
-// past its call, for a busy key up to its gap between elements or its
-// backstop, whichever comes first: at most max(2 s, C/2) and C/4 while the
-// runner fires timers on time), so
-// keep it above rate x (latency + commit delay). At the default 1 s
-// frequency the default allows about 64 x parallelism per second where the
-// commit delay is about 1 s (quiet keys, or busy keys whose elements come
-// under 0.33 s apart), the limit for calls of 16 ms, and about half that
-// where busy keys' elements come nearly 2 s apart (thousands of keys near
-// capacity; not measured) (BatchParDo's: 64 x parallelism x batch size,
-// the same per request). On bounded input (any windowing), results are emitted
+// past its call; for a busy key its gap between elements, under
+// timers.Cadence.BusyWithin: 500 ms at C <= 1 s, C/2 up to 2 s beyond; or
+// when its elements stop, its backstop, at most max(2 s, C/2) and C/4
+// while the runner fires timers on time), so keep it above
+// rate x (latency + commit delay). At the default 1 s frequency the default
+// allows about 64 x parallelism per second where the commit delay is about
+// 1 s, the limit for calls of 16 ms, and more where it is shorter
+// (BatchParDo's: 64 x parallelism x batch size, the same per request). On bounded input (any windowing), results are emitted
 // by their own bundle as they finish, and ProcessElement waits for a place
 // when none is free, so the default is enough at any input size.
 func WithMaxItemsHeld(n int) Option {
