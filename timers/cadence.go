@@ -19,16 +19,16 @@ type Cadence struct {
 	// together, in one bundle.
 	Grid time.Duration
 	// BusyWithin is how close a key's elements must come for the key to
-	// count as busy: two grid steps (about where a quiet key's timer
-	// comes), at least 500 ms and at most 2 s. A busy key is committed by
-	// its own next bundle, where a timer would only fall due inside that
-	// bundle; a key whose elements come further apart is committed sooner
-	// by a timer on the grid than by waiting for its next element. Both
-	// bounds are measured, not derived (BENCHMARKS.md, "The busy
-	// threshold"): below 500 ms a timer per element cost prism more than
-	// the elements' own bundles at C = 100 ms, and 2 s is where C = 5 s
-	// met its targets. Where the runner's guard (Runner.Guard) is longer,
-	// it is the threshold (Busy).
+	// count as busy: two grid steps, at least 500 ms and at most 2 s. A
+	// busy key is committed by its own next bundle, where a timer would
+	// only fall due inside that bundle; a key whose elements come further
+	// apart is committed sooner by a timer on the grid than by waiting for
+	// its next element. Both bounds are chosen from measurements
+	// (BENCHMARKS.md, "The busy threshold"): 500 ms keeps keys up to
+	// 350 ms apart busy at C = 100 ms, where a 50 ms threshold (a timer per
+	// element) cost prism more than those keys' own bundles, and 2 s is
+	// where C = 5 s met its targets. Where the runner's guard
+	// (Runner.Guard) is longer, it is the threshold (Busy).
 	BusyWithin time.Duration
 	// BackstopFloor and BackstopCap bound a busy key's backstop as its
 	// elements' pace sets it: max(C/2, 250 ms) and max(2 s, C/2). The

@@ -119,6 +119,9 @@ func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Durat
 			p.bundle += (d - p.bundle) / 8
 		}
 	}
+	if began.IsZero() || began.After(now) {
+		began = now // unknown: staleness from the bundle's end
+	}
 	for _, pl := range inForce {
 		if !pl.At.Before(now) || pl.Set.IsZero() || began.Sub(pl.At) > most {
 			continue

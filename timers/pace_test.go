@@ -63,6 +63,7 @@ func TestPaceOverrunIsBounded(t *testing.T) {
 		{"due inside a 50 s bundle", t0.Add(-50 * time.Second), Plan{At: t0.Add(-49 * time.Second), Set: t0.Add(-51 * time.Second)}, most},
 		{"due 5 s before a 10 s bundle", t0.Add(-10 * time.Second), Plan{At: t0.Add(-15 * time.Second), Set: t0.Add(-16 * time.Second)}, most},
 		{"due 5 s before a short bundle, set 6 s ago", t0.Add(-ms), Plan{At: t0.Add(-5 * time.Second), Set: t0.Add(-6 * time.Second)}, 6 * time.Second},
+		{"due 50 s ago, the bundle's start unknown", time.Time{}, Plan{At: t0.Add(-50 * time.Second), Set: t0.Add(-51 * time.Second)}, 0},
 	}
 	for _, c := range cases {
 		var p Pace

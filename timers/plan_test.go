@@ -13,6 +13,7 @@ func TestNewCadence(t *testing.T) {
 		grid, busy, floor, stale, f time.Duration
 	}{
 		{time.Second, 250 * ms, 500 * ms, 500 * ms, 30 * time.Second, 4 * time.Second},
+		{2 * time.Second, 500 * ms, time.Second, time.Second, 40 * time.Second, 8 * time.Second},             // busy within two grid steps
 		{10 * time.Second, 2500 * ms, 2 * time.Second, 5 * time.Second, 200 * time.Second, 40 * time.Second}, // busy within 2 s at most
 		{20 * ms, MinRearm, 500 * ms, 250 * ms, 30 * time.Second, 4 * time.Second},                           // the grid never goes below MinRearm; busy within 500 ms at least
 	} {
@@ -136,6 +137,8 @@ func TestPlan(t *testing.T) {
 			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool}, grid(20 * ms)},
 		{"busy: elements 700 ms apart while the runner's guard is 1 s: the backstop, capped",
 			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{Overrun: 500 * ms}}, grid(c.BackstopCap)},
+		{"busy at a timer: elements 700 ms apart, the last 300 ms ago, while the runner's guard is 1 s",
+			Facts{Now: now, Seen: at(-300 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{Overrun: 500 * ms}}, grid(c.BackstopCap)},
 		{"quiet again: last element more than BusyWithin ago",
 			Facts{Now: now, AtElement: true, Seen: at(-3 * time.Second), Gaps: 4, Gap: 100 * ms, MeanGap: 100 * ms, Active: 1, Pool: pool}, grid(20 * ms)},
 		{"a retry due before the grid step brings the timer forward",

@@ -217,10 +217,10 @@ func (f *timerOnlyBatch) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, _
 // measures them. Its timer holds the output watermark at the earliest
 // event time the key's bag holds, as async's does (a runner keeps a hold
 // per timer, and its cost is part of the state and timers async pays for).
-// In windows other than the global one it loses elements,
-// and the exactly-once check fails it: prism garbage-collects a window's
-// state and timers once its output watermark passes the window's end, and
-// with them what the bag still holds when the timer is later than that.
+// Before its timer held the watermark it lost elements in windows other
+// than the global one (prism collected a window's state once its output
+// watermark passed the window's end, with what the bag still held); with
+// the hold, windows have not been rerun.
 type timerOnlyStream struct {
 	Pending beamstate.Bag[string]
 	Commit  beamtimers.ProcessingTime

@@ -120,7 +120,8 @@ func WithMaxItemsToBuffer(n int) Option {
 // delay) elements per second, where the commit delay is the time to the
 // key's next ProcessElement or timer (for a quiet key at most about C/4
 // past its call; for a busy key its gap between elements, under
-// timers.Cadence.BusyWithin: 500 ms at C <= 1 s, C/2 up to 2 s beyond; or
+// timers.Cadence.BusyWithin (500 ms at C <= 1 s, C/2 up to 2 s beyond) or
+// the runner's guard while that is longer; or
 // when its elements stop, its backstop, at most max(2 s, C/2) and C/4
 // while the runner fires timers on time), so keep it above
 // rate x (latency + commit delay). At the default 1 s frequency the default
