@@ -19,7 +19,10 @@
 // in a bundle in progress; prism v2.77 puts such a timer back in a loop that
 // takes the CPU the bundles need, so a timer that tends to fall due inside
 // its key's bundles must move out by itself, and come back once the runner
-// is quick again.
+// is quick again. The same reading carries how long the worker's bundles
+// last ([Runner.Bundle]): quiet keys' timers then go on a coarser step of
+// the grid ([Cadence.Step]), so that the runner delivers fewer, fuller
+// timer bundles.
 //
 // [Clock] is the time source; [Manual] is a clock that tests move by hand.
 package timers
