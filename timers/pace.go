@@ -112,15 +112,13 @@ func (p *Pace) Drop(key string) {
 func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if d := now.Sub(began); !began.IsZero() && d >= 0 {
-		if p.bundle == 0 {
-			p.bundle = d
-		} else {
-			p.bundle += (d - p.bundle) / 8
-		}
-	}
-	if began.IsZero() || began.After(now) {
-		began = now // unknown: staleness from the bundle's end
+	switch d := now.Sub(began); {
+	case began.IsZero() || d < 0:
+		began = now // unknown: no duration, and staleness from the bundle's end
+	case p.bundle == 0:
+		p.bundle = d
+	default:
+		p.bundle += (d - p.bundle) / 8
 	}
 	for _, pl := range inForce {
 		if !pl.At.Before(now) || pl.Set.IsZero() || began.Sub(pl.At) > most {

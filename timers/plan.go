@@ -91,17 +91,17 @@ func (c Cadence) LongCallWait(runningFor time.Duration) time.Duration {
 }
 
 // Plan returns when the key's commit timer comes, on the commit grid (or
-// at a retry's due time) and never sooner than the runner's guard (Runner.Guard) allows: a
-// timer that falls due while its key is in a bundle is one the runner must
-// put back, and a runner that does so in a loop (prism) starves the bundles
-// that would commit the key. The caller sets no timer for a key that holds
-// nothing.
+// at a retry's due time) and never sooner than the runner's guard
+// (Runner.Guard) allows: a timer that falls due while its key is in a
+// bundle is one the runner must put back, and a runner that does so in a
+// loop (prism) starves the bundles that would commit the key. The caller
+// sets no timer for a key that holds nothing.
 //
 //   - A busy key (Busy) is committed by its own bundles; its timer is a
 //     backstop for when they stop, Backstop ahead.
 //   - A quiet key's timer is set, on the grid's instants a Step apart,
-//     for when its started work is expected to have finished: the pool's expected call duration times the waves of
-//     unfinished work ahead of it (of half of all it holds when the key has
+//     for when its started work is expected to have finished: the pool's
+//     expected call duration times the waves of unfinished work ahead of it (of half of all it holds when the key has
 //     elements queued for room, so that results are committed, and room
 //     freed, before the pool runs dry), at least MinRearm, at most a
 //     period. A timer that finds the work running before any call has

@@ -269,16 +269,18 @@ func (f *timerOnlyStream) ProcessElement(ts beam.EventTime, sp beamstate.Provide
 		if pl, ok := timerOnlyPace.InForce(k); ok {
 			f.inForce[k] = pl
 		}
-		f.holds[k] = ts // the bag is empty: this element is its earliest
 	}
-	hold := min(f.holds[k], ts)
-	f.holds[k] = hold
+	// The first touch emptied the bag, so the hold is the earliest event
+	// time among this bundle's elements of the key.
+	if h, ok := f.holds[k]; !ok || ts < h {
+		f.holds[k] = ts
+	}
 	cad := timers.NewCadence(time.Duration(f.CNs))
 	a := f.arrivals[k]
 	at := cad.Plan(timers.Facts{Now: now, AtElement: true, Seen: last, Gaps: a.Gaps, Gap: a.Gap, MeanGap: a.MeanGap,
 		Active: 1, Runner: timerOnlyPace.Runner(now)})
 	timerOnlyPace.Planned(k, at, now, cad.StaleAfter)
-	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(hold.ToTime()))
+	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(f.holds[k].ToTime()))
 	return f.Pending.Add(sp, v)
 }
 
