@@ -21,6 +21,10 @@ type Runner struct {
 	// each bundle weighing an eighth (zero before one has ended). It sets
 	// the step of quiet keys' timers (Cadence.Step).
 	Bundle time.Duration
+	// Since is when the worker set its first timer (zero: none yet). Until
+	// it has set timers for Cadence.Forget, a key it has not seen may
+	// simply not have come yet (Cadence.Newcomer).
+	Since time.Time
 }
 
 // Guard is the least time ahead a key's timer may be set: twice the
@@ -43,17 +47,23 @@ type Plan struct {
 // Pace records, for one transform on one worker, the timers its keys set
 // and whether the key's bundles kept them from firing, and reads the
 // result as a Runner. Its figure is a decaying maximum: a new sample above
-// it replaces it, and it halves for every four of its own lengths that pass
-// without one, so a runner that slows is followed at once, and one that
-// recovers within a few multiples of the slowdown, at any callback
-// frequency. The zero value is ready to use; a Pace is safe for concurrent
-// use.
+// it replaces it, and it halves for every four mean bundle durations
+// (Runner.Bundle) that pass without one, or four of its own lengths if
+// those are shorter. So a runner that slows is followed at once; while its
+// bundles stay long the guard wears off slowly (a timer set nearer would
+// fall due inside one), and once they are short again it is gone within
+// a few dozen of them, at any callback frequency. Paced by its own length
+// alone, one overrun of 1.5 s at a job's start (the runner's first bundles)
+// held every busy key's backstop past 2 s for most of a minute, and each
+// key's last results with it. The zero value is ready to use; a Pace is
+// safe for concurrent use.
 type Pace struct {
 	mu      sync.Mutex
 	overrun decaying
 	bundle  time.Duration   // see Runner.Bundle
 	plans   map[string]Plan // key -> its timer in force, as this worker set it
 	swept   time.Time
+	since   time.Time // see Runner.Since
 }
 
 // Planned records that key's timer was set at now for at. forget is how
@@ -66,6 +76,9 @@ func (p *Pace) Planned(key string, at, now time.Time, forget time.Duration) {
 		p.plans = map[string]Plan{}
 	}
 	p.plans[key] = Plan{At: at, Set: now}
+	if p.since.IsZero() {
+		p.since = now
+	}
 	if now.Sub(p.swept) >= forget {
 		p.swept = now
 		for k, pl := range p.plans {
@@ -124,7 +137,7 @@ func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Durat
 		if !pl.At.Before(now) || pl.Set.IsZero() || began.Sub(pl.At) > most {
 			continue
 		}
-		p.overrun.observe(now, min(now.Sub(pl.Set), most))
+		p.overrun.observe(now, min(now.Sub(pl.Set), most), p.bundle)
 	}
 }
 
@@ -132,23 +145,25 @@ func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Durat
 func (p *Pace) Runner(now time.Time) Runner {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Runner{Overrun: p.overrun.at(now), Bundle: p.bundle}
+	return Runner{Overrun: p.overrun.at(now, p.bundle), Bundle: p.bundle, Since: p.since}
 }
 
-// decaying is a maximum that halves for every four of its own lengths that
-// pass without a sample above it.
+// decaying is a maximum that halves for every four beats that pass without
+// a sample above it: a beat is the beat its reader gives (the mean bundle
+// duration) or its own length, whichever is shorter, and its own length
+// while the reader gives none.
 type decaying struct {
 	value time.Duration
 	since time.Time
 }
 
-func (d *decaying) observe(now time.Time, v time.Duration) {
-	if v >= d.at(now) {
+func (d *decaying) observe(now time.Time, v, beat time.Duration) {
+	if v >= d.at(now, beat) {
 		d.value, d.since = v, now
 	}
 }
 
-func (d *decaying) at(now time.Time) time.Duration {
+func (d *decaying) at(now time.Time, beat time.Duration) time.Duration {
 	if d.value <= 0 {
 		return 0
 	}
@@ -156,7 +171,11 @@ func (d *decaying) at(now time.Time) time.Duration {
 	if elapsed <= 0 {
 		return d.value
 	}
-	halves := float64(elapsed) / float64(4*d.value)
+	period := d.value
+	if beat > 0 {
+		period = min(period, beat)
+	}
+	halves := float64(elapsed) / float64(4*period)
 	if halves > 16 { // under a hundred-thousandth of it: gone
 		return 0
 	}

@@ -45,6 +45,51 @@ func TestPaceOverrun(t *testing.T) {
 	}
 }
 
+// TestPaceOverrunFollowsTheBundles: the overrun halves for every four mean
+// bundle durations, or four of its own lengths if those are shorter: while
+// bundles stay as long as the overrun it wears off slowly; once they are
+// short again it is gone within a second.
+func TestPaceOverrunFollowsTheBundles(t *testing.T) {
+	t0 := time.Unix(100, 0)
+	end := t0.Add(2 * time.Second)
+	longBundle := func() *Pace { // a 2 s bundle that held a key 2 s past its timer's setting
+		var p Pace
+		p.BundleEnded(t0, end, []Plan{{At: t0.Add(time.Second), Set: t0}}, time.Minute)
+		return &p
+	}
+	slow := longBundle()
+	if got, want := slow.Runner(end.Add(8*time.Second)).Overrun, time.Second; got != want {
+		t.Errorf("bundles as long as the overrun: Overrun 8 s on = %v, want %v (four of its lengths, 8 s, halve it)", got, want)
+	}
+	quick := longBundle()
+	for i := range 60 { // then bundles of 10 ms: the mean falls to about 11 ms
+		began := end.Add(time.Duration(i) * 10 * ms)
+		quick.BundleEnded(began, began.Add(10*ms), nil, time.Minute)
+	}
+	r := quick.Runner(end.Add(time.Second))
+	if r.Bundle > 20*ms {
+		t.Fatalf("mean bundle after sixty of 10 ms = %v, want under 20 ms", r.Bundle)
+	}
+	if r.Overrun != 0 {
+		t.Errorf("bundles of %v since: Overrun 1 s on = %v, want 0 (halved more than 16 times)", r.Bundle, r.Overrun)
+	}
+}
+
+// TestPaceSince: the runner reading says when the worker set its first
+// timer, and later timers do not move it.
+func TestPaceSince(t *testing.T) {
+	var p Pace
+	t0 := time.Unix(100, 0)
+	if got := p.Runner(t0).Since; !got.IsZero() {
+		t.Errorf("Since before any plan = %v, want zero", got)
+	}
+	p.Planned("a", t0.Add(time.Second), t0, time.Minute)
+	p.Planned("b", t0.Add(2*time.Second), t0.Add(time.Second), time.Minute)
+	if got := p.Runner(t0.Add(time.Second)).Since; !got.Equal(t0) {
+		t.Errorf("Since after two plans = %v, want the first's setting, %v", got, t0)
+	}
+}
+
 // TestPaceOverrunIsBounded: a sample counts as at most the bound; a plan
 // due longer than the bound before its bundle began (stale: its timer fired
 // elsewhere) does not count, while one that fell due inside a bundle longer

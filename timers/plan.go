@@ -70,6 +70,23 @@ func (c Cadence) Busy(f Facts) bool {
 	return f.Gaps > 0 && f.Gap < within && since < within
 }
 
+// Newcomer reports whether the callback is an element of a key with no
+// earlier one on this worker (Seen zero), waiting for no room, while the
+// worker has set timers for less than c.Forget (Runner.Since): Plan sets
+// its timer as a busy key's. Until a key's second element nothing tells a
+// busy key from a quiet one, and at a stream's start every key comes as a
+// newcomer; a timer a grid step ahead for each fires in small timer
+// bundles between the first ticks' element bundles, splitting them, and
+// falls due inside the key's next bundle. On the prism job server over
+// 100 keys at C = 100 ms such a start set off prism's deferral loop in
+// about one run in three (BENCHMARKS.md, "A newcomer's timer"). Later, a
+// key the worker has not seen is one whose elements come further apart
+// than c.Forget: a quiet key, and planned as one.
+func (c Cadence) Newcomer(f Facts) bool {
+	young := f.Runner.Since.IsZero() || f.Now.Sub(f.Runner.Since) < c.Forget
+	return f.AtElement && f.Seen.IsZero() && f.Queued == 0 && young
+}
+
 // Backstop is how far ahead a busy key's timer is set from the pace of its
 // elements: three mean gaps between its bundles, within [BackstopFloor,
 // BackstopCap]. Its bundles commit it; the backstop must fall beyond the
@@ -98,7 +115,8 @@ func (c Cadence) LongCallWait(runningFor time.Duration) time.Duration {
 // sets no timer for a key that holds nothing.
 //
 //   - A busy key (Busy) is committed by its own bundles; its timer is a
-//     backstop for when they stop, Backstop ahead.
+//     backstop for when they stop, Backstop ahead. So is a newcomer's
+//     (Newcomer).
 //   - A quiet key's timer is set, on the grid's instants a Step apart,
 //     for when its started work is expected to have finished: the pool's
 //     expected call duration times the waves of unfinished work ahead of it (of half of all it holds when the key has
@@ -110,7 +128,7 @@ func (c Cadence) LongCallWait(runningFor time.Duration) time.Duration {
 //   - A retry that is due earlier brings the timer forward to it.
 func (c Cadence) Plan(f Facts) time.Time {
 	guard := f.Runner.Guard(c)
-	if c.Busy(f) {
+	if c.Busy(f) || c.Newcomer(f) {
 		return c.OnGrid(f.Now.Add(max(c.Backstop(f.MeanGap), guard)))
 	}
 	var next time.Time

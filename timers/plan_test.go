@@ -105,6 +105,10 @@ func TestPlan(t *testing.T) {
 		f.AtElement, f.Seen, f.Gaps, f.Gap, f.MeanGap = true, at(-100*ms), 5, 100*ms, 100*ms
 		return f
 	}
+	quietAt := func(f Facts) Facts { // an element 3 s after the key's last
+		f.AtElement, f.Seen, f.Gaps, f.Gap, f.MeanGap = true, at(-3*time.Second), 4, 3*time.Second, 3*time.Second
+		return f
+	}
 	pool := Load{Expected: 20 * ms, PerWave: 64}
 	cases := []struct {
 		name string
@@ -112,13 +116,21 @@ func TestPlan(t *testing.T) {
 		want time.Time
 	}{
 		{"quiet key, one call started: the grid step after the call's expected end",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool}, grid(20 * ms)},
+			quietAt(Facts{Now: now, Active: 1, Pool: pool}), grid(20 * ms)},
 		{"quiet key behind three waves of unfinished work",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: Load{Expected: 200 * ms, Unfinished: 192, PerWave: 64}}, grid(600 * ms)},
-		{"quiet key with elements queued for room: half of what the pool holds",
+			quietAt(Facts{Now: now, Active: 1, Pool: Load{Expected: 200 * ms, Unfinished: 192, PerWave: 64}}), grid(600 * ms)},
+		{"a newcomer (no element before) is planned as a busy key: the backstop's floor",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool}, grid(c.BackstopFloor)},
+		{"a newcomer while the runner's guard is 1 s: the guard",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Overrun: 500 * ms}}, grid(time.Second)},
+		{"a newcomer to a worker that has set timers for less than Forget: the backstop's floor",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Since: at(-c.Forget + ms)}}, grid(c.BackstopFloor)},
+		{"a key not seen by a worker that has set timers for Forget: quiet",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Since: at(-c.Forget)}}, grid(20 * ms)},
+		{"a newcomer with elements queued for room, not a busy key: half of what the pool holds",
 			Facts{Now: now, AtElement: true, Active: 2, Queued: 1, Pool: Load{Expected: 100 * ms, Held: 512, PerWave: 64}}, grid(400 * ms)},
 		{"quiet key, expected end beyond a period: at most a period",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: Load{Expected: 5 * time.Second, PerWave: 64}}, grid(time.Second)},
+			quietAt(Facts{Now: now, Active: 1, Pool: Load{Expected: 5 * time.Second, PerWave: 64}}), grid(time.Second)},
 		{"timer finds the call running before any has finished: a grid step",
 			Facts{Now: now, Active: 1, Running: 0, Pool: Load{PerWave: 64}}, grid(c.Grid)},
 		{"timer finds every element in a call that has run 2 s: a quarter of it",
@@ -142,16 +154,16 @@ func TestPlan(t *testing.T) {
 		{"quiet again: last element more than BusyWithin ago",
 			Facts{Now: now, AtElement: true, Seen: at(-3 * time.Second), Gaps: 4, Gap: 100 * ms, MeanGap: 100 * ms, Active: 1, Pool: pool}, grid(20 * ms)},
 		{"a retry due before the grid step brings the timer forward",
-			Facts{Now: now, AtElement: true, Active: 1, RetryDue: at(50 * ms), Pool: Load{Expected: 500 * ms, PerWave: 64}}, at(50 * ms)},
+			quietAt(Facts{Now: now, Active: 1, RetryDue: at(50 * ms), Pool: Load{Expected: 500 * ms, PerWave: 64}}), at(50 * ms)},
 		{"a retry due now: not sooner than MinRearm",
 			Facts{Now: now, RetryDue: at(-time.Second), Pool: pool}, at(MinRearm)},
 		{"nothing to come back for by itself: a grid step",
 			Facts{Now: now, Pool: pool}, grid(MinRearm)},
 		// The runner's pace.
 		{"quiet key while bundles last 300 ms: the next instant of a 500 ms step",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Bundle: 300 * ms}}, NextRound(now.Add(20*ms), 500*ms, 0)},
+			quietAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{Bundle: 300 * ms}}), NextRound(now.Add(20*ms), 500*ms, 0)},
 		{"quiet key, keys lately in bundles 240 ms past their timers' setting: not before 480 ms",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Overrun: 240 * ms}}, grid(480 * ms)},
+			quietAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{Overrun: 240 * ms}}), grid(480 * ms)},
 		{"busy key, overruns of 2 s: past the backstop's cap if need be",
 			busyAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{Overrun: 2 * time.Second}}), grid(4 * time.Second)},
 		{"a retry due now with overruns: not before the guard",

@@ -80,6 +80,9 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	h.process(f, "b", 1) // one finished call gives the pool a latency to expect
 	book.open(gateID(t.Name(), "b", 1))
 	h.waitFinished("b", 1)
+	// A worker that has set timers for less than Cadence.Forget plans a
+	// key it has not seen as busy (Cadence.Newcomer); past that, as quiet.
+	h.clock.Advance(timers.NewCadence(c).Forget)
 	h.process(f, "a", 1)
 	first, _ := h.tm("a").take()
 	if want := timers.NextRound(h.clock.Now().Add(p.ExpectedLatency()), grid, 0); !first.Equal(want) {
@@ -270,6 +273,7 @@ func TestCommitTimerAtMostAPeriodAhead(t *testing.T) {
 	if got := p.ExpectedLatency(); got < 3*c {
 		t.Fatalf("ExpectedLatency after a call of %v = %v, want at least that", 3*c, got)
 	}
+	h.clock.Advance(timers.NewCadence(c).Forget) // past the newcomers' start (Cadence.Newcomer): a key not seen is quiet
 	h.process(f, "a", 1)
 	at, _ := h.tm("a").take()
 	if ahead, most := at.Sub(h.clock.Now()), c+timers.NewCadence(c).Grid; ahead > most {

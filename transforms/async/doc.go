@@ -45,8 +45,9 @@
 //     and commits atomically with its bundle. A processing-time timer, held
 //     at the earliest pending element's event time, commits the key when
 //     timers.Cadence.Plan says: for a quiet key, on the commit grid (C/4)
-//     once its calls are expected to have finished; for a busy key, a
-//     backstop beyond its next bundle. No timer is set nearer than the
+//     once its calls are expected to have finished; for a busy key, and
+//     for a key's first element on the worker, a backstop beyond its next
+//     bundle. No timer is set nearer than the
 //     runner's guard (timers.Runner.Guard), which grows while timers fall
 //     due inside their keys' bundles (the worker sees it at FinishBundle)
 //     and decays once they do not: a runner never fires the timer of a key
