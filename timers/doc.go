@@ -10,7 +10,9 @@
 // key holds, the pool's load, and the runner's pace). Its instants are on
 // the commit grid ([Cadence.Grid], counted from the Unix epoch), so keys
 // share instants and a runner delivers their callbacks together, except a
-// retry's due time, which is kept as it is.
+// retry's due time, which is kept as it is. At a stream's start every key
+// is new, and a key's first element is planned as a busy key's
+// ([Cadence.Newcomer]).
 //
 // [Pace] records each key's timer as the worker set it and, when a bundle
 // ends, which of its keys' timers fell due while the bundle held them

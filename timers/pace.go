@@ -19,11 +19,14 @@ type Runner struct {
 	// Bundle is how long the transform's bundles on this worker have
 	// lately lasted, from StartBundle to FinishBundle: a moving mean,
 	// each bundle weighing an eighth (zero before one has ended). It sets
-	// the step of quiet keys' timers (Cadence.Step).
+	// the step of quiet keys' timers (Cadence.Step). (The overrun's decay
+	// reads the same durations weighted by their lengths: see Pace.)
 	Bundle time.Duration
-	// Since is when the worker set its first timer (zero: none yet). Until
-	// it has set timers for Cadence.Forget, a key it has not seen may
-	// simply not have come yet (Cadence.Newcomer).
+	// Since is when the worker began setting timers without a pause of
+	// Cadence.Forget (zero: none yet): when its stream started, or resumed
+	// after its keys' arrivals were forgotten. Until it has set timers for
+	// Forget since then, a key it has not seen may simply not have come
+	// yet (Cadence.Newcomer).
 	Since time.Time
 }
 
@@ -47,12 +50,14 @@ type Plan struct {
 // Pace records, for one transform on one worker, the timers its keys set
 // and whether the key's bundles kept them from firing, and reads the
 // result as a Runner. Its figure is a decaying maximum: a new sample above
-// it replaces it, and it halves for every four mean bundle durations
-// (Runner.Bundle) that pass without one, or four of its own lengths if
-// those are shorter. So a runner that slows is followed at once; while its
-// bundles stay long the guard wears off slowly (a timer set nearer would
-// fall due inside one), and once they are short again it is gone within
-// a few dozen of them, at any callback frequency. Paced by its own length
+// it replaces it, and it halves for every four lengths of the bundle in
+// progress at a random instant (bundle durations weighted by their
+// durations, so that a run of tiny timer bundles does not hide a few long
+// ones) that pass without one, or four of its own lengths if those are
+// shorter. So a runner that slows is followed at once; while its bundles
+// stay long the guard wears off slowly (a timer set nearer would fall due
+// inside one), and once they are short again it is gone within a few
+// dozen of them, at any callback frequency. Paced by its own length
 // alone, one overrun of 1.5 s at a job's start (the runner's first bundles)
 // held every busy key's backstop past 2 s for most of a minute, and each
 // key's last results with it. The zero value is ready to use; a Pace is
@@ -61,24 +66,28 @@ type Pace struct {
 	mu      sync.Mutex
 	overrun decaying
 	bundle  time.Duration   // see Runner.Bundle
+	spans   spans           // the bundle in progress at a random instant: the overrun's beat
 	plans   map[string]Plan // key -> its timer in force, as this worker set it
 	swept   time.Time
 	since   time.Time // see Runner.Since
+	last    time.Time // when Planned was last called
 }
 
-// Planned records that key's timer was set at now for at. forget is how
-// long past its instant a plan that neither fired nor was replaced is
-// kept (Cadence.StaleAfter): the key has moved to another worker.
-func (p *Pace) Planned(key string, at, now time.Time, forget time.Duration) {
+// Planned records that key's timer was set at now for at, under cadence c.
+// A plan that neither fired nor was replaced is kept until c.StaleAfter
+// past its instant: by then the key has moved to another worker.
+func (p *Pace) Planned(key string, at, now time.Time, c Cadence) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.plans == nil {
 		p.plans = map[string]Plan{}
 	}
 	p.plans[key] = Plan{At: at, Set: now}
-	if p.since.IsZero() {
+	if p.since.IsZero() || now.Sub(p.last) > c.Forget {
 		p.since = now
 	}
+	p.last = now
+	forget := c.StaleAfter
 	if now.Sub(p.swept) >= forget {
 		p.swept = now
 		for k, pl := range p.plans {
@@ -125,19 +134,22 @@ func (p *Pace) Drop(key string) {
 func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.overrun.fold(now, p.spans.beat()) // the time since the last bundle passed at the beat as it was
 	switch d := now.Sub(began); {
 	case began.IsZero() || d < 0:
 		began = now // unknown: no duration, and staleness from the bundle's end
 	case p.bundle == 0:
 		p.bundle = d
+		p.spans.add(d)
 	default:
 		p.bundle += (d - p.bundle) / 8
+		p.spans.add(d)
 	}
 	for _, pl := range inForce {
 		if !pl.At.Before(now) || pl.Set.IsZero() || began.Sub(pl.At) > most {
 			continue
 		}
-		p.overrun.observe(now, min(now.Sub(pl.Set), most), p.bundle)
+		p.overrun.observe(now, min(now.Sub(pl.Set), most))
 	}
 }
 
@@ -145,21 +157,31 @@ func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Durat
 func (p *Pace) Runner(now time.Time) Runner {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Runner{Overrun: p.overrun.at(now, p.bundle), Bundle: p.bundle, Since: p.since}
+	return Runner{Overrun: p.overrun.at(now, p.spans.beat()), Bundle: p.bundle, Since: p.since}
 }
 
 // decaying is a maximum that halves for every four beats that pass without
-// a sample above it: a beat is the beat its reader gives (the mean bundle
-// duration) or its own length, whichever is shorter, and its own length
-// while the reader gives none.
+// a sample above it. A beat is the length of the bundle in progress at a
+// random instant, as the reader measures it (spans), or the sample's own
+// length if that is shorter, or while the reader has no measure. The decay
+// is folded into value at every bundle's end (fold), so a beat that
+// changes later does not rewrite what has already worn off.
 type decaying struct {
-	value time.Duration
+	value time.Duration // at since
+	peak  time.Duration // the sample value last started from: the beat's bound
 	since time.Time
 }
 
-func (d *decaying) observe(now time.Time, v, beat time.Duration) {
-	if v >= d.at(now, beat) {
-		d.value, d.since = v, now
+func (d *decaying) observe(now time.Time, v time.Duration) {
+	if v >= d.value { // value was folded up to now by the caller
+		d.value, d.peak, d.since = v, v, now
+	}
+}
+
+// fold brings value up to now at the given beat.
+func (d *decaying) fold(now time.Time, beat time.Duration) {
+	if now.After(d.since) {
+		d.value, d.since = d.at(now, beat), now
 	}
 }
 
@@ -171,7 +193,7 @@ func (d *decaying) at(now time.Time, beat time.Duration) time.Duration {
 	if elapsed <= 0 {
 		return d.value
 	}
-	period := d.value
+	period := d.peak
 	if beat > 0 {
 		period = min(period, beat)
 	}
@@ -180,4 +202,32 @@ func (d *decaying) at(now time.Time, beat time.Duration) time.Duration {
 		return 0
 	}
 	return time.Duration(float64(d.value) * math.Exp2(-halves))
+}
+
+// spans measures how long the bundle in progress at a random instant lasts:
+// the mean of bundle durations weighted by their durations (the sum of
+// their squares over their sum), each of the sums a moving mean in which a
+// bundle weighs an eighth. A plain mean would count a run of tiny timer
+// bundles as a quick runner while a few long bundles, where timers fall
+// due, take most of the time.
+type spans struct {
+	sum, squares float64 // in seconds and seconds squared
+}
+
+func (s *spans) add(d time.Duration) {
+	x := d.Seconds()
+	if s.sum == 0 && s.squares == 0 {
+		s.sum, s.squares = x, x*x
+		return
+	}
+	s.sum += (x - s.sum) / 8
+	s.squares += (x*x - s.squares) / 8
+}
+
+// beat is zero before a bundle of positive length has ended.
+func (s *spans) beat() time.Duration {
+	if s.sum <= 0 {
+		return 0
+	}
+	return time.Duration(s.squares / s.sum * float64(time.Second))
 }

@@ -45,10 +45,13 @@ func TestPaceOverrun(t *testing.T) {
 	}
 }
 
-// TestPaceOverrunFollowsTheBundles: the overrun halves for every four mean
-// bundle durations, or four of its own lengths if those are shorter: while
-// bundles stay as long as the overrun it wears off slowly; once they are
-// short again it is gone within a second.
+// TestPaceOverrunFollowsTheBundles: the overrun halves for every four
+// lengths of the bundle in progress at a random instant, or four of its own
+// lengths if those are shorter: while bundles stay as long as the overrun
+// it wears off slowly; a run of short bundles right after a long one does
+// not count as a quick runner at once (the long one still holds most of
+// the recent time); once short bundles hold it, the overrun is gone within
+// a couple of seconds.
 func TestPaceOverrunFollowsTheBundles(t *testing.T) {
 	t0 := time.Unix(100, 0)
 	end := t0.Add(2 * time.Second)
@@ -62,31 +65,61 @@ func TestPaceOverrunFollowsTheBundles(t *testing.T) {
 		t.Errorf("bundles as long as the overrun: Overrun 8 s on = %v, want %v (four of its lengths, 8 s, halve it)", got, want)
 	}
 	quick := longBundle()
-	for i := range 60 { // then bundles of 10 ms: the mean falls to about 11 ms
+	for i := range 200 { // then bundles of 10 ms, back to back
 		began := end.Add(time.Duration(i) * 10 * ms)
 		quick.BundleEnded(began, began.Add(10*ms), nil, time.Minute)
+		if i == 19 {
+			if got := quick.Runner(began.Add(10 * ms)).Overrun; got < time.Second {
+				t.Errorf("twenty bundles of 10 ms after one of 2 s: Overrun = %v, want still over 1 s", got)
+			}
+		}
 	}
-	r := quick.Runner(end.Add(time.Second))
-	if r.Bundle > 20*ms {
-		t.Fatalf("mean bundle after sixty of 10 ms = %v, want under 20 ms", r.Bundle)
+	if got := quick.Runner(end.Add(2 * time.Second)).Overrun; got != 0 {
+		t.Errorf("two hundred bundles of 10 ms since: Overrun = %v, want 0 (halved more than 16 times)", got)
 	}
-	if r.Overrun != 0 {
-		t.Errorf("bundles of %v since: Overrun 1 s on = %v, want 0 (halved more than 16 times)", r.Bundle, r.Overrun)
+	// A bundle that is long again does not bring back what has worn off.
+	quick.BundleEnded(end.Add(2*time.Second), end.Add(4*time.Second), nil, time.Minute)
+	if got := quick.Runner(end.Add(4 * time.Second)).Overrun; got != 0 {
+		t.Errorf("a long bundle without an overrun after the decay: Overrun = %v, want 0", got)
 	}
 }
 
-// TestPaceSince: the runner reading says when the worker set its first
-// timer, and later timers do not move it.
+// TestPaceSpans: the beat is the bundle in progress at a random instant,
+// so many tiny bundles do not hide a long one.
+func TestPaceSpans(t *testing.T) {
+	var s spans
+	s.add(time.Second)
+	for range 7 {
+		s.add(time.Millisecond)
+	}
+	if got := s.beat(); got < 300*ms {
+		t.Errorf("beat after one bundle of 1 s and seven of 1 ms = %v, want the long one to weigh (over 300 ms)", got)
+	}
+	var zero spans
+	if got := zero.beat(); got != 0 {
+		t.Errorf("beat before any bundle = %v, want 0", got)
+	}
+}
+
+// TestPaceSince: the runner reading says when the worker began setting
+// timers; later timers do not move it, a pause past Forget does.
 func TestPaceSince(t *testing.T) {
 	var p Pace
 	t0 := time.Unix(100, 0)
 	if got := p.Runner(t0).Since; !got.IsZero() {
 		t.Errorf("Since before any plan = %v, want zero", got)
 	}
-	p.Planned("a", t0.Add(time.Second), t0, time.Minute)
-	p.Planned("b", t0.Add(2*time.Second), t0.Add(time.Second), time.Minute)
+	p.Planned("a", t0.Add(time.Second), t0, NewCadence(time.Second))
+	p.Planned("b", t0.Add(2*time.Second), t0.Add(time.Second), NewCadence(time.Second))
 	if got := p.Runner(t0.Add(time.Second)).Since; !got.Equal(t0) {
 		t.Errorf("Since after two plans = %v, want the first's setting, %v", got, t0)
+	}
+	// A pause longer than Forget (4 s at C = 1 s): the stream resumes, and
+	// its keys, forgotten, come back as newcomers.
+	resumed := t0.Add(time.Second + NewCadence(time.Second).Forget + ms)
+	p.Planned("a", resumed.Add(time.Second), resumed, NewCadence(time.Second))
+	if got := p.Runner(resumed).Since; !got.Equal(resumed) {
+		t.Errorf("Since after a pause past Forget = %v, want the resumption, %v", got, resumed)
 	}
 }
 
@@ -122,9 +155,9 @@ func TestPaceOverrunIsBounded(t *testing.T) {
 func TestPacePlans(t *testing.T) {
 	var p Pace
 	t0 := time.Unix(100, 0)
-	p.Planned("a", t0.Add(time.Second), t0, 30*time.Second)
-	p.Planned("b", t0.Add(time.Second), t0, 30*time.Second)
-	p.Planned("a", t0.Add(2*time.Second), t0.Add(time.Second), 30*time.Second) // replaces a's
+	p.Planned("a", t0.Add(time.Second), t0, NewCadence(time.Second))
+	p.Planned("b", t0.Add(time.Second), t0, NewCadence(time.Second))
+	p.Planned("a", t0.Add(2*time.Second), t0.Add(time.Second), NewCadence(time.Second)) // replaces a's
 	p.Drop("b")
 	if got, ok := p.InForce("a"); !ok || !got.At.Equal(t0.Add(2*time.Second)) || !got.Set.Equal(t0.Add(time.Second)) {
 		t.Errorf("InForce(a) = %+v, %v; want the later plan", got, ok)
@@ -138,9 +171,9 @@ func TestPacePlansAreBounded(t *testing.T) {
 	var p Pace
 	t0 := time.Unix(100, 0)
 	for i := 0; i < 100; i++ {
-		p.Planned(string(rune('a'+i%26))+string(rune('0'+i/26)), t0, t0, time.Minute)
+		p.Planned(string(rune('a'+i%26))+string(rune('0'+i/26)), t0, t0, NewCadence(3*time.Second))
 	}
-	p.Planned("late", t0.Add(2*time.Minute), t0.Add(2*time.Minute), time.Minute)
+	p.Planned("late", t0.Add(2*time.Minute), t0.Add(2*time.Minute), NewCadence(3*time.Second))
 	if n := len(p.plans); n != 1 {
 		t.Errorf("%d plans kept after the forget period, want 1 (the one just made)", n)
 	}

@@ -125,6 +125,8 @@ func TestPlan(t *testing.T) {
 			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Overrun: 500 * ms}}, grid(time.Second)},
 		{"a newcomer to a worker that has set timers for less than Forget: the backstop's floor",
 			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Since: at(-c.Forget + ms)}}, grid(c.BackstopFloor)},
+		{"a newcomer with a retry due (a restarted worker, its bag holding a retry): the retry",
+			Facts{Now: now, AtElement: true, Active: 1, RetryDue: at(50 * ms), Pool: Load{Expected: 500 * ms, PerWave: 64}}, at(50 * ms)},
 		{"a key not seen by a worker that has set timers for Forget: quiet",
 			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Since: at(-c.Forget)}}, grid(20 * ms)},
 		{"a newcomer with elements queued for room, not a busy key: half of what the pool holds",

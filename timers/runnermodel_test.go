@@ -230,7 +230,7 @@ func (r modelRun) run() modelResult {
 				f.Runner = pace.Runner(start)
 			}
 			at := cad.Plan(f)
-			pace.Planned(name, at, start, cad.StaleAfter)
+			pace.Planned(name, at, start, cad)
 			sets = append(sets, set{key: i, at: at, arm: true})
 		}
 		// Run the bundle: its work slows by deferralCost for each timer of

@@ -279,7 +279,7 @@ func (f *timerOnlyStream) ProcessElement(ts beam.EventTime, sp beamstate.Provide
 	a := f.arrivals[k]
 	at := cad.Plan(timers.Facts{Now: now, AtElement: true, Seen: last, Gaps: a.Gaps, Gap: a.Gap, MeanGap: a.MeanGap,
 		Active: 1, Runner: timerOnlyPace.Runner(now)})
-	timerOnlyPace.Planned(k, at, now, cad.StaleAfter)
+	timerOnlyPace.Planned(k, at, now, cad)
 	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(f.holds[k].ToTime()))
 	return f.Pending.Add(sp, v)
 }

@@ -965,3 +965,34 @@ func TestLateTimerFindsItsResult(t *testing.T) {
 		t.Errorf("a's element was called %d times, want 1: its result was dropped while its timer was late", n)
 	}
 }
+
+// TestNewcomerTimer: on a worker that has set timers for less than
+// Cadence.Forget, a key's first element sets a busy key's timer (the
+// backstop's floor ahead, on the grid), unless the element finds no room:
+// then its timer must start it, and it is planned as a quiet key's with a
+// queue. Past Forget a key not seen is quiet.
+func TestNewcomerTimer(t *testing.T) {
+	const c = time.Second
+	name := t.Name()
+	cad := timers.NewCadence(c)
+	h := newHarness(t, &gated{Name: name}, stringKey, WithCallbackFrequency(c), WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1))
+	f := h.stream()
+	h.process(f, "a", 1)
+	if got, _ := h.tm("a").take(); !got.Equal(cad.OnGrid(h.clock.Now().Add(cad.BackstopFloor))) {
+		t.Errorf("a newcomer's timer is %v ahead, want the grid step after the backstop's floor (%v)", got.Sub(h.clock.Now()), cad.BackstopFloor)
+	}
+	h.process(f, "b", 1) // no room: the pool holds a's
+	if got, _ := h.tm("b").take(); !got.Before(h.clock.Now().Add(cad.BackstopFloor)) {
+		t.Errorf("a newcomer whose element found no room has its timer %v ahead, want sooner than the backstop's floor (%v): it must start the element", got.Sub(h.clock.Now()), cad.BackstopFloor)
+	}
+	book.open(gateID(name, "a", 1))
+	h.waitFinished("a", 1)
+	mustFire(t, h, f, "a")
+	h.clock.Advance(cad.Forget) // the worker keeps setting timers, b's included
+	h.process(f, "c", 1)
+	if got, _ := h.tm("c").take(); !got.Before(h.clock.Now().Add(cad.BackstopFloor)) {
+		t.Errorf("a key not seen by a worker %v old has its timer %v ahead, want a quiet key's, sooner than the backstop's floor", cad.Forget, got.Sub(h.clock.Now()))
+	}
+	openAll(name, "b", 2) // values 0 and 1
+	openAll(name, "c", 2)
+}

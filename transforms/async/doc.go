@@ -46,7 +46,8 @@
 //     at the earliest pending element's event time, commits the key when
 //     timers.Cadence.Plan says: for a quiet key, on the commit grid (C/4)
 //     once its calls are expected to have finished; for a busy key, and
-//     for a key's first element on the worker, a backstop beyond its next
+//     for a key's first element in the worker's first max(4C, 4 s) of
+//     setting timers (timers.Cadence.Newcomer), a backstop beyond its next
 //     bundle. No timer is set nearer than the
 //     runner's guard (timers.Runner.Guard), which grows while timers fall
 //     due inside their keys' bundles (the worker sees it at FinishBundle)

@@ -72,8 +72,8 @@ func WithParallelism(n int) Option {
 // input is derived from (timers.Cadence). A quiet key's timer comes on a
 // grid of C/4 once its calls are expected to have finished, so a result
 // that finishes as expected waits at most C/4 for its commit; a busy key
-// (and a key's first element on a worker) is committed by its own
-// bundles, and its timer is a backstop of at most
+// (and a key's first element at a stream's start, timers.Cadence.Newcomer)
+// is committed by its own bundles, and its timer is a backstop of at most
 // max(2 s, C/2) while the runner fires timers on time, further out while it
 // does not (timers.Runner.Guard). Longer means fewer timer callbacks (less
 // runner CPU at many keys) and longer waits. Must be > 0. Default:

@@ -147,13 +147,13 @@ func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, ele
 		Gap:         v.arrivals.Gap,
 		MeanGap:     v.arrivals.MeanGap,
 		Active:      len(v.entries) + int(v.queue.Count) - v.res.waitingRetries - v.res.heldBack,
-		Queued:      v.res.queued,
+		Queued:      max(v.res.queued, int(v.queue.Count)), // the commit's count, or more if this bundle queued since
 		Running:     v.res.running,
 		ShortestRun: v.res.shortestRun,
 		RetryDue:    v.res.dueNext,
 		Pool:        timers.Load{Expected: pool.ExpectedLatency(), Unfinished: pool.Unfinished(), Held: pool.Len(), PerWave: perWave},
 		Runner:      pace.Runner(now),
 	})
-	pace.Planned(v.owner, at, now, f.cadence().StaleAfter)
+	pace.Planned(v.owner, at, now, f.cadence())
 	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(v.hold()))
 }
