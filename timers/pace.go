@@ -57,16 +57,12 @@ type Plan struct {
 // shorter. So a runner that slows is followed at once; while its bundles
 // stay long the guard wears off slowly (a timer set nearer would fall due
 // inside one), and once they are short again it is gone within a few
-// dozen of them, at any callback frequency. Paced by its own length
-// alone, one overrun of 1.5 s at a job's start (the runner's first bundles)
-// held every busy key's backstop past 2 s for most of a minute, and each
-// key's last results with it. The zero value is ready to use; a Pace is
-// safe for concurrent use.
+// dozen of them, at any callback frequency. The zero value is ready to
+// use; a Pace is safe for concurrent use.
 type Pace struct {
 	mu      sync.Mutex
 	overrun decaying
-	bundle  time.Duration   // see Runner.Bundle
-	spans   spans           // the bundle in progress at a random instant: the overrun's beat
+	spans   spans           // bundle durations: Runner.Bundle, and the overrun's beat
 	plans   map[string]Plan // key -> its timer in force, as this worker set it
 	swept   time.Time
 	since   time.Time // see Runner.Since
@@ -87,11 +83,10 @@ func (p *Pace) Planned(key string, at, now time.Time, c Cadence) {
 		p.since = now
 	}
 	p.last = now
-	forget := c.StaleAfter
-	if now.Sub(p.swept) >= forget {
+	if now.Sub(p.swept) >= c.StaleAfter {
 		p.swept = now
 		for k, pl := range p.plans {
-			if now.Sub(pl.At) > forget {
+			if now.Sub(pl.At) > c.StaleAfter {
 				delete(p.plans, k)
 			}
 		}
@@ -138,11 +133,7 @@ func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Durat
 	switch d := now.Sub(began); {
 	case began.IsZero() || d < 0:
 		began = now // unknown: no duration, and staleness from the bundle's end
-	case p.bundle == 0:
-		p.bundle = d
-		p.spans.add(d)
 	default:
-		p.bundle += (d - p.bundle) / 8
 		p.spans.add(d)
 	}
 	for _, pl := range inForce {
@@ -157,7 +148,7 @@ func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Durat
 func (p *Pace) Runner(now time.Time) Runner {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Runner{Overrun: p.overrun.at(now, p.spans.beat()), Bundle: p.bundle, Since: p.since}
+	return Runner{Overrun: p.overrun.at(now, p.spans.beat()), Bundle: p.spans.mean(), Since: p.since}
 }
 
 // decaying is a maximum that halves for every four beats that pass without
@@ -204,18 +195,18 @@ func (d *decaying) at(now time.Time, beat time.Duration) time.Duration {
 	return time.Duration(float64(d.value) * math.Exp2(-halves))
 }
 
-// spans measures how long the bundle in progress at a random instant lasts:
-// the mean of bundle durations weighted by their durations (the sum of
-// their squares over their sum), each of the sums a moving mean in which a
-// bundle weighs an eighth. A plain mean would count a run of tiny timer
-// bundles as a quick runner while a few long bundles, where timers fall
-// due, take most of the time.
+// spans keeps two moving means of bundle durations, in which a bundle
+// weighs an eighth: of the durations (Runner.Bundle) and of their squares.
+// Their ratio is the mean weighted by duration: how long the bundle in
+// progress at a random instant lasts. A plain mean would count a run of
+// tiny timer bundles as a quick runner while a few long bundles, where
+// timers fall due, take most of the time.
 type spans struct {
-	sum, squares float64 // in seconds and seconds squared
+	sum, squares float64 // in nanoseconds and nanoseconds squared
 }
 
 func (s *spans) add(d time.Duration) {
-	x := d.Seconds()
+	x := float64(d)
 	if s.sum == 0 && s.squares == 0 {
 		s.sum, s.squares = x, x*x
 		return
@@ -224,10 +215,14 @@ func (s *spans) add(d time.Duration) {
 	s.squares += (x*x - s.squares) / 8
 }
 
-// beat is zero before a bundle of positive length has ended.
+// mean is the moving mean of the durations, zero before one has ended.
+func (s *spans) mean() time.Duration { return time.Duration(math.Round(s.sum)) }
+
+// beat is the mean weighted by duration, zero before a bundle of positive
+// length has ended.
 func (s *spans) beat() time.Duration {
 	if s.sum <= 0 {
 		return 0
 	}
-	return time.Duration(s.squares / s.sum * float64(time.Second))
+	return time.Duration(math.Round(s.squares / s.sum))
 }

@@ -73,14 +73,12 @@ func (c Cadence) Busy(f Facts) bool {
 // Newcomer reports whether the callback is an element of a key with no
 // earlier one on this worker (Seen zero), with no element waiting for room
 // and no retry due, while the worker has set timers for less than c.Forget
-// (Runner.Since): Plan sets its timer as a busy key's. Until a key's second element nothing tells a
-// busy key from a quiet one, and at a stream's start every key comes as a
-// newcomer; a timer a grid step ahead for each fires in small timer
-// bundles between the first ticks' element bundles, splitting them, and
-// falls due inside the key's next bundle. On the prism job server over
-// 100 keys at C = 100 ms such a start set off prism's deferral loop in
-// about one run in three (BENCHMARKS.md, "A newcomer's timer, at commit
-// 7141298"). Later, a
+// (Runner.Since): Plan sets its timer as a busy key's. Until a key's second
+// element nothing tells a busy key from a quiet one, and at a stream's
+// start every key comes as a newcomer; a timer a grid step ahead for each
+// fires in small timer bundles between the first ticks' element bundles,
+// splitting them, and falls due inside the key's next bundle, where prism
+// puts it back in a loop (BENCHMARKS.md, "A newcomer's timer"). Later, a
 // key the worker has not seen is one whose elements come further apart
 // than c.Forget: a quiet key, and planned as one.
 func (c Cadence) Newcomer(f Facts) bool {
