@@ -1,6 +1,10 @@
 // Package state holds the async transform's worker-local, in-flight state and
 // the format of what it keeps in Beam bag state.
 //
+// It is Beam-free, and unrelated to Beam's core/state, which declares the
+// state cells a DoFn reads and writes through the runner: this package is
+// what a worker keeps in memory beside them, and the bytes it puts in them.
+//
 // Beam bag state is the durable record of every accepted element; this
 // package is the fast, volatile one that sits beside it in each worker
 // process:

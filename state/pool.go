@@ -186,9 +186,6 @@ func NewPool(cfg Config) (*Pool, error) {
 // Gate returns the pool's gate, or nil.
 func (p *Pool) Gate() Gate { return p.gate }
 
-// Config returns the pool's sizes.
-func (p *Pool) Config() Config { return p.cfg }
-
 // Lookup returns the task for k, or nil.
 func (p *Pool) Lookup(k TaskKey) *Task {
 	p.mu.Lock()

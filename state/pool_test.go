@@ -169,24 +169,6 @@ func TestPanicBecomesError(t *testing.T) {
 	}
 }
 
-func TestNotify(t *testing.T) {
-	p := mustPool(t, Config{Parallelism: 2, Buffer: 2})
-	ch := make(chan *Task, 2)
-	gate := make(chan struct{})
-	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
-	wait(t, a)
-	b, _, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 0, Job{Work: func(context.Context, int) ([]any, error) { <-gate; return nil, nil }})
-	a.Notify(ch)
-	b.Notify(ch)
-	if got := <-ch; got != a {
-		t.Errorf("first notification = %v, want the finished task a", got.Key)
-	}
-	close(gate)
-	if got := <-ch; got != b {
-		t.Errorf("second notification = %v, want b", got.Key)
-	}
-}
-
 func TestResetWithStuckWorkDoesNotDeadlock(t *testing.T) {
 	p, err := Shared("reset-test", Config{Parallelism: 1, Buffer: 2})
 	if err != nil {

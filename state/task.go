@@ -65,7 +65,6 @@ type Task struct {
 	attempts int       // attempts started
 	progress float64   // latest progress the running call reported, 0..1
 	reports  int       // how many times progress was reported
-	watchers []chan<- *Task
 	after    []func()
 	removed  bool
 	// interrupted: its context was cancelled (by the pool) when it finished.
@@ -141,19 +140,6 @@ func (t *Task) RunningFor() time.Duration {
 		return 0
 	}
 	return time.Since(t.started)
-}
-
-// Notify arranges for t to be sent on ch once it has finished (at once if it
-// already has). The send does not block the task: ch must have room for every
-// task the caller asks to be notified of.
-func (t *Task) Notify(ch chan<- *Task) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.status == Finished {
-		ch <- t
-		return
-	}
-	t.watchers = append(t.watchers, ch)
 }
 
 // Attempts returns how many attempts the task has started.
@@ -262,8 +248,8 @@ func (t *Task) finish(outputs []any, err error) {
 		}
 	}
 	t.outputs, t.err = outputs, err
-	watchers, after := t.watchers, t.after
-	t.watchers, t.after = nil, nil
+	after := t.after
+	t.after = nil
 	t.mu.Unlock()
 	// AfterFinish work (the pool's release of the task's Buffer place) runs
 	// first, so that whoever sees the task done also sees its place free.
@@ -271,9 +257,6 @@ func (t *Task) finish(outputs []any, err error) {
 		fn()
 	}
 	close(t.done)
-	for _, ch := range watchers {
-		ch <- t
-	}
 }
 
 // PanicError is a panic recovered from user code, kept with its stack.

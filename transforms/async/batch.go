@@ -235,15 +235,15 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 	for i, it := range items {
 		b := it.Item.(*batchItem)
 		members[i], keys[i], values[i] = b, b.el.key, b.el.value
-		n := b.el.done + it.Attempt
-		if b.el.fromState && it.Attempt == 1 {
-			b.f.event(EventRescheduled, b.el.key, b.el.id, b.el.done, nil)
-		}
-		b.f.event(EventStarted, b.el.key, b.el.id, n, nil)
+		b.f.attemptBegins(b.el, it.Attempt)
 	}
 	f := members[0].f
 	f.batchStats().observe(len(items))
-	outs, errs, err := f.callBatchWithin(ctx, f.CallTimeout, keys, values)
+	res, err := callWithin(ctx, f.CallTimeout, func(ctx context.Context) (batchResult, error) {
+		outs, errs, err := f.user.callBatch(ctx, keys, values)
+		return batchResult{outs, errs}, err
+	})
+	outs, errs := res.outs, res.errs
 	outcomes = make([]state.Outcome, len(items))
 	var stored []cache.Entry
 	for i, b := range members {
@@ -281,18 +281,11 @@ func settleItem(b *batchItem, it state.BatchItem, outs []any, err error, store f
 	return b.after(it.Ctx, it.Attempt, func() ([]any, error) { return outs, err }, store)
 }
 
-// callBatchWithin is callWithin for a request.
-func (f *core) callBatchWithin(ctx context.Context, limit time.Duration, keys, values []any) ([][]any, []error, error) {
-	if limit <= 0 {
-		return f.user.callBatch(ctx, keys, values)
-	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	outs, errs, err := f.user.callBatch(ctx, keys, values)
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return nil, nil, &timeoutError{limit: limit, err: err}
-	}
-	return outs, errs, err
+// batchResult is what one call of a batch fn returns besides its error:
+// each element's outputs and error.
+type batchResult struct {
+	outs [][]any
+	errs []error
 }
 
 // batchStats counts a transform's requests in a worker process, for the

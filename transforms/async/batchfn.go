@@ -154,32 +154,9 @@ func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]an
 		ks.Index(i).Set(valueOf(keys[i], kt.Elem()))
 		vs.Index(i).Set(valueOf(values[i], vt.Elem()))
 	}
-	outs = make([][]any, n)
-	var mu sync.Mutex // ProcessBatch may emit from goroutines of its own
-	var stray error
-	returned := false // an emit after ProcessBatch returned is dropped
-	emit := reflect.MakeFunc(ft.In(len(args)+2), func(a []reflect.Value) []reflect.Value {
-		i := int(a[0].Int())
-		mu.Lock()
-		defer mu.Unlock()
-		if returned {
-			return nil
-		}
-		if i < 0 || i >= n {
-			if stray == nil {
-				stray = fmt.Errorf("ProcessBatch emitted for element %d of a request of %d", i, n)
-			}
-			return nil
-		}
-		outs[i] = append(outs[i], a[1].Interface())
-		return nil
-	})
-	args = append(args, ks, vs, emit)
-	defer func() {
-		mu.Lock()
-		returned = true
-		mu.Unlock()
-	}()
+	got := &batchOutputs{outs: make([][]any, n)}
+	args = append(args, ks, vs, reflect.MakeFunc(ft.In(len(args)+2), got.emit))
+	defer got.close() // also after a panic
 	res := u.batch.call(args)
 	switch len(res) {
 	case 1:
@@ -188,14 +165,54 @@ func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]an
 		errs, _ = res[0].([]error)
 		err, _ = res[1].(error)
 	}
-	mu.Lock()
-	returned = true
-	mu.Unlock()
+	got.close()
+	return got.answer(errs, err)
+}
+
+// batchOutputs gathers what one ProcessBatch call emits, from any goroutine
+// of its own, until the call returns (close): an emit after that is
+// dropped, and so is one for an element the request does not have, which
+// fails the request (stray).
+type batchOutputs struct {
+	mu       sync.Mutex
+	outs     [][]any
+	stray    error
+	returned bool
+}
+
+// emit is the emitter ProcessBatch gets: func(i int, out O).
+func (b *batchOutputs) emit(a []reflect.Value) []reflect.Value {
+	i := int(a[0].Int())
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.returned {
+		return nil
+	}
+	if i < 0 || i >= len(b.outs) {
+		if b.stray == nil {
+			b.stray = fmt.Errorf("ProcessBatch emitted for element %d of a request of %d", i, len(b.outs))
+		}
+		return nil
+	}
+	b.outs[i] = append(b.outs[i], a[1].Interface())
+	return nil
+}
+
+func (b *batchOutputs) close() {
+	b.mu.Lock()
+	b.returned = true
+	b.mu.Unlock()
+}
+
+// answer is the call's result once it returned errs and err (closed: no
+// emit changes the outputs any more).
+func (b *batchOutputs) answer(errs []error, err error) ([][]any, []error, error) {
+	n := len(b.outs)
 	switch {
 	case err != nil:
 		return nil, nil, err
-	case stray != nil:
-		return nil, nil, stray
+	case b.stray != nil:
+		return nil, nil, b.stray
 	case errs != nil && len(errs) != n:
 		return nil, nil, fmt.Errorf("ProcessBatch returned %d errors for a request of %d elements; want one per element (nil for a success), or a nil list", len(errs), n)
 	}
@@ -204,8 +221,8 @@ func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]an
 	}
 	for i, e := range errs {
 		if e != nil {
-			outs[i] = nil // a failed element's outputs are not its result
+			b.outs[i] = nil // a failed element's outputs are not its result
 		}
 	}
-	return outs, errs, nil
+	return b.outs, errs, nil
 }

@@ -282,12 +282,7 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 // window.
 func (f *core) emitResult(ctx context.Context, el element, t *state.Task, emit func(beam.EventTime, beam.Z)) error {
 	outputs, _ := t.Result()
-	if err := f.emitOutputs(int64(el.ts), el.window, outputs, emit); err != nil {
-		return err
-	}
-	f.metrics.committed.Inc(ctx, 1)
-	f.event(EventCommitted, el.key, el.id, el.done+t.Attempts(), nil)
-	return nil
+	return f.commitOutputs(ctx, el.key, el.id, int64(el.ts), el.window, outputs, el.done+t.Attempts(), emit)
 }
 
 // finalFailure turns the final error of an element's task (its local
@@ -295,7 +290,7 @@ func (f *core) emitResult(ctx context.Context, el element, t *state.Task, emit f
 // the bundle when the transform has no failure output.
 func (f *core) finalFailure(ctx context.Context, el element, t *state.Task, callErr error) (Failure, error) {
 	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb, Attempts: el.done, Window: el.window}
-	out, err := f.settle(el.key, el.kb, env, t, callErr)
+	out, err := f.afterFailure(el.key, el.kb, env, t, callErr)
 	if err != nil {
 		return Failure{}, err
 	}

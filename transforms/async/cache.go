@@ -7,7 +7,7 @@ package async
 // no call, so it spends no rate, budget or concurrency; a follower gives
 // back its slot and place while it waits. Either way the element's task
 // finishes with its outputs as if it had called, and is committed exactly
-// once through the same path as every other (commit.go, bundle.go): a
+// once through the same path as every other (settle.go, bundle.go): a
 // cache changes which calls are made, never what is committed or how
 // often.
 //
@@ -190,104 +190,122 @@ func (f *core) cached(el element, job state.Job) state.Job {
 		job.Lookup = func(context.Context) state.Lookup { return state.Lookup{Err: Permanent(err)} }
 		return job
 	}
-	// The call this task's current attempt leads, and the one it last
-	// followed; attempts of a task never overlap, and the pool ends a
-	// sent-back attempt's lead before the next attempt can start.
-	var lead, followed *cache.Call
-	job.Lookup = func(ctx context.Context) (l state.Lookup) {
-		defer func() {
-			if r := recover(); r != nil {
-				// A coder or Redis client that panics: call as if uncached.
-				slog.Error("async: the result cache panicked; calling without it", "transform", f.Name, "panic", r)
-				if lead != nil {
-					call := lead
-					lead = nil
-					rc.flight.Abandon(k, call)
-				}
-				l = state.Lookup{}
-			}
-		}()
-		if call := followed; call != nil {
-			// Woken: the call it waited for ended. Its value, if it has one,
-			// is the answer, whatever the local cache holds by now.
-			followed = nil
-			if v, err := call.Result(); err == nil {
-				if outs, err := f.decodeOutputs(v); err == nil {
-					rc.hits.Add(1)
-					return state.Lookup{Hit: true, Outputs: outs}
-				}
-			}
-		}
-		if outs, ok := f.cacheGet(rc, k); ok {
-			rc.hits.Add(1)
-			return state.Lookup{Hit: true, Outputs: outs}
-		}
-		call, leader := rc.flight.Join(k)
-		if !leader {
-			followed = call
-			return state.Lookup{Wait: call.OnDone}
-		}
-		lead = call
-		if rc.shared != nil {
-			if v, ttl, ok := rc.shared.Get(ctx, k); ok {
-				if outs, err := f.decodeOutputs(v); err == nil {
-					lead = nil
-					rc.local.Add(k, v, ttl) // for what is left of its life in Redis
-					rc.flight.Finish(k, call, v, nil)
-					rc.hits.Add(1)
-					return state.Lookup{Hit: true, Outputs: outs}
-				}
-			}
-		}
-		return state.Lookup{Abandon: func() {
-			lead = nil
-			rc.flight.Abandon(k, call)
-		}}
-	}
-	// around takes an attempt's answer (from the element's own call, or
-	// from its batch request) and caches it when this attempt led the call.
-	around := func(ctx context.Context, attempt int, answer func() ([]any, error), store func(cache.Entry)) (outs []any, err error) {
-		call := lead
-		lead = nil
-		if call == nil {
-			return answer()
-		}
-		rc.misses.Add(1)
-		defer func() {
-			if call != nil {
-				rc.flight.Abandon(k, call) // a failure, a panic or an interrupted call: the followers look up again
-			}
-		}()
-		outs, err = answer()
-		// Only the element's own answer is cached: not a failure, not what
-		// a call returned after its task was cancelled (not the element's
-		// result: see state.ErrInterrupted), not a fallback's answer when
-		// attempts differ in their fallback (WithFallbacks).
-		if err != nil || ctx.Err() != nil || (len(f.Fallbacks) > 1 && el.done+attempt > 1) {
-			return outs, err
-		}
-		if v, encErr := f.encodeOutputs(outs); encErr == nil {
-			rc.local.Add(k, v, 0)
-			rc.flight.Finish(k, call, v, nil) // the followers first: Redis can wait
-			call = nil
-			switch {
-			case rc.shared == nil:
-			case store != nil:
-				store(cache.Entry{Key: k, Value: v}) // with the rest of its request's, in one round trip
-			default:
-				rc.shared.Set(ctx, k, v)
-			}
-		}
-		return outs, nil
-	}
+	c := &cachedTask{f: f, rc: rc, k: k, el: el}
+	job.Lookup = c.lookup
 	work := job.Work
 	job.Work = func(ctx context.Context, attempt int) ([]any, error) {
-		return around(ctx, attempt, func() ([]any, error) { return work(ctx, attempt) }, nil)
+		return c.around(ctx, attempt, func() ([]any, error) { return work(ctx, attempt) }, nil)
 	}
 	if bi, ok := job.Item.(*batchItem); ok {
-		bi.after = around
+		bi.after = c.around
 	}
 	return job
+}
+
+// cachedTask is one element's task as the result cache sees it, over the
+// task's attempts: lead is the call its current attempt leads, followed the
+// one it last waited for. Attempts of a task never overlap, and the pool
+// ends a sent-back attempt's lead before the next attempt can start, so
+// the fields need no lock.
+type cachedTask struct {
+	f              *core
+	rc             *resultCache
+	k              cache.Key
+	el             element
+	lead, followed *cache.Call
+}
+
+// lookup answers an attempt from the cache: the value of the call it
+// waited for, the local cache, or Redis; else it leads the call (or waits
+// for the leader's).
+func (c *cachedTask) lookup(ctx context.Context) (l state.Lookup) {
+	f, rc, k := c.f, c.rc, c.k
+	defer func() {
+		if r := recover(); r != nil {
+			// A coder or Redis client that panics: call as if uncached.
+			slog.Error("async: the result cache panicked; calling without it", "transform", f.Name, "panic", r)
+			if c.lead != nil {
+				call := c.lead
+				c.lead = nil
+				rc.flight.Abandon(k, call)
+			}
+			l = state.Lookup{}
+		}
+	}()
+	if call := c.followed; call != nil {
+		// Woken: the call it waited for ended. Its value, if it has one,
+		// is the answer, whatever the local cache holds by now.
+		c.followed = nil
+		if v, err := call.Result(); err == nil {
+			if outs, err := f.decodeOutputs(v); err == nil {
+				rc.hits.Add(1)
+				return state.Lookup{Hit: true, Outputs: outs}
+			}
+		}
+	}
+	if outs, ok := f.cacheGet(rc, k); ok {
+		rc.hits.Add(1)
+		return state.Lookup{Hit: true, Outputs: outs}
+	}
+	call, leader := rc.flight.Join(k)
+	if !leader {
+		c.followed = call
+		return state.Lookup{Wait: call.OnDone}
+	}
+	c.lead = call
+	if rc.shared != nil {
+		if v, ttl, ok := rc.shared.Get(ctx, k); ok {
+			if outs, err := f.decodeOutputs(v); err == nil {
+				c.lead = nil
+				rc.local.Add(k, v, ttl) // for what is left of its life in Redis
+				rc.flight.Finish(k, call, v, nil)
+				rc.hits.Add(1)
+				return state.Lookup{Hit: true, Outputs: outs}
+			}
+		}
+	}
+	return state.Lookup{Abandon: func() {
+		c.lead = nil
+		rc.flight.Abandon(k, call)
+	}}
+}
+
+// around takes an attempt's answer (from the element's own call, or from
+// its batch request) and caches it when this attempt led the call.
+func (c *cachedTask) around(ctx context.Context, attempt int, answer func() ([]any, error), store func(cache.Entry)) (outs []any, err error) {
+	f, rc, k := c.f, c.rc, c.k
+	call := c.lead
+	c.lead = nil
+	if call == nil {
+		return answer()
+	}
+	rc.misses.Add(1)
+	defer func() {
+		if call != nil {
+			rc.flight.Abandon(k, call) // a failure, a panic or an interrupted call: the followers look up again
+		}
+	}()
+	outs, err = answer()
+	// Only the element's own answer is cached: not a failure, not what a
+	// call returned after its task was cancelled (not the element's result:
+	// see state.ErrInterrupted), not a fallback's answer when attempts
+	// differ in their fallback (WithFallbacks).
+	if err != nil || ctx.Err() != nil || (len(f.Fallbacks) > 1 && c.el.done+attempt > 1) {
+		return outs, err
+	}
+	if v, encErr := f.encodeOutputs(outs); encErr == nil {
+		rc.local.Add(k, v, 0)
+		rc.flight.Finish(k, call, v, nil) // the followers first: Redis can wait
+		call = nil
+		switch {
+		case rc.shared == nil:
+		case store != nil:
+			store(cache.Entry{Key: k, Value: v}) // with the rest of its request's, in one round trip
+		default:
+			rc.shared.Set(ctx, k, v)
+		}
+	}
+	return outs, nil
 }
 
 // cacheGet returns the decoded outputs cached locally under k.

@@ -884,17 +884,17 @@ func TestQueueSummariesStayBounded(t *testing.T) {
 			h := newHarness(t, &gated{Name: t.Name()}, stringKey)
 			f := h.stream()
 			most := 0
-			vs := views{}
+			f.views = views{}
 			for i := 1; i <= 30; i++ {
 				if !tc.oneBundle {
-					vs = views{}
+					f.views = views{}
 				}
-				ks, _, v, err := h.c.openKey(context.Background(), &f.Pending, &f.Queued, &vs, h.st("a"), "a", false)
+				k, err := f.open(context.Background(), h.st("a"), "a", false, nil, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				v.queue.Count, v.summaryChanged = int64(30-i), true
-				if err := v.write(ks); err != nil {
+				k.v.queue.Count, k.v.summaryChanged = int64(30-i), true
+				if err := k.store(); err != nil {
 					t.Fatal(err)
 				}
 				most = max(most, h.st("a").summaries())
@@ -916,18 +916,19 @@ func TestNewestQueueSummaryWins(t *testing.T) {
 			h := newHarness(t, &gated{Name: t.Name()}, stringKey)
 			f := h.stream()
 			st := h.st("a")
-			open := func() (keyState, *keyView) {
+			open := func() *keyTurn {
 				t.Helper()
-				ks, _, v, err := h.c.openKey(context.Background(), &f.Pending, &f.Queued, &views{}, st, "a", false)
+				f.views = views{} // one bundle each
+				k, err := f.open(context.Background(), st, "a", false, nil, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
-				return ks, v
+				return k
 			}
 			for _, count := range []int64{5, 4, 3} { // one bundle each, no compaction
-				ks, v := open()
-				v.queue.Count, v.summaryChanged = count, true
-				if err := v.write(ks); err != nil {
+				k := open()
+				k.v.queue.Count, k.v.summaryChanged = count, true
+				if err := k.store(); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -935,8 +936,8 @@ func TestNewestQueueSummaryWins(t *testing.T) {
 				t.Fatalf("the pending bag holds %d queue summaries, want 3 (the test needs them uncompacted)", n)
 			}
 			st.reversed = reversed
-			if _, v := open(); v.queue.Count != 3 {
-				t.Errorf("the key's view reads a queue of %d elements, want 3 (the last summary written)", v.queue.Count)
+			if k := open(); k.v.queue.Count != 3 {
+				t.Errorf("the key's view reads a queue of %d elements, want 3 (the last summary written)", k.v.queue.Count)
 			}
 		})
 	}

@@ -90,8 +90,8 @@ func (f *core) pool() (*state.Pool, error) {
 
 // prepare encodes one input element (kb: its key, if already encoded),
 // takes its window from it when the input carries windows, and computes its
-// value's ID (see identify) and its priority. The caller makes the ID
-// unique among its key's elements (see withOccurrence).
+// value's ID (see identify) and its priority. On unbounded input the ID is
+// made unique among its key's elements at acceptance (see acceptedID).
 func (f *core) prepare(key, value any, kb []byte, ts beam.EventTime) (element, error) {
 	if kb == nil {
 		var err error
@@ -174,6 +174,18 @@ func (f *core) emitOutputs(tsMs int64, win string, outputs []any, emit func(beam
 		}
 		emit(ts, windowed{Window: win, Value: ob})
 	}
+	return nil
+}
+
+// commitOutputs emits the outputs of element id of key, which succeeded
+// after attempts attempts, with its timestamp (Unix ms) and window, and
+// counts and reports its commit.
+func (f *core) commitOutputs(ctx context.Context, key any, id string, tsMs int64, win string, outputs []any, attempts int, emit func(beam.EventTime, beam.Z)) error {
+	if err := f.emitOutputs(tsMs, win, outputs, emit); err != nil {
+		return err
+	}
+	f.metrics.committed.Inc(ctx, 1)
+	f.event(EventCommitted, key, id, attempts, nil)
 	return nil
 }
 
@@ -264,20 +276,15 @@ func (f *core) job(el element) state.Job {
 
 // work is one element's call; attempt n of the task is attempt done+n of the
 // element. The caller holds the user fn for the task; it is released when the
-// task's last attempt returns (see release in userFn). An element started
-// from bag state reports EventRescheduled here, as its first attempt begins,
-// so that a listener sees it before EventStarted.
+// task's last attempt returns (see release in userFn).
 func (f *core) work(el element) state.Work {
 	limit, key, id := f.CallTimeout, el.key, el.id
 	return func(ctx context.Context, attempt int) ([]any, error) {
 		n := el.done + attempt
 		ctx = withAttempt(ctx, n, f.Fallbacks)
 		ctx = context.WithValue(ctx, callKey{}, callInfo{f: f, key: key, id: id, attempt: n})
-		if el.fromState && attempt == 1 {
-			f.event(EventRescheduled, key, id, el.done, nil)
-		}
-		f.event(EventStarted, key, id, n, nil)
-		outputs, err := f.callWithin(ctx, limit, key, el.value)
+		f.attemptBegins(el, attempt)
+		outputs, err := callWithin(ctx, limit, func(ctx context.Context) ([]any, error) { return f.user.call(ctx, key, el.value) })
 		if err == nil {
 			f.event(EventSucceeded, key, id, n, nil)
 		}
@@ -285,18 +292,32 @@ func (f *core) work(el element) state.Work {
 	}
 }
 
-// callWithin calls the wrapped fn once, with a deadline when limit > 0.
-func (f *core) callWithin(ctx context.Context, limit time.Duration, key, value any) ([]any, error) {
+// attemptBegins tells the listener that attempt (counted within the task)
+// of el begins: an element started from bag state reports EventRescheduled
+// as its first attempt begins, so that a listener sees it before
+// EventStarted.
+func (f *core) attemptBegins(el element, attempt int) {
+	if el.fromState && attempt == 1 {
+		f.event(EventRescheduled, el.key, el.id, el.done, nil)
+	}
+	f.event(EventStarted, el.key, el.id, el.done+attempt, nil)
+}
+
+// callWithin runs one call of the wrapped fn (call), with a deadline when
+// limit > 0: a call still running at the deadline returns a timeoutError,
+// whatever it returned, and no result.
+func callWithin[R any](ctx context.Context, limit time.Duration, call func(context.Context) (R, error)) (R, error) {
 	if limit <= 0 {
-		return f.user.call(ctx, key, value)
+		return call(ctx)
 	}
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	outputs, err := f.user.call(ctx, key, value)
+	result, err := call(ctx)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return nil, &timeoutError{limit: limit, err: err}
+		var none R
+		return none, &timeoutError{limit: limit, err: err}
 	}
-	return outputs, err
+	return result, err
 }
 
 // Teardown forwards Teardown to the wrapped fn once its running calls end.

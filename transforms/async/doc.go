@@ -41,7 +41,7 @@
 //     state under its key (one state for all the key's windows), the
 //     durable record of work in flight. The first ProcessElement of a key in
 //     each bundle reads the key's bag once and commits its finished results
-//     (keyview.go, commit.go): it holds the same state as a timer callback
+//     (turn.go, settle.go): it holds the same state as a timer callback
 //     and commits atomically with its bundle. A processing-time timer, held
 //     at the earliest pending element's event time, commits the key when
 //     timers.Cadence.Plan says: for a quiet key, on the commit grid (C/4)
@@ -69,21 +69,22 @@
 //     (options.go, retry.go, priority.go) and the wrapped fn (userfn.go),
 //     builds the configuration shipped to workers (config.go), wraps
 //     windowed input with its windows (windows.go) and picks the DoFn.
-//  2. stream.go: ProcessElement. accept.go: takeElement opens the key
-//     (keyview.go: openKey reads its bag once per bundle), commits what has
-//     finished (commit.go), encodes and identifies the element (core.go:
-//     prepare; codec.go; accept.go: acceptedID), then accept adds it to bag
-//     state and submits it, or queues it when there is no room.
+//  2. stream.go: ProcessElement takes the key's turn (turn.go): open reads
+//     the key's bags once per bundle (keyview.go: view), core.go's prepare
+//     encodes and identifies the element, settle commits what has finished
+//     (settle.go), accept gives the element its place in the key's order and
+//     submits it, or queues it when there is no room, store writes the bags
+//     (keyview.go: write) and plan sets the key's timer (timers.Cadence.Plan).
 //  3. core.go: submit hands the element to the worker's pool (package state),
 //     which runs work, the call of the wrapped fn with its timeout; a failed
 //     attempt is retried as retry.go describes, and events.go and metrics.go
 //     report each step.
-//  4. commit.go: a later callback of the key (its next ProcessElement, or its
-//     timer: stream.go arm) emits the finished element's outputs with its
-//     timestamp and window and removes it from bag state in the same bundle;
-//     a final failure becomes a Failure record (failure.go), compensated
-//     after its commit by revert.go. windows.go puts each output back in its
-//     element's window.
+//  4. settle.go: a later turn of the key (its next bundle's first
+//     ProcessElement, or its timer: stream.go OnTimer) emits the finished
+//     element's outputs with its timestamp and window and removes it from
+//     bag state in the same bundle; a final failure becomes a Failure record
+//     (failure.go), compensated after its commit by revert.go. windows.go
+//     puts each output back in its element's window.
 //
 // On bounded input, bundle.go does steps 2 and 4 in the element's own
 // bundle, without state.

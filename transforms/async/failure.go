@@ -58,13 +58,13 @@ type outcome struct {
 	failure *Failure
 }
 
-// settle decides the outcome of element env of key whose task t finished
+// afterFailure decides the outcome of element env of key whose task t finished
 // with err (after one attempt, or several if it retried in the worker): a
 // retry through bag state (see retry.go), or a final failure. Without a
 // failure output a final failure is returned as an error, to fail the key's
 // commit (the wrapped fn's Revert runs only for a failure record that is
 // committed: see revertFn).
-func (f *core) settle(key any, kb []byte, env state.Envelope, t *state.Task, err error) (outcome, error) {
+func (f *core) afterFailure(key any, kb []byte, env state.Envelope, t *state.Task, err error) (outcome, error) {
 	next, kind := f.recordAttempts(env, t, err)
 	retry, why := f.retryable(kind, next.Attempts, err)
 	if retry {

@@ -106,22 +106,6 @@ type views struct {
 	began time.Time
 }
 
-// openKey is the first step of every stateful callback (element: a
-// ProcessElement): the state it may write, the transform's pool, and the
-// bundle's view of the key.
-func (f *core) openKey(ctx context.Context, bag, queue *beamstate.Bag[[]byte], vs *views, sp beamstate.Provider, key any, element bool) (keyState, *state.Pool, *keyView, error) {
-	ks := keyState{bag: bag, queue: queue, sp: sp}
-	if vs.byOwner == nil {
-		vs.byOwner = map[string]*keyView{}
-	}
-	pool, err := f.pool()
-	if err != nil {
-		return ks, nil, nil, err
-	}
-	v, err := f.view(ctx, pool, vs, ks, key, element)
-	return ks, pool, v, err
-}
-
 // view returns the bundle's view of key, reading the pending bag on the
 // bundle's first touch (which also shows the pool the key is alive here).
 func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyState, key any, element bool) (*keyView, error) {
@@ -429,29 +413,4 @@ func raws(ps []*pending) [][]byte {
 		out[i] = p.raw
 	}
 	return out
-}
-
-// cancelStale removes the key's local tasks whose element is not pending:
-// committed elsewhere (a key that moved between workers and back), or
-// started by a bundle that failed and was not retried here. Only the key's
-// timer calls it: a ProcessElement may belong to the retry of a failed
-// bundle, whose elements are about to be accepted again and should find
-// their calls running (see acceptedID).
-func (f *core) cancelStale(ctx context.Context, pool *state.Pool, v *keyView) {
-	tasks := pool.ForOwner(v.owner)
-	if len(tasks) == 0 {
-		return
-	}
-	pending := make(map[string]bool, len(v.entries))
-	for _, p := range v.entries {
-		pending[p.env.TaskID()] = true
-	}
-	for _, t := range tasks {
-		if !pending[t.Key.ID] {
-			pool.Remove(t)
-			f.metrics.cancelled.Inc(ctx, 1)
-			_, id := state.SplitIdentity(state.IdentityOfTask(t.Key.ID))
-			f.event(EventCancelled, v.key, id, t.Attempts(), nil)
-		}
-	}
 }

@@ -146,7 +146,7 @@ func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) (outs 
 		if in, unrestorable, err = carryWindows(s, col, c.config); err != nil {
 			return nil, beam.PCollection{}, err
 		}
-		c.Carried, c.OutputType, inner = true, &beam.EncodedType{T: outT}, reflect.TypeOf(windowed{})
+		c.Carried, inner = true, reflect.TypeOf(windowed{})
 	}
 	if outs, err = beam.TryParDo(s, chooseDoFn(c, in), in, beam.TypeDefinition{Var: beam.ZType, T: inner}); err != nil || !c.Carried {
 		return outs, unrestorable, err

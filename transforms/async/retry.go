@@ -11,10 +11,10 @@ package async
 // element, so every worker computes the same one.
 //
 // Where, on unbounded input (streamFn). The task ends with its error. The
-// key's next callback settles it (failure.go: settle): recordAttempts counts
+// key's next callback settles it (failure.go: afterFailure): recordAttempts counts
 // the attempts into the element's envelope, and retryLater writes it back to
 // bag state with the time of its next attempt. A callback of the key at or
-// after that time starts it again (commit.go). A waiting retry holds no slot,
+// after that time starts it again (settle.go). A waiting retry holds no slot,
 // no place and no memory, and survives a worker restart.
 //
 // Where, on bounded input (bundleFn: config.RetryInWorker). A bundle
@@ -24,7 +24,7 @@ package async
 // goroutine, slot or place in flight (state/slots.go: pause), then runs the
 // next attempt in the same task, whose count continues the element's.
 //
-// An element that is not retried fails for good (failure.go: settle): a
+// An element that is not retried fails for good (failure.go: afterFailure): a
 // Failure record, or a failed commit without a failure output.
 
 import (

@@ -3,8 +3,8 @@ package async
 // The DoFn for unbounded input: elements wait in bag state, and each key
 // commits its finished elements from its own callbacks: a processing-time
 // timer set where timers.Cadence.Plan says, and the first ProcessElement of
-// the key in each bundle. It runs in the global window,
-// each element with its own window (windows.go).
+// the key in each bundle. Each callback is one turn of its key (turn.go). It
+// runs in the global window, each element with its own window (windows.go).
 
 import (
 	"context"
@@ -35,7 +35,7 @@ type streamFn struct {
 	// Queued holds the elements that found no room, until a callback of
 	// their key has room to start them (see queuedStateID).
 	Queued beamstate.Bag[[]byte]
-	// Commit fires when the planner says (arm).
+	// Commit fires when the planner says (keyTurn.plan).
 	Commit beamtimers.ProcessingTime
 
 	views     views     // this bundle's keys
@@ -74,38 +74,54 @@ func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z
 	return nil
 }
 
-// ProcessElement commits the key at its first touch in the bundle, then
-// accepts the element and sets the key's timer.
+// ProcessElement takes one element of a key: the key's lifecycle steps
+// (turn.go), with its element accepted after the bundle's first settle of
+// the key.
 func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	pool, v, err := f.takeElement(ctx, &f.Pending, &f.Queued, &f.views, sp, ts, key, value, emit, fail)
+	k, err := f.open(ctx, sp, key, true, emit, fail)
 	if err != nil {
 		return err
 	}
-	f.arm(tp, pool, v, true)
-	f.sweepUnbuffered(ctx, pool)
+	el, err := f.prepare(key, value, k.v.kb, ts)
+	if err != nil {
+		return err
+	}
+	// With WithIDFn, an element whose ID was pending when the bundle began is
+	// one element with it, even if settle commits that one now.
+	isCopy := f.IDFn != nil && k.v.byID[el.identity()] != nil
+	if err := k.settle(false); err != nil {
+		return err
+	}
+	if err := k.accept(el, isCopy); err != nil {
+		return err
+	}
+	if err := k.store(); err != nil {
+		return err
+	}
+	k.plan(tp, true)
+	f.sweepUnbuffered(ctx, k.pool)
 	return nil
 }
 
-// OnTimer commits the key.
+// OnTimer settles the key: the key's lifecycle steps (turn.go) without an
+// element.
 func (f *streamFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 	if timer.Family != commitFamily {
 		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
 	}
-	ks, pool, v, err := f.openKey(ctx, &f.Pending, &f.Queued, &f.views, sp, key, false)
+	k, err := f.open(ctx, sp, key, false, emit, fail)
 	if err != nil {
 		return err
 	}
-	v.committed = false       // a timer always commits, even after a ProcessElement of this bundle
-	pool.Pace().Drop(v.owner) // it fired: no overrun, whenever this bundle ends
-	v.planned = false
-	f.sweepUnbuffered(ctx, pool)
-	if err := f.commitOnce(ctx, pool, ks, v, true, emit, fail); err != nil {
+	k.fired()
+	f.sweepUnbuffered(ctx, k.pool)
+	if err := k.settle(true); err != nil {
 		return err
 	}
-	if err := v.write(ks); err != nil {
+	if err := k.store(); err != nil {
 		return err
 	}
-	f.arm(tp, pool, v, false)
+	k.plan(tp, false)
 	return nil
 }
 
@@ -122,38 +138,4 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 	}
 	f.lastSweep = now
 	f.reportEvicted(ctx, pool.EvictIdleUnbuffered(now.Add(-f.cadence().Moved)))
-}
-
-// arm sets the key's timer while it has pending or queued elements, held
-// at their earliest event time, for the instant timers.Cadence.Plan picks
-// from what the key holds, the pool's load and the runner's pace. An empty
-// key sets none, so that a bounded pipeline can end.
-func (f *streamFn) arm(tp beamtimers.Provider, pool *state.Pool, v *keyView, element bool) {
-	pace := pool.Pace()
-	if v.empty() {
-		pace.Drop(v.owner)
-		return
-	}
-	now := f.clock.Now()
-	perWave := f.Parallelism
-	if f.Batch != nil {
-		perWave *= f.Batch.Size
-	}
-	at := f.cadence().Plan(timers.Facts{
-		Now:         now,
-		AtElement:   element,
-		Seen:        v.seen,
-		Gaps:        v.arrivals.Gaps,
-		Gap:         v.arrivals.Gap,
-		MeanGap:     v.arrivals.MeanGap,
-		Active:      len(v.entries) + int(v.queue.Count) - v.res.waitingRetries - v.res.heldBack,
-		Queued:      max(v.res.queued, int(v.queue.Count)), // the commit's count, or more if this bundle queued since
-		Running:     v.res.running,
-		ShortestRun: v.res.shortestRun,
-		RetryDue:    v.res.dueNext,
-		Pool:        timers.Load{Expected: pool.ExpectedLatency(), Unfinished: pool.Unfinished(), Held: pool.Len(), PerWave: perWave},
-		Runner:      pace.Runner(now),
-	})
-	pace.Planned(v.owner, at, now, f.cadence())
-	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(v.hold()))
 }

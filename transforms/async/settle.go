@@ -1,11 +1,11 @@
 package async
 
-// The exactly-once step of the stateful DoFn: a callback that holds a key's
-// state emits the outputs of its finished elements and removes them from the
-// bag in the same bundle, which the runner commits whole.
+// The exactly-once step of a key's turn (keyTurn.settle): a callback that
+// holds a key's state emits the outputs of its finished elements and removes
+// them from the bag in the same bundle, which the runner commits whole; then
+// it starts what the worker does not run, as room allows.
 
 import (
-	"context"
 	"sort"
 	"time"
 
@@ -40,12 +40,13 @@ type commitResult struct {
 // longer pending (see cancelStale). A key left with elements that wait for
 // room waits for a place in the pool's turn (state.Pool.Waiting): a place
 // freed meanwhile is kept for it, in its turn, until its next callback. The
-// caller writes the view back (keyView.write) in the same callback.
-func (f *core) commit(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, timer bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (commitResult, error) {
+// caller stores the view (keyTurn.store) in the same callback.
+func (k *keyTurn) commit(timer bool) (commitResult, error) {
+	f, v, ctx, pool := k.fn, k.v, k.ctx, k.pool
 	if timer {
-		f.cancelStale(ctx, pool, v)
+		k.cancelStale()
 	}
-	scan, err := f.settleFinished(ctx, pool, v, emit, fail)
+	scan, err := k.settleFinished()
 	if err != nil {
 		return scan.res, err
 	}
@@ -53,12 +54,12 @@ func (f *core) commit(ctx context.Context, pool *state.Pool, ks keyState, v *key
 	if scan.changed {
 		v.keep(scan.keep)
 	}
-	queued, err := f.startFromState(ctx, pool, v, scan.keep, scan.toStart)
+	queued, err := k.startFromState(scan.keep, scan.toStart)
 	if err != nil {
 		return res, err
 	}
 	if queued == 0 && v.queue.Count > 0 {
-		if err := f.startQueued(ctx, pool, ks, v, f.Ordered && len(scan.keep) == 0); err != nil {
+		if err := k.startQueued(f.Ordered && len(scan.keep) == 0); err != nil {
 			return res, err
 		}
 	}
@@ -82,7 +83,8 @@ type commitScan struct {
 // order with WithOrdered: a success is emitted (with WithOrdered only when
 // no earlier element is unresolved), a failure is settled. It sorts the
 // others into those that run here and those this worker must start.
-func (f *core) settleFinished(ctx context.Context, pool *state.Pool, v *keyView, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (commitScan, error) {
+func (k *keyTurn) settleFinished() (commitScan, error) {
+	f, v, ctx, pool := k.fn, k.v, k.ctx, k.pool
 	entries := v.entries
 	if f.Ordered {
 		entries = inOrder(v.entries)
@@ -123,7 +125,7 @@ func (f *core) settleFinished(ctx context.Context, pool *state.Pool, v *keyView,
 				continue
 			}
 			scan.changed = true
-			retry, err := f.resolve(ctx, pool, v, p, t, now, emit, fail)
+			retry, err := k.commitTask(p, t, now)
 			if err != nil {
 				return scan, err
 			}
@@ -139,29 +141,25 @@ func (f *core) settleFinished(ctx context.Context, pool *state.Pool, v *keyView,
 	return scan, nil
 }
 
-// resolve commits the finished task t of pending element p: its outputs, or
-// its final failure; or, for a failed attempt to be retried, returns the
+// commitTask commits the finished task t of pending element p: its outputs,
+// or its final failure; or, for a failed attempt to be retried, returns the
 // element to write back with its attempt count and due time.
-func (f *core) resolve(ctx context.Context, pool *state.Pool, v *keyView, p *pending, t *state.Task, now time.Time, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (*pending, error) {
+func (k *keyTurn) commitTask(p *pending, t *state.Task, now time.Time) (*pending, error) {
+	f, v, ctx, pool := k.fn, k.v, k.ctx, k.pool
 	outputs, callErr := t.Result()
 	// Forget the task either way: a retry starts a new one, and if this
 	// callback fails the retried callback runs it again.
 	pool.Remove(t)
 	f.metrics.observeFinished(ctx, t, now)
 	if callErr == nil {
-		if err := f.emitOutputs(p.env.EventTimeMs, p.env.Window, outputs, emit); err != nil {
-			return nil, err
-		}
-		f.metrics.committed.Inc(ctx, 1)
-		f.event(EventCommitted, v.key, p.env.ID, p.env.Attempts+t.Attempts(), nil)
-		return nil, nil
+		return nil, f.commitOutputs(ctx, v.key, p.env.ID, p.env.EventTimeMs, p.env.Window, outputs, p.env.Attempts+t.Attempts(), k.emit)
 	}
-	out, err := f.settle(v.key, v.kb, p.env, t, callErr)
+	out, err := f.afterFailure(v.key, v.kb, p.env, t, callErr)
 	if err != nil {
 		return nil, err
 	}
 	if out.failure != nil {
-		fail(beam.EventTime(p.env.EventTimeMs), *out.failure)
+		k.fail(beam.EventTime(p.env.EventTimeMs), *out.failure)
 		f.metrics.failed.Inc(ctx, 1)
 		return nil, nil
 	}
@@ -175,58 +173,33 @@ func (f *core) resolve(ctx context.Context, pool *state.Pool, v *keyView, p *pen
 // callback (queued counts those); but with WithOrdered the key's earliest
 // pending element (keep[0]) starts even without a place, since the key's
 // held results wait for it.
-func (f *core) startFromState(ctx context.Context, pool *state.Pool, v *keyView, keep, toStart []*pending) (queued int, err error) {
-	items := make([]startItem, 0, len(toStart))
-	for _, p := range toStart {
-		value, err := f.decodeValue(v.key, p.env.Value)
-		if err != nil {
+func (k *keyTurn) startFromState(keep, toStart []*pending) (queued int, err error) {
+	items := make([]startItem, len(toStart))
+	for i, p := range toStart {
+		items[i].p = p
+		if err := k.decodeItem(&items[i]); err != nil {
 			return 0, err
 		}
-		prio, err := f.priority(value)
-		if err != nil {
-			return 0, err
-		}
-		items = append(items, startItem{p: p, value: value, priority: prio})
 	}
 	head := ""
 	switch {
-	case f.Ordered && len(keep) > 0:
+	case k.fn.Ordered && len(keep) > 0:
 		head = keep[0].env.Identity()
-	case !f.Ordered:
+	case !k.fn.Ordered:
 		byPriority(items, func(it startItem) int { return it.priority })
 	}
-	for _, it := range items {
-		el := f.fromState(v, it.p, it.value, it.priority)
-		_, adm, err := f.submit(ctx, pool, el, 0)
+	for i := range items {
+		adm, err := k.startItem(&items[i], items[i].p.env.Identity() == head)
 		if err != nil {
 			return 0, err
-		}
-		if adm == state.NoRoom && it.p.env.Identity() == head {
-			if _, err := f.startHead(ctx, pool, el); err != nil {
-				return 0, err
-			}
-			adm = state.Started
 		}
 		if adm != state.Started {
 			queued++
 			continue
 		}
-		f.metrics.rescheduled.Inc(ctx, 1)
+		k.fn.metrics.rescheduled.Inc(k.ctx, 1)
 	}
 	return queued, nil
-}
-
-// startHead starts an ordered key's earliest pending element without a
-// place. The key keeps one such task: one left running for a later element
-// by a callback that failed after committing this one (its commit rolled
-// back, so this element is pending again) is cancelled. Its element is
-// still in bag state (pending or queued) and starts again in its turn, with
-// EventRescheduled, so nothing is reported here: the listener keeps its
-// record (EventCancelled would end it). A task of an element committed on
-// another worker is cancelled too, as cancelStale would.
-func (f *core) startHead(ctx context.Context, pool *state.Pool, el element) (*state.Task, error) {
-	pool.DisplaceUnbuffered(el.k)
-	return f.startUnbuffered(ctx, pool, el)
 }
 
 // startQueued starts queued elements while there is room, in their order
@@ -234,12 +207,13 @@ func (f *core) startHead(ctx context.Context, pool *state.Pool, el element) (*st
 // moves them to the pending elements. With head, the first starts even
 // without a place: it is the key's earliest element (WithOrdered), which the
 // key's held results wait for. The queue bag is read only if an element can
-// start: a place is kept for the key (see commit) or free.
-func (f *core) startQueued(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, head bool) error {
-	if !head && !pool.HasRoom(v.owner) && (!f.evictIdle(ctx, pool) || !pool.HasRoom(v.owner)) {
+// start: a place is kept for the key (see keyTurn.commit) or free.
+func (k *keyTurn) startQueued(head bool) error {
+	f, v, pool := k.fn, k.v, k.pool
+	if !head && !pool.HasRoom(v.owner) && (!f.evictIdle(k.ctx, pool) || !pool.HasRoom(v.owner)) {
 		return nil
 	}
-	if err := f.readQueue(ctx, ks, v); err != nil {
+	if err := f.readQueue(k.ctx, k.bags, v); err != nil {
 		return err
 	}
 	items := make([]startItem, len(v.queued))
@@ -251,7 +225,7 @@ func (f *core) startQueued(ctx context.Context, pool *state.Pool, ks keyState, v
 		sort.SliceStable(items, func(i, j int) bool { return items[i].p.env.Seq < items[j].p.env.Seq })
 	case f.PriorityFn != nil:
 		for i := range items {
-			if err := f.decodeItem(v, &items[i]); err != nil {
+			if err := k.decodeItem(&items[i]); err != nil {
 				return err
 			}
 		}
@@ -260,26 +234,19 @@ func (f *core) startQueued(ctx context.Context, pool *state.Pool, ks keyState, v
 	started := 0
 	for ; started < len(items); started++ {
 		it := &items[started]
-		if err := f.decodeItem(v, it); err != nil {
+		if err := k.decodeItem(it); err != nil {
 			return err
 		}
-		el := f.fromState(v, it.p, it.value, it.priority)
-		_, adm, err := f.submit(ctx, pool, el, 0)
+		adm, err := k.startItem(it, head && started == 0)
 		if err != nil {
 			return err
-		}
-		if adm == state.NoRoom && head && started == 0 {
-			if _, err := f.startHead(ctx, pool, el); err != nil {
-				return err
-			}
-			adm = state.Started
 		}
 		if adm == state.NoRoom {
 			break
 		}
 		v.add(it.p)
 		v.added = append(v.added, it.p.raw)
-		f.metrics.rescheduled.Inc(ctx, 1)
+		f.metrics.rescheduled.Inc(k.ctx, 1)
 	}
 	if started > 0 || v.queueChanged {
 		rest := make([]*pending, 0, len(items)-started)
@@ -291,25 +258,57 @@ func (f *core) startQueued(ctx context.Context, pool *state.Pool, ks keyState, v
 	return nil
 }
 
+// startItem submits a decoded element from the key's bags without waiting
+// for room (room comes from commits, and this callback is one). An ordered
+// key's earliest element (head) starts even without a place (see startHead).
+func (k *keyTurn) startItem(it *startItem, head bool) (state.Admission, error) {
+	el := k.fromState(it)
+	_, adm, err := k.fn.submit(k.ctx, k.pool, el, 0)
+	if err != nil {
+		return adm, err
+	}
+	if adm == state.NoRoom && head {
+		if _, err := k.startHead(el); err != nil {
+			return adm, err
+		}
+		adm = state.Started
+	}
+	return adm, nil
+}
+
+// startHead starts an ordered key's earliest pending element without a
+// place. The key keeps one such task: one left running for a later element
+// by a callback that failed after committing this one (its commit rolled
+// back, so this element is pending again) is cancelled. Its element is
+// still in bag state (pending or queued) and starts again in its turn, with
+// EventRescheduled, so nothing is reported here: the listener keeps its
+// record (EventCancelled would end it). A task of an element committed on
+// another worker is cancelled too, as cancelStale would.
+func (k *keyTurn) startHead(el element) (*state.Task, error) {
+	k.pool.DisplaceUnbuffered(el.k)
+	return k.fn.startUnbuffered(k.ctx, k.pool, el)
+}
+
 // decodeItem decodes an element's value and priority, once.
-func (f *core) decodeItem(v *keyView, it *startItem) (err error) {
+func (k *keyTurn) decodeItem(it *startItem) (err error) {
 	if it.decoded {
 		return nil
 	}
 	it.decoded = true
-	if it.value, err = f.decodeValue(v.key, it.p.env.Value); err != nil {
+	if it.value, err = k.fn.decodeValue(k.v.key, it.p.env.Value); err != nil {
 		return err
 	}
-	it.priority, err = f.priority(it.value)
+	it.priority, err = k.fn.priority(it.value)
 	return err
 }
 
-// fromState is the element of a bag entry of the view's key, to be started
+// fromState is the element of a decoded bag entry of the key, to be started
 // by a callback.
-func (f *core) fromState(v *keyView, p *pending, value any, priority int) element {
-	return element{k: state.TaskKey{Owner: v.owner, ID: p.env.TaskID()}, key: v.key, value: value, kb: v.kb, vb: p.env.Value,
-		id: p.env.ID, window: p.env.Window, ts: beam.EventTime(p.env.EventTimeMs), done: p.env.Attempts, priority: priority, fromState: true,
-		previous: previousError(p.env)}
+func (k *keyTurn) fromState(it *startItem) element {
+	v, env := k.v, it.p.env
+	return element{k: state.TaskKey{Owner: v.owner, ID: env.TaskID()}, key: v.key, value: it.value, kb: v.kb, vb: env.Value,
+		id: env.ID, window: env.Window, ts: beam.EventTime(env.EventTimeMs), done: env.Attempts, priority: it.priority, fromState: true,
+		previous: previousError(env)}
 }
 
 // startItem is an element from bag state that a callback is about to start.
@@ -320,22 +319,35 @@ type startItem struct {
 	decoded  bool // value and priority are set
 }
 
+// cancelStale removes the key's local tasks whose element is not pending:
+// committed elsewhere (a key that moved between workers and back), or
+// started by a bundle that failed and was not retried here. Only the key's
+// timer calls it: a ProcessElement may belong to the retry of a failed
+// bundle, whose elements are about to be accepted again and should find
+// their calls running (see acceptedID).
+func (k *keyTurn) cancelStale() {
+	tasks := k.pool.ForOwner(k.v.owner)
+	if len(tasks) == 0 {
+		return
+	}
+	pending := make(map[string]bool, len(k.v.entries))
+	for _, p := range k.v.entries {
+		pending[p.env.TaskID()] = true
+	}
+	for _, t := range tasks {
+		if !pending[t.Key.ID] {
+			k.pool.Remove(t)
+			k.fn.metrics.cancelled.Inc(k.ctx, 1)
+			_, id := state.SplitIdentity(state.IdentityOfTask(t.Key.ID))
+			k.fn.event(EventCancelled, k.v.key, id, t.Attempts(), nil)
+		}
+	}
+}
+
 // earliest returns the earlier of a and b, where the zero time means unset.
 func earliest(a, b time.Time) time.Time {
 	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
 		return b
 	}
 	return a
-}
-
-// commitOnce commits the key at its first callback in this bundle (see
-// commit for timer).
-func (f *core) commitOnce(ctx context.Context, pool *state.Pool, ks keyState, v *keyView, timer bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	if v.committed {
-		return nil
-	}
-	v.committed = true
-	res, err := f.commit(ctx, pool, ks, v, timer, emit, fail)
-	v.res = res
-	return err
 }

@@ -1,0 +1,164 @@
+package async
+
+// A key's lifecycle in one callback of the stateful DoFn (streamFn): every
+// callback opens the key, settles what has finished, accepts its element (a
+// ProcessElement), stores the changes in the key's bags and plans the key's
+// timer, in that order. streamFn's ProcessElement and OnTimer are these
+// steps; settle.go has what settling does, keyview.go the bags' format.
+
+import (
+	"context"
+	"encoding/binary"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+
+	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/timers"
+)
+
+// keyTurn is one key in one callback: the key's bags (the state the
+// callback may write), the transform's pool in this process, the bundle's
+// view of the key, and the callback's outputs. It lives for one callback;
+// the view lives for the bundle (streamFn.views).
+type keyTurn struct {
+	fn   *streamFn
+	ctx  context.Context
+	pool *state.Pool
+	bags keyState
+	v    *keyView
+	emit func(beam.EventTime, beam.Z)
+	fail func(beam.EventTime, Failure)
+}
+
+// open is every callback's first step (element: a ProcessElement): the
+// bundle's view of the key, which reads its pending bag at the bundle's
+// first touch of the key (see view).
+func (f *streamFn) open(ctx context.Context, sp beamstate.Provider, key any, element bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (*keyTurn, error) {
+	pool, err := f.pool()
+	if err != nil {
+		return nil, err
+	}
+	k := &keyTurn{fn: f, ctx: ctx, pool: pool, bags: keyState{bag: &f.Pending, queue: &f.Queued, sp: sp}, emit: emit, fail: fail}
+	if f.views.byOwner == nil {
+		f.views.byOwner = map[string]*keyView{}
+	}
+	k.v, err = f.view(ctx, pool, &f.views, k.bags, key, element)
+	return k, err
+}
+
+// fired records that the key's timer fired: it leaves no overrun for the
+// pace (timers.Pace), whenever this bundle ends.
+func (k *keyTurn) fired() {
+	k.pool.Pace().Drop(k.v.owner)
+	k.v.planned = false
+}
+
+// settle commits the key's finished elements and starts what can start (see
+// commit): at the key's first callback in a bundle, and at its timer
+// (timer) even after a ProcessElement of the bundle did; a timer also
+// cancels the key's local work for elements no longer pending (cancelStale).
+// What it leaves (commitResult) is what plan reads.
+func (k *keyTurn) settle(timer bool) error {
+	if k.v.committed && !timer {
+		return nil
+	}
+	k.v.committed = true
+	res, err := k.commit(timer)
+	k.v.res = res
+	return err
+}
+
+// accept takes one element into the key, unless it is a copy of a pending
+// element (isCopy: pending when the bundle began, or started from the queue
+// by this bundle's settle; only with WithIDFn can an element be a copy). It
+// starts if there is room (see WithMaxItemsHeld, WithMaxWait) and nothing of
+// its key is queued before it; otherwise it is queued, and its key waits for
+// a place in the pool's turn (state.Pool.Waiting). Nothing is written until
+// store.
+func (k *keyTurn) accept(el element, isCopy bool) error {
+	f, v, ctx := k.fn, k.v, k.ctx
+	nonce, seq := v.nextSeq()
+	f.acceptedID(&el, seq)
+	f.metrics.accepted.Inc(ctx, 1)
+	f.event(EventAccepted, el.key, el.id, 0, nil)
+	if isCopy || v.byID[el.identity()] != nil {
+		f.metrics.deduplicated.Inc(ctx, 1)
+		f.event(EventDeduplicated, el.key, el.id, 0, nil)
+		return nil
+	}
+	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb, Seq: seq, Window: el.window, Nonce: nonce}
+	p := &pending{raw: env.Encode(), env: env}
+	if v.queue.Count > 0 { // behind its key's queue
+		v.enqueue(p)
+		k.pool.Waiting(v.owner, true)
+		return nil
+	}
+	el.k = state.TaskKey{Owner: v.owner, ID: env.TaskID()}
+	_, adm, err := f.submit(ctx, k.pool, el, f.views.wait)
+	if err != nil {
+		return err
+	}
+	if adm == state.NoRoom {
+		f.views.wait = 0
+		v.enqueue(p)
+		k.pool.Waiting(v.owner, true)
+		return nil
+	}
+	v.add(p) // started, or Existing: a task for it runs already, and serves it
+	v.added = append(v.added, p.raw)
+	f.publish(ctx, k.pool)
+	return nil
+}
+
+// acceptedID is the ID of an element that its value identifies (no
+// WithIDFn): its value's hash, its event time and its place in its key's
+// order, seq. Two input records with equal values are two elements, and an
+// element that a failed bundle accepted is accepted with the same ID and
+// place by the bundle's retry (same state, same elements), which so finds
+// its call running or finished on this worker and takes it over (see
+// state.Envelope.TaskID).
+func (f *core) acceptedID(el *element, seq int64) {
+	if f.IDFn == nil {
+		el.id = state.OccurrenceID(el.id+string(binary.AppendVarint(nil, int64(el.ts))), seq)
+	}
+}
+
+// store writes the bundle's changes to the key's bags (keyView.write).
+func (k *keyTurn) store() error { return k.v.write(k.bags) }
+
+// plan sets the key's timer while it has pending or queued elements, held
+// at their earliest event time, for the instant timers.Cadence.Plan picks
+// from what the key holds, the pool's load and the runner's pace. An empty
+// key sets none, so that a bounded pipeline can end.
+func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
+	f, v, pool := k.fn, k.v, k.pool
+	pace := pool.Pace()
+	if v.empty() {
+		pace.Drop(v.owner)
+		return
+	}
+	now := f.clock.Now()
+	perWave := f.Parallelism
+	if f.Batch != nil {
+		perWave *= f.Batch.Size
+	}
+	at := f.cadence().Plan(timers.Facts{
+		Now:         now,
+		AtElement:   element,
+		Seen:        v.seen,
+		Gaps:        v.arrivals.Gaps,
+		Gap:         v.arrivals.Gap,
+		MeanGap:     v.arrivals.MeanGap,
+		Active:      len(v.entries) + int(v.queue.Count) - v.res.waitingRetries - v.res.heldBack,
+		Queued:      max(v.res.queued, int(v.queue.Count)), // the commit's count, or more if this bundle queued since
+		Running:     v.res.running,
+		ShortestRun: v.res.shortestRun,
+		RetryDue:    v.res.dueNext,
+		Pool:        timers.Load{Expected: pool.ExpectedLatency(), Unfinished: pool.Unfinished(), Held: pool.Len(), PerWave: perWave},
+		Runner:      pace.Runner(now),
+	})
+	pace.Planned(v.owner, at, now, f.cadence())
+	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(v.hold()))
+}
