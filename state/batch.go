@@ -258,7 +258,7 @@ func (b *batcher) send(bt *batch) {
 		if err == nil {
 			o = outcomes[i]
 		}
-		p.settle(m.t, m.job, m.c, items[i].Attempt, o.Outputs, o.Err)
+		p.endAttempt(m.t, m.job, m.c, items[i].Attempt, o.Outputs, o.Err)
 	}
 }
 

@@ -95,7 +95,7 @@ func submitBatch(t *testing.T, p *Pool, n int, group func(int) string, retry Ret
 	var tasks []*Task
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("t%d", i)
-		task, _, err := p.Submit(context.Background(), TaskKey{Owner: "o", ID: name}, -1, Job{Item: name, BatchGroup: group(i), Retry: retry})
+		task, _, err := p.Submit(context.Background(), TaskKey{Owner: "o", Element: ElementID{ID: name}}, -1, Job{Item: name, BatchGroup: group(i), Retry: retry})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +299,7 @@ func TestBatchCancelWhileGathering(t *testing.T) {
 	svc := &batchService{}
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 10, Batch: &BatchConfig{Size: 10, Wait: time.Hour, Send: svc.send}})
 	tasks := submitBatch(t, p, 2, noGroup, nil)
-	for p.InFlight() != 2 || tasks[1].Status() != Waiting {
+	for p.queue.inFlight() != 2 || tasks[1].Status() != Waiting {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(10 * time.Millisecond) // both joined
@@ -310,7 +310,7 @@ func TestBatchCancelWhileGathering(t *testing.T) {
 			t.Errorf("%v: error %v; want it interrupted", task.Key, err)
 		}
 	}
-	if n := p.InFlight(); n != 0 {
+	if n := p.queue.inFlight(); n != 0 {
 		t.Errorf("places in flight after both left: %d; want 0", n)
 	}
 	if sizes := svc.sizes(); len(sizes) != 0 {

@@ -14,8 +14,8 @@
 //     task it holds: waiting, in flight, or finished and waiting for its
 //     key's commit), lets at most Buffer of them be in flight, runs at most
 //     Parallelism at once, and hands places and slots out by priority, then
-//     arrival. It indexes [Task] records by [TaskKey] (an owner: a key and
-//     window, or a bundle; and an ID) so that an element is never run twice
+//     arrival. It indexes [Task] records by [TaskKey] (an owner, a key or a
+//     bundle, and the task's [ElementID]) so that an element is never run twice
 //     at once in a worker and a key's commit finds its work; it remembers
 //     when each owner was last called back, so that the work of owners gone
 //     from the worker (keys that moved, bundles of dropped DoFn instances) is
@@ -27,6 +27,9 @@
 //     of the project, a map from the transform's UUID (fixed at pipeline
 //     construction and shipped with the DoFn) to its Pool and to the few
 //     objects shared beside it ([Registry.SharedValue]: the event listener).
+//   - [ElementID]: the one name of an element (key, window, ID, and where
+//     its key's state accepted it), in bag state, in the Pool and in its
+//     retry's jitter.
 //   - [Envelope]: how one element is written into bag state: its identity, its
 //     event time, its place in its key's order, its retry state and its value
 //     encoded with the input's value coder. A bag entry ([DecodeEntry])

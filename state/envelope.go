@@ -1,11 +1,9 @@
 package state
 
 import (
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // envelopeVersion is the first byte of every encoded Envelope. A change of
@@ -34,7 +32,7 @@ const (
 // highest sequence number (WithOrdered). It also carries what the key's
 // elements share: the incarnation of its state (Nonce) and the highest
 // sequence number it has given (HighSeq), which must outlive the elements
-// that had them (see Envelope.TaskID). It is written into the bag of
+// that had them (see ElementID). It is written into the bag of
 // pending elements; of several, the one with the highest Serial is current.
 type QueueSummary struct {
 	Serial, Count, MinEventTimeMs, MaxSeq int64
@@ -78,7 +76,7 @@ func DecodeQueueSummary(b []byte) (QueueSummary, error) {
 // means a worker restart or a moved key neither resets the count nor retries
 // early.
 type Envelope struct {
-	// ID identifies the element within its key (see DefaultID).
+	// ID identifies the element within its key (see ElementID).
 	ID string
 	// EventTimeMs is the element's event time in Unix milliseconds.
 	EventTimeMs int64
@@ -97,7 +95,7 @@ type Envelope struct {
 	// all committed starts again at 1.
 	Seq int64
 	// Nonce names the incarnation of the key's state the element was
-	// accepted in: a key whose bags empty starts a new one (see TaskID).
+	// accepted in: a key whose bags empty starts a new one (see ElementID).
 	Nonce uint64
 	// Window is the element's window, encoded by the transform (empty: the
 	// global window). The transform keeps a key's elements of every window
@@ -108,55 +106,9 @@ type Envelope struct {
 	Value []byte
 }
 
-// Identity names the element among all of its key's elements: its window
-// and its ID (the same ID in two windows is two elements).
-func (e Envelope) Identity() string { return Identity(e.Window, e.ID) }
-
-// Identity is the identity of the element ID in window (encoded, empty for
-// the global window) within its key: the window, length-prefixed, then the
-// ID.
-func Identity(window, id string) string {
-	if window == "" {
-		return "\x00" + id
-	}
-	return string(binary.AppendUvarint(nil, uint64(len(window)))) + window + id
-}
-
-// TaskID is the element's identity in its worker's pool: its Identity, then
-// the incarnation of its key's state and its place in it. A task that an
-// earlier element with an equal identity left on a worker (committed
-// elsewhere after its key moved, say) is never taken for this element,
-// while the retry of a bundle that failed, which reads the same state and
-// gives its records the same places, finds the calls it had started.
-func (e Envelope) TaskID() string {
-	suffix := binary.AppendVarint(binary.AppendUvarint(nil, e.Nonce), e.Seq)
-	return e.Identity() + string(suffix) + string(rune(len(suffix)))
-}
-
-// IdentityOfTask returns the identity a TaskID was made from (for anything
-// else, the whole).
-func IdentityOfTask(taskID string) string {
-	if taskID == "" {
-		return ""
-	}
-	n := int(taskID[len(taskID)-1])
-	if n+1 > len(taskID) {
-		return taskID
-	}
-	return taskID[:len(taskID)-1-n]
-}
-
-// SplitIdentity returns the window and the ID of an identity made by
-// Identity (for anything else, it returns an empty window and the whole).
-func SplitIdentity(identity string) (window, id string) {
-	if strings.HasPrefix(identity, "\x00") {
-		return "", identity[1:]
-	}
-	n, k := binary.Uvarint([]byte(identity))
-	if k <= 0 || n > uint64(len(identity)-k) {
-		return "", identity
-	}
-	return identity[k : k+int(n)], identity[k+int(n):]
+// Element returns the identity of the element e keeps, of key (encoded).
+func (e Envelope) Element(key string) ElementID {
+	return ElementID{Key: key, Window: e.Window, ID: e.ID, Nonce: e.Nonce, Seq: e.Seq}
 }
 
 // Encode returns e's bag-state bytes: the version byte; the ID and the last
@@ -386,30 +338,4 @@ func decodeBatch(rest []byte) (Entry, error) {
 		return Entry{}, fmt.Errorf("%w: %d bytes after the batch", ErrBadEnvelope, len(rest))
 	}
 	return e, nil
-}
-
-// DefaultID is the part of an element's ID that its value gives when the
-// transform has no ID function: the first 16 bytes of the SHA-256 of its
-// encoded value. The transform adds the element's place among its key's
-// elements (see OccurrenceID), so that two input records with equal values
-// stay two elements.
-func DefaultID(encodedValue []byte) string {
-	sum := sha256.Sum256(encodedValue)
-	return string(sum[:16])
-}
-
-// OccurrenceID is the ID of the element with value ID base that comes n-th
-// among its key's elements (n from 1): base, then n as a uvarint.
-func OccurrenceID(base string, n int64) string {
-	return string(binary.AppendUvarint([]byte(base), uint64(n)))
-}
-
-// TaskKey identifies an element's task within a transform's Pool: its
-// owner, and its ID within that owner. For unbounded input the owner is the
-// element's key, encoded (so the same value under two keys is two
-// elements), and the ID its Identity (window and ID); for a bundle of
-// bounded input the owner is the bundle, and the ID the key, window and ID.
-type TaskKey struct {
-	Owner string
-	ID    string
 }

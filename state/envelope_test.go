@@ -11,7 +11,7 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 	tests := []Envelope{
 		{},
 		{ID: "a", EventTimeMs: 0, Value: []byte("v")},
-		{ID: DefaultID([]byte("x")), EventTimeMs: -9223372036854775808, Value: bytes.Repeat([]byte{7}, 1<<20)},
+		{ID: ValueID([]byte("x")), EventTimeMs: -9223372036854775808, Value: bytes.Repeat([]byte{7}, 1<<20)},
 		{ID: "", EventTimeMs: 1735689600000, Value: nil},
 		{ID: "r", Attempts: 2, FirstAttemptMs: 10, LastAttemptMs: 20, NextAttemptMs: 30, LastKind: "timeout", LastError: "deadline exceeded", Value: []byte("v")},
 		{ID: "o", Seq: 1 << 40, Value: []byte("v")},
@@ -72,18 +72,6 @@ func TestDecodeEnvelopeRejectsMalformed(t *testing.T) {
 	}
 }
 
-func TestDefaultID(t *testing.T) {
-	if DefaultID([]byte("a")) != DefaultID([]byte("a")) {
-		t.Error("DefaultID is not deterministic")
-	}
-	if DefaultID([]byte("a")) == DefaultID([]byte("b")) {
-		t.Error("DefaultID gives two different values the same ID")
-	}
-	if got := len(DefaultID(nil)); got != 16 {
-		t.Errorf("len(DefaultID) = %d, want 16", got)
-	}
-}
-
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(Envelope{ID: "id", EventTimeMs: 42, Value: []byte("value")}.Encode())
@@ -118,8 +106,8 @@ func FuzzEnvelopeRoundTrip(f *testing.F) {
 		if !reflect.DeepEqual(normal(out), normal(in)) {
 			t.Fatalf("round trip = %+v, want %+v", normal(out), normal(in))
 		}
-		if a, b := DefaultID(value), DefaultID(bytes.Clone(value)); a != b || len(a) != 16 {
-			t.Fatalf("DefaultID is not a deterministic 16-byte identity: %x, %x", a, b)
+		if a, b := ValueID(value), ValueID(bytes.Clone(value)); a != b || len(a) != 16 {
+			t.Fatalf("ValueID is not a deterministic 16-byte identity: %x, %x", a, b)
 		}
 	})
 }
@@ -268,25 +256,6 @@ func TestQueueSummaryRoundTrip(t *testing.T) {
 		if _, err := DecodeQueueSummary(b); !errors.Is(err, ErrBadEnvelope) {
 			t.Errorf("DecodeQueueSummary(%x) = %v, want ErrBadEnvelope", b, err)
 		}
-	}
-}
-
-// TestIdentity: an identity names window and ID apart (the same ID in two
-// windows is two identities), and splits back.
-func TestIdentity(t *testing.T) {
-	for _, tc := range []struct{ window, id string }{
-		{"", "abc"}, {"[0, 10)", "abc"}, {"[0, 10)", ""}, {"", "\x00x"}, {"[1, 2)", "[1, 2)"},
-	} {
-		idn := Identity(tc.window, tc.id)
-		if w, id := SplitIdentity(idn); w != tc.window || id != tc.id {
-			t.Errorf("SplitIdentity(Identity(%q, %q)) = %q, %q", tc.window, tc.id, w, id)
-		}
-	}
-	if Identity("[0, 10)", "a") == Identity("[10, 20)", "a") || Identity("", "a") == Identity("[0, 10)", "a") {
-		t.Error("one ID in two windows gives one identity")
-	}
-	if OccurrenceID("h", 1) == OccurrenceID("h", 2) {
-		t.Error("two occurrences of a value share an ID")
 	}
 }
 

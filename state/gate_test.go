@@ -63,7 +63,7 @@ func TestGateSeesEveryAttemptAndItsOutcome(t *testing.T) {
 	}
 	retry := func(int, error) (time.Duration, bool) { return time.Millisecond, true }
 	prior := errors.New("from bag state")
-	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", ID: "1"}, 0, Job{Work: work, Retry: retry, Previous: prior})
+	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", Element: ElementID{ID: "1"}}, 0, Job{Work: work, Retry: retry, Previous: prior})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestGateWaitEndsWithTheTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", ID: "1"}, 0, Job{Work: func(context.Context, int) ([]any, error) {
+	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", Element: ElementID{ID: "1"}}, 0, Job{Work: func(context.Context, int) ([]any, error) {
 		t.Error("the call ran although the gate never admitted it")
 		return nil, nil
 	}})
@@ -116,7 +116,7 @@ func TestGateWaitEndsWithTheTask(t *testing.T) {
 		t.Errorf("attempts = %d (completed %d); want 0", task.Attempts(), task.CompletedAttempts())
 	}
 	// Its slot is free again: another task runs.
-	next, _, _ := p.Submit(context.Background(), TaskKey{Owner: "k", ID: "2"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
+	next, _, _ := p.Submit(context.Background(), TaskKey{Owner: "k", Element: ElementID{ID: "2"}}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
 	close(g.block)
 	wait(t, next)
 	if err := p.Close(context.Background()); err != nil {
@@ -160,7 +160,7 @@ func TestGateLimitBoundsTheSlotsAndKeepsPriorities(t *testing.T) {
 	var tasks []*Task
 	// Two low-priority tasks take both slots; then lows and highs queue.
 	for i, prio := range []int{0, 0, 0, 0, 0, 5, 5, 5} {
-		task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", ID: string(rune('a' + i))}, 0, Job{Work: work(prio), Priority: prio})
+		task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", Element: ElementID{ID: string(rune('a' + i))}}, 0, Job{Work: work(prio), Priority: prio})
 		if err != nil {
 			t.Fatal(err)
 		}

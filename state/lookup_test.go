@@ -14,7 +14,7 @@ import (
 func TestLookupHitMakesNoCallAndPassesNoGate(t *testing.T) {
 	g := &fakeGate{}
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Gate: func() Gate { return g }})
-	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", ID: "1"}, 0, Job{
+	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", Element: ElementID{ID: "1"}}, 0, Job{
 		Work:   func(context.Context, int) ([]any, error) { t.Error("a hit called"); return nil, nil },
 		Lookup: func(context.Context) Lookup { return Lookup{Hit: true, Outputs: []any{"cached"}} },
 	})
@@ -28,8 +28,8 @@ func TestLookupHitMakesNoCallAndPassesNoGate(t *testing.T) {
 	if n := g.enterings.Load(); n != 0 || task.Attempts() != 0 {
 		t.Errorf("gate asked %d times, attempts %d; want 0 and 0", n, task.Attempts())
 	}
-	if p.InFlight() != 0 {
-		t.Errorf("places in flight after the hit = %d; want 0", p.InFlight())
+	if p.queue.inFlight() != 0 {
+		t.Errorf("places in flight after the hit = %d; want 0", p.queue.inFlight())
 	}
 }
 
@@ -39,7 +39,7 @@ func TestLookupErrFailsWithoutACall(t *testing.T) {
 	g := &fakeGate{}
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Gate: func() Gate { return g }})
 	bad := errors.New("no key")
-	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", ID: "1"}, 0, Job{
+	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", Element: ElementID{ID: "1"}}, 0, Job{
 		Work:   func(context.Context, int) ([]any, error) { t.Error("a failed lookup called"); return nil, nil },
 		Lookup: func(context.Context) Lookup { return Lookup{Err: bad} },
 	})
@@ -53,8 +53,8 @@ func TestLookupErrFailsWithoutACall(t *testing.T) {
 	if n := g.enterings.Load(); n != 0 {
 		t.Errorf("gate asked %d times; want 0", n)
 	}
-	if p.InFlight() != 0 {
-		t.Errorf("places in flight after the failed lookup = %d; want 0", p.InFlight())
+	if p.queue.inFlight() != 0 {
+		t.Errorf("places in flight after the failed lookup = %d; want 0", p.queue.inFlight())
 	}
 }
 
@@ -101,7 +101,7 @@ func TestLookupWaitHoldsNoSlot(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 2})
 	var ev waitOn
 	var looks atomic.Int32
-	follower, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", ID: "f"}, 0, Job{
+	follower, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", Element: ElementID{ID: "f"}}, 0, Job{
 		Work: func(context.Context, int) ([]any, error) { t.Error("the follower called"); return nil, nil },
 		Lookup: func(context.Context) Lookup {
 			if looks.Add(1) == 1 {
@@ -113,7 +113,7 @@ func TestLookupWaitHoldsNoSlot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	leader, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", ID: "l"}, 0, Job{
+	leader, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", Element: ElementID{ID: "l"}}, 0, Job{
 		Work: func(context.Context, int) ([]any, error) { return []any{"called"}, nil },
 	})
 	if err != nil {
@@ -140,7 +140,7 @@ func TestLookupWaitHoldsNoSlot(t *testing.T) {
 func TestLookupWaitEndsWithTheTask(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
 	var ev waitOn
-	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", ID: "1"}, 0, Job{
+	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", Element: ElementID{ID: "1"}}, 0, Job{
 		Work:   func(context.Context, int) ([]any, error) { t.Error("called"); return nil, nil },
 		Lookup: func(context.Context) Lookup { return Lookup{Wait: ev.wait} },
 	})
@@ -174,7 +174,7 @@ func TestLookupAbandonWhenTheGateSendsBack(t *testing.T) {
 	g := &fakeGate{sendBack: 1}
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Gate: func() Gate { return g }})
 	var abandoned, looks atomic.Int32
-	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", ID: "1"}, 0, Job{
+	task, _, err := p.Submit(context.Background(), TaskKey{Owner: "k", Element: ElementID{ID: "1"}}, 0, Job{
 		Work: func(context.Context, int) ([]any, error) { return []any{"called"}, nil },
 		Lookup: func(context.Context) Lookup {
 			looks.Add(1)

@@ -211,7 +211,7 @@ func (p *Pool) ForOwner(o string) []*Task {
 // owner is the set of tasks one owner holds, when it last showed it is
 // alive (see Touch and EvictIdle), and when its elements came.
 type owner struct {
-	tasks      map[string]*Task
+	tasks      map[ElementID]*Task
 	lastActive time.Time
 	arrivals   Arrivals
 	// lost: EvictIdle took work of the owner since its last touch; spared:
@@ -272,7 +272,7 @@ func (p *Pool) Touch(o string, element bool) (before, after Arrivals) {
 	p.forgetIdle(now)
 	own := p.owners[o]
 	if own == nil {
-		own = &owner{tasks: map[string]*Task{}}
+		own = &owner{tasks: map[ElementID]*Task{}}
 		p.owners[o] = own
 	}
 	before, own.lastActive = own.arrivals, now
@@ -307,13 +307,9 @@ func (p *Pool) forgetIdle(now time.Time) {
 	}
 }
 
-// InFlight returns how many Buffer places are taken: buffered tasks waiting
-// for a slot or running (or waiting to retry).
-func (p *Pool) InFlight() int { return p.queue.inFlight() }
-
-// Buffered returns how many Hold places are taken: buffered tasks in flight,
+// Held returns how many Hold places are taken: buffered tasks in flight,
 // queued for a Buffer place, or finished and not yet removed.
-func (p *Pool) Buffered() int {
+func (p *Pool) Held() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.buffered
@@ -457,13 +453,13 @@ func (p *Pool) StartUnbuffered(k TaskKey, job Job) (t *Task, existing bool, err 
 // calls it before starting k's: a callback that started a later element as
 // the earliest and then failed leaves that task running, while the retried
 // callback finds the earlier element pending again. What the displaced
-// tasks ran is the caller's to start again (or to know it was settled).
+// tasks ran is the caller's to start again (or to know it was committed).
 func (p *Pool) DisplaceUnbuffered(k TaskKey) []*Task {
 	p.mu.Lock()
 	var displaced []*Task
 	if own := p.owners[k.Owner]; own != nil {
 		for id, t := range own.tasks {
-			if id != k.ID && !t.buffered {
+			if id != k.Element && !t.buffered {
 				displaced = append(displaced, t)
 			}
 		}
@@ -492,10 +488,10 @@ func (p *Pool) start(k TaskKey, buffered bool, job Job) (*Task, bool, error) {
 	p.tasks[k] = t
 	own := p.owners[k.Owner]
 	if own == nil {
-		own = &owner{tasks: map[string]*Task{}}
+		own = &owner{tasks: map[ElementID]*Task{}}
 		p.owners[k.Owner] = own
 	}
-	own.tasks[k.ID] = t
+	own.tasks[k.Element] = t
 	own.lastActive = p.cfg.Now()
 	if buffered {
 		p.buffered++
@@ -567,12 +563,12 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 	}
 	p.queue.releaseSlot()
 	p.observe(time.Since(start))
-	p.settle(t, job, c, n, outputs, err)
+	p.endAttempt(t, job, c, n, outputs, err)
 }
 
-// settle ends attempt n of t, which returned outputs and err, once its slot
+// endAttempt ends attempt n of t, which returned outputs and err, once its slot
 // is given back: t finishes, or waits to retry when the job's Retry wants.
-func (p *Pool) settle(t *Task, job *Job, c *claim, n int, outputs []any, err error) {
+func (p *Pool) endAttempt(t *Task, job *Job, c *claim, n int, outputs []any, err error) {
 	if err == nil || job.Retry == nil || t.ctx.Err() != nil {
 		t.finishAt(outputs, err, p.cfg.Now())
 		return
@@ -652,7 +648,7 @@ func (p *Pool) Remove(t *Task) {
 	t.removed = true
 	delete(p.tasks, t.Key)
 	if own := p.owners[t.Key.Owner]; own != nil {
-		delete(own.tasks, t.Key.ID) // the owner itself is forgotten later (forgetIdle)
+		delete(own.tasks, t.Key.Element) // the owner itself is forgotten later (forgetIdle)
 	}
 	release := t.buffered
 	if release {

@@ -18,7 +18,7 @@ func BenchmarkSubmitFinish(b *testing.B) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		t, _, _ := p.Submit(context.Background(), TaskKey{Owner: "k", ID: strconv.Itoa(i)}, 0, Job{Work: work})
+		t, _, _ := p.Submit(context.Background(), TaskKey{Owner: "k", Element: ElementID{ID: strconv.Itoa(i)}}, 0, Job{Work: work})
 		<-t.Done()
 		p.Remove(t)
 		i++

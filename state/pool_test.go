@@ -43,7 +43,7 @@ func TestSubmitRunsAndDeduplicates(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 2, Buffer: 4})
 	var calls atomic.Int32
 	work := func(context.Context, int) ([]any, error) { calls.Add(1); return []any{"out"}, nil }
-	k := TaskKey{Owner: "k", ID: "1"}
+	k := TaskKey{Owner: "k", Element: ElementID{ID: "1"}}
 	t1, adm, err := p.Submit(context.Background(), k, 0, Job{Work: work})
 	if err != nil || adm != Started {
 		t.Fatalf("first Submit = %v, %v; want Started", adm, err)
@@ -72,7 +72,7 @@ func TestParallelismBound(t *testing.T) {
 	release := make(chan struct{})
 	var tasks []*Task
 	for i := 0; i < n; i++ {
-		task, adm, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(i)}, 0, Job{Work: func(ctx context.Context, _ int) ([]any, error) {
+		task, adm, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: fmt.Sprint(i)}}, 0, Job{Work: func(ctx context.Context, _ int) ([]any, error) {
 			now := running.Add(1)
 			for {
 				old := peak.Load()
@@ -105,34 +105,34 @@ func TestParallelismBound(t *testing.T) {
 func TestBufferBoundAndRemove(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 2})
 	work := func(context.Context, int) ([]any, error) { return nil, nil }
-	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: work})
-	p.Submit(context.Background(), TaskKey{"k", "b"}, 0, Job{Work: work})
-	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 20*time.Millisecond, Job{Work: work}); adm != NoRoom {
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "a"}}, 0, Job{Work: work})
+	p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "b"}}, 0, Job{Work: work})
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "c"}}, 20*time.Millisecond, Job{Work: work}); adm != NoRoom {
 		t.Fatalf("Submit into a full buffer = %v, want NoRoom", adm)
 	}
 	wait(t, a)
-	if got := p.Buffered(); got != 2 {
+	if got := p.Held(); got != 2 {
 		t.Errorf("Buffered with two finished, uncommitted tasks = %d, want 2", got)
 	}
 	p.Remove(a)
 	p.Remove(a) // twice does nothing
-	if got := p.Buffered(); got != 1 {
+	if got := p.Held(); got != 1 {
 		t.Errorf("Buffered after Remove = %d, want 1", got)
 	}
-	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 0, Job{Work: work}); adm != Started {
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "c"}}, 0, Job{Work: work}); adm != Started {
 		t.Errorf("Submit after Remove = %v, want Started", adm)
 	}
 }
 
 func TestSubmitWaitsForRoom(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
-	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "a"}}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
 	go func() {
 		<-a.Done()
 		time.Sleep(10 * time.Millisecond)
 		p.Remove(a)
 	}()
-	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 5*time.Second, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }}); adm != Started {
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "b"}}, 5*time.Second, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }}); adm != Started {
 		t.Errorf("Submit waiting for a place freed by Remove = %v, want Started", adm)
 	}
 }
@@ -140,7 +140,7 @@ func TestSubmitWaitsForRoom(t *testing.T) {
 func TestRemoveCancelsRunningWork(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
 	started := make(chan struct{})
-	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: func(ctx context.Context, _ int) ([]any, error) {
+	task, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "a"}}, 0, Job{Work: func(ctx context.Context, _ int) ([]any, error) {
 		close(started)
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -159,7 +159,7 @@ func TestRemoveCancelsRunningWork(t *testing.T) {
 func TestPanicBecomesError(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 2})
 	for _, v := range []any{"boom", nil} {
-		task, _, _ := p.Submit(context.Background(), TaskKey{"k", fmt.Sprint(v)}, 0, Job{Work: func(context.Context, int) ([]any, error) { panic(v) }})
+		task, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: fmt.Sprint(v)}}, 0, Job{Work: func(context.Context, int) ([]any, error) { panic(v) }})
 		wait(t, task)
 		_, err := task.Result()
 		var pe *PanicError
@@ -176,13 +176,13 @@ func TestResetWithStuckWorkDoesNotDeadlock(t *testing.T) {
 	}
 	stuck, running := make(chan struct{}), make(chan struct{})
 	defer close(stuck)
-	p.Submit(context.Background(), TaskKey{"k", "stuck"}, 0, Job{Work: func(context.Context, int) ([]any, error) {
+	p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "stuck"}}, 0, Job{Work: func(context.Context, int) ([]any, error) {
 		close(running)
 		<-stuck
 		return nil, nil
 	}})
 	<-running
-	p.Submit(context.Background(), TaskKey{"k", "queued"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
+	p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "queued"}}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	if err := Reset(ctx); !errors.Is(err, context.DeadlineExceeded) {
@@ -192,7 +192,7 @@ func TestResetWithStuckWorkDoesNotDeadlock(t *testing.T) {
 	if again == p || again.Len() != 0 {
 		t.Error("Shared after Reset returned the old pool or a non-empty one")
 	}
-	if _, _, err := p.Submit(context.Background(), TaskKey{"k", "late"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }}); !errors.Is(err, ErrClosed) {
+	if _, _, err := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "late"}}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Submit on a reset pool = %v, want ErrClosed", err)
 	}
 }
@@ -206,7 +206,7 @@ func TestConcurrentSubmitters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 200; i++ { // every goroutine submits the same 200 keys
-				p.Submit(context.Background(), TaskKey{fmt.Sprint(i % 10), fmt.Sprint(i)}, time.Second, Job{Work: func(context.Context, int) ([]any, error) {
+				p.Submit(context.Background(), TaskKey{fmt.Sprint(i % 10), ElementID{ID: fmt.Sprint(i)}}, time.Second, Job{Work: func(context.Context, int) ([]any, error) {
 					calls.Add(1)
 					return nil, nil
 				}})
@@ -232,7 +232,7 @@ func TestLocalRetryHoldsNoSlotWhileWaiting(t *testing.T) {
 	var attempts []int
 	var mu sync.Mutex
 	retry := func(attempt int, err error) (time.Duration, bool) { return 50 * time.Millisecond, attempt < 3 }
-	flaky, _, _ := p.Submit(context.Background(), TaskKey{"k", "flaky"}, 0, Job{Work: func(_ context.Context, attempt int) ([]any, error) {
+	flaky, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "flaky"}}, 0, Job{Work: func(_ context.Context, attempt int) ([]any, error) {
 		mu.Lock()
 		attempts = append(attempts, attempt)
 		mu.Unlock()
@@ -242,7 +242,7 @@ func TestLocalRetryHoldsNoSlotWhileWaiting(t *testing.T) {
 		return []any{"ok"}, nil
 	}, Retry: retry})
 	// While flaky waits for its retry, the only slot is free for another task.
-	other, _, _ := p.Submit(context.Background(), TaskKey{"k", "other"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
+	other, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "other"}}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
 	select {
 	case <-other.Done():
 	case <-flaky.Done():
@@ -262,7 +262,7 @@ func TestLocalRetryHoldsNoSlotWhileWaiting(t *testing.T) {
 
 func TestRemoveDuringRetryWaitFinishesTask(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
-	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: func(context.Context, int) ([]any, error) {
+	task, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "a"}}, 0, Job{Work: func(context.Context, int) ([]any, error) {
 		return nil, errors.New("fails")
 	}, Retry: func(int, error) (time.Duration, bool) { return time.Hour, true }})
 	deadline := time.Now().Add(5 * time.Second)
@@ -290,7 +290,7 @@ func TestRemoveDuringRetryWaitFinishesTask(t *testing.T) {
 func TestRetryWaitFreesPlaceInFlight(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Hold: 2})
 	retry := func(attempt int, err error) (time.Duration, bool) { return 200 * time.Millisecond, attempt < 2 }
-	flaky, _, _ := p.Submit(context.Background(), TaskKey{"k", "flaky"}, 0, Job{Work: func(_ context.Context, attempt int) ([]any, error) {
+	flaky, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "flaky"}}, 0, Job{Work: func(_ context.Context, attempt int) ([]any, error) {
 		if attempt < 2 {
 			return nil, errors.New("not yet")
 		}
@@ -303,10 +303,10 @@ func TestRetryWaitFreesPlaceInFlight(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if got := p.InFlight(); got != 0 {
+	if got := p.queue.inFlight(); got != 0 {
 		t.Errorf("places in flight while the only task waits to retry = %d, want 0", got)
 	}
-	other, _, _ := p.Submit(context.Background(), TaskKey{"k", "other"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
+	other, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "other"}}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
 	select {
 	case <-other.Done():
 	case <-flaky.Done():
@@ -329,8 +329,8 @@ func TestEvictIdle(t *testing.T) {
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	p := mustPool(t, Config{Parallelism: 2, Buffer: 4, Now: clock})
 	done := func(context.Context, int) ([]any, error) { return []any{"x"}, nil }
-	gone, _, _ := p.Submit(context.Background(), TaskKey{"moved", "1"}, 0, Job{Work: done})
-	alive, _, _ := p.Submit(context.Background(), TaskKey{"live", "1"}, 0, Job{Work: done})
+	gone, _, _ := p.Submit(context.Background(), TaskKey{"moved", ElementID{ID: "1"}}, 0, Job{Work: done})
+	alive, _, _ := p.Submit(context.Background(), TaskKey{"live", ElementID{ID: "1"}}, 0, Job{Work: done})
 	wait(t, gone)
 	wait(t, alive)
 	advance(time.Minute)
@@ -342,7 +342,7 @@ func TestEvictIdle(t *testing.T) {
 	if p.Lookup(gone.Key) != nil || p.Lookup(alive.Key) == nil {
 		t.Errorf("after eviction: moved known %v, live known %v; want false, true", p.Lookup(gone.Key) != nil, p.Lookup(alive.Key) != nil)
 	}
-	if got := p.Buffered(); got != 1 {
+	if got := p.Held(); got != 1 {
 		t.Errorf("places held after eviction = %d, want 1", got)
 	}
 }
@@ -353,7 +353,7 @@ func TestEvictIdle(t *testing.T) {
 func TestInterruptedTaskIsNeverASuccess(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
 	started := make(chan struct{})
-	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, Job{Work: func(ctx context.Context, _ int) ([]any, error) {
+	task, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "a"}}, 0, Job{Work: func(ctx context.Context, _ int) ([]any, error) {
 		close(started)
 		<-ctx.Done()
 		return []any{"partial"}, nil // a Work that swallows its cancellation
@@ -375,8 +375,8 @@ func TestEvictIdleUnbuffered(t *testing.T) {
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	p := mustPool(t, Config{Parallelism: 2, Buffer: 4, Now: clock})
 	done := func(context.Context, int) ([]any, error) { return nil, nil }
-	placed, _, _ := p.Submit(context.Background(), TaskKey{"moved", "1"}, 0, Job{Work: done})
-	head, _, _ := p.StartUnbuffered(TaskKey{"moved", "2"}, Job{Work: done})
+	placed, _, _ := p.Submit(context.Background(), TaskKey{"moved", ElementID{ID: "1"}}, 0, Job{Work: done})
+	head, _, _ := p.StartUnbuffered(TaskKey{"moved", ElementID{ID: "2"}}, Job{Work: done})
 	wait(t, placed)
 	wait(t, head)
 	mu.Lock()
@@ -396,14 +396,14 @@ func TestEvictIdleUnbuffered(t *testing.T) {
 func TestDisplaceUnbuffered(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 4, Buffer: 4})
 	block := func(ctx context.Context, _ int) ([]any, error) { <-ctx.Done(); return nil, ctx.Err() }
-	placed, _, _ := p.Submit(context.Background(), TaskKey{"k", "1"}, 0, Job{Work: block})
-	later, _, _ := p.StartUnbuffered(TaskKey{"k", "3"}, Job{Work: block})
-	other, _, _ := p.StartUnbuffered(TaskKey{"other", "9"}, Job{Work: block})
+	placed, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "1"}}, 0, Job{Work: block})
+	later, _, _ := p.StartUnbuffered(TaskKey{"k", ElementID{ID: "3"}}, Job{Work: block})
+	other, _, _ := p.StartUnbuffered(TaskKey{"other", ElementID{ID: "9"}}, Job{Work: block})
 	t.Cleanup(func() { p.Remove(placed); p.Remove(other) })
-	if got := p.DisplaceUnbuffered(TaskKey{"k", "3"}); len(got) != 0 {
+	if got := p.DisplaceUnbuffered(TaskKey{"k", ElementID{ID: "3"}}); len(got) != 0 {
 		t.Errorf("DisplaceUnbuffered of the owner's own unbuffered task = %v, want none", got)
 	}
-	got := p.DisplaceUnbuffered(TaskKey{"k", "2"})
+	got := p.DisplaceUnbuffered(TaskKey{"k", ElementID{ID: "2"}})
 	if len(got) != 1 || got[0] != later {
 		t.Fatalf("DisplaceUnbuffered = %v, want the owner's other unbuffered task", got)
 	}

@@ -31,7 +31,7 @@ func TestSlotsGoByPriorityThenArrival(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := mustPool(t, Config{Parallelism: 1, Buffer: tc.buffer, Hold: 8})
 			gate := make(chan struct{})
-			blocker, _, _ := p.Submit(context.Background(), TaskKey{"k", "blocker"}, 0, Job{Work: func(context.Context, int) ([]any, error) {
+			blocker, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "blocker"}}, 0, Job{Work: func(context.Context, int) ([]any, error) {
 				<-gate
 				return nil, nil
 			}})
@@ -41,7 +41,7 @@ func TestSlotsGoByPriorityThenArrival(t *testing.T) {
 			var tasks []*Task
 			for i, prio := range tc.priorities {
 				id := fmt.Sprint(i)
-				task, adm, _ := p.Submit(context.Background(), TaskKey{"k", id}, 0, Job{Priority: prio, Work: func(context.Context, int) ([]any, error) {
+				task, adm, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: id}}, 0, Job{Priority: prio, Work: func(context.Context, int) ([]any, error) {
 					mu.Lock()
 					order = append(order, id)
 					mu.Unlock()
@@ -68,14 +68,14 @@ func TestSlotsGoByPriorityThenArrival(t *testing.T) {
 func TestCancelledClaimPassesTheSlotOn(t *testing.T) {
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 3})
 	gate := make(chan struct{})
-	blocker, _, _ := p.Submit(context.Background(), TaskKey{"k", "blocker"}, 0, Job{Work: func(context.Context, int) ([]any, error) {
+	blocker, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "blocker"}}, 0, Job{Work: func(context.Context, int) ([]any, error) {
 		<-gate
 		return nil, nil
 	}})
 	waitStatus(t, blocker, Running)
 	ran := func(context.Context, int) ([]any, error) { return []any{"ran"}, nil }
-	dropped, _, _ := p.Submit(context.Background(), TaskKey{"k", "dropped"}, 0, Job{Priority: 9, Work: ran})
-	next, _, _ := p.Submit(context.Background(), TaskKey{"k", "next"}, 0, Job{Work: ran})
+	dropped, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "dropped"}}, 0, Job{Priority: 9, Work: ran})
+	next, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "next"}}, 0, Job{Work: ran})
 	p.Remove(dropped)
 	wait(t, dropped)
 	if _, err := dropped.Result(); !errors.Is(err, context.Canceled) {
@@ -145,21 +145,21 @@ func TestHoldAndBuffer(t *testing.T) {
 	gate := make(chan struct{})
 	slow := Job{Work: func(context.Context, int) ([]any, error) { <-gate; return nil, nil }}
 
-	a, _, _ := p.Submit(context.Background(), TaskKey{"k", "a"}, 0, quick)
+	a, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "a"}}, 0, quick)
 	wait(t, a)
-	b, adm, _ := p.Submit(context.Background(), TaskKey{"k", "b"}, 0, slow)
+	b, adm, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "b"}}, 0, slow)
 	if adm != Started {
 		t.Fatalf("Submit after a finished task = %v, want Started", adm)
 	}
 	waitStatus(t, b, Running)
-	c, adm, _ := p.Submit(context.Background(), TaskKey{"k", "c"}, 0, quick)
+	c, adm, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "c"}}, 0, quick)
 	if adm != Started {
 		t.Fatalf("Submit while b runs = %v, want Started (admitted, waiting for the Buffer place)", adm)
 	}
-	if got := p.InFlight(); got != 1 {
+	if got := p.queue.inFlight(); got != 1 {
 		t.Errorf("InFlight = %d, want 1 (Buffer)", got)
 	}
-	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "d"}, 0, quick); adm != NoRoom {
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "d"}}, 0, quick); adm != NoRoom {
 		t.Errorf("Submit with a, b, c held = %v, want NoRoom: Hold is 3", adm)
 	}
 	if c.Status() != Waiting || ran.Load() != 1 {
@@ -168,10 +168,10 @@ func TestHoldAndBuffer(t *testing.T) {
 	close(gate)
 	wait(t, c)
 	p.Remove(a)
-	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", "d"}, 0, quick); adm != Started {
+	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "d"}}, 0, quick); adm != Started {
 		t.Errorf("Submit after Remove = %v, want Started", adm)
 	}
-	if got := p.Buffered(); got != 3 {
+	if got := p.Held(); got != 3 {
 		t.Errorf("Buffered = %d, want 3 (b, c, d)", got)
 	}
 }

@@ -28,12 +28,12 @@ func TestRegistryReleasesIdleIDs(t *testing.T) {
 	done, _ := r.Shared("done", cfg)
 	hub := &closer{}
 	r.SharedValue("done", func() (any, error) { return hub, nil })
-	finished, _, _ := done.Submit(context.Background(), TaskKey{"k", "1"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
+	finished, _, _ := done.Submit(context.Background(), TaskKey{"k", ElementID{ID: "1"}}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})
 	wait(t, finished)
 
 	busy, _ := r.Shared("busy", cfg)
 	release := make(chan struct{})
-	running, _, _ := busy.Submit(context.Background(), TaskKey{"k", "1"}, 0, Job{Work: func(ctx context.Context, _ int) ([]any, error) {
+	running, _, _ := busy.Submit(context.Background(), TaskKey{"k", ElementID{ID: "1"}}, 0, Job{Work: func(ctx context.Context, _ int) ([]any, error) {
 		<-release
 		return nil, nil
 	}})
@@ -46,7 +46,7 @@ func TestRegistryReleasesIdleIDs(t *testing.T) {
 	if !hub.closed {
 		t.Error("the released ID's value was not closed")
 	}
-	if _, _, err := done.Submit(context.Background(), TaskKey{"k", "2"}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }}); !errors.Is(err, ErrClosed) {
+	if _, _, err := done.Submit(context.Background(), TaskKey{"k", ElementID{ID: "2"}}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }}); !errors.Is(err, ErrClosed) {
 		t.Errorf("Submit on a released pool = %v, want ErrClosed", err)
 	}
 	if again, _ := r.Shared("done", cfg); again == done {
@@ -77,7 +77,7 @@ func TestRegistryKeepsPoolsWithRemovedCallsRunning(t *testing.T) {
 	p, _ := r.Shared("a", Config{Parallelism: 1, Buffer: 1})
 	release := make(chan struct{})
 	started := make(chan struct{})
-	task, _, _ := p.Submit(context.Background(), TaskKey{"k", "1"}, 0, Job{Work: func(context.Context, int) ([]any, error) {
+	task, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "1"}}, 0, Job{Work: func(context.Context, int) ([]any, error) {
 		close(started)
 		<-release // ignores its context
 		return nil, nil

@@ -109,7 +109,7 @@ func (p *Pool) Waiting(o string, waiting bool) {
 		return
 	}
 	if p.owners[o] == nil {
-		p.owners[o] = &owner{tasks: map[string]*Task{}, lastActive: p.cfg.Now()}
+		p.owners[o] = &owner{tasks: map[ElementID]*Task{}, lastActive: p.cfg.Now()}
 	}
 	p.room.wait(o)
 	for p.room.waiters() > 0 && p.hold.TryAcquire(1) {

@@ -131,35 +131,35 @@ func finishedWork(context.Context, int) ([]any, error) { return []any{"x"}, nil 
 func TestFreedPlaceKeptForWaitingOwner(t *testing.T) {
 	ctx := context.Background()
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Hold: 2})
-	a, _, _ := p.Submit(ctx, TaskKey{"busy", "1"}, 0, Job{Work: finishedWork})
-	b, _, _ := p.Submit(ctx, TaskKey{"busy", "2"}, 0, Job{Work: finishedWork})
-	if _, adm, _ := p.Submit(ctx, TaskKey{"w1", "1"}, 0, Job{Work: finishedWork}); adm != NoRoom {
+	a, _, _ := p.Submit(ctx, TaskKey{"busy", ElementID{ID: "1"}}, 0, Job{Work: finishedWork})
+	b, _, _ := p.Submit(ctx, TaskKey{"busy", ElementID{ID: "2"}}, 0, Job{Work: finishedWork})
+	if _, adm, _ := p.Submit(ctx, TaskKey{"w1", ElementID{ID: "1"}}, 0, Job{Work: finishedWork}); adm != NoRoom {
 		t.Fatalf("Submit with every place taken: %v, want NoRoom", adm)
 	}
 	p.Waiting("w1", true)
 	p.Waiting("w2", true)
 	p.Remove(a)
-	if _, adm, _ := p.Submit(ctx, TaskKey{"busy", "3"}, 0, Job{Work: finishedWork}); adm != NoRoom {
+	if _, adm, _ := p.Submit(ctx, TaskKey{"busy", ElementID{ID: "3"}}, 0, Job{Work: finishedWork}); adm != NoRoom {
 		t.Errorf("another owner took the place freed while w1 waits (%v)", adm)
 	}
 	if p.HasRoom("busy") || p.HasRoom("w2") || !p.HasRoom("w1") {
 		t.Errorf("HasRoom busy %v, w2 %v, w1 %v; want false, false, true", p.HasRoom("busy"), p.HasRoom("w2"), p.HasRoom("w1"))
 	}
-	if _, adm, _ := p.Submit(ctx, TaskKey{"w1", "1"}, 0, Job{Work: finishedWork}); adm != Started {
+	if _, adm, _ := p.Submit(ctx, TaskKey{"w1", ElementID{ID: "1"}}, 0, Job{Work: finishedWork}); adm != Started {
 		t.Fatalf("w1's Submit with a place kept for it: %v, want Started", adm)
 	}
-	if _, adm, _ := p.Submit(ctx, TaskKey{"w1", "2"}, 0, Job{Work: finishedWork}); adm != NoRoom {
+	if _, adm, _ := p.Submit(ctx, TaskKey{"w1", ElementID{ID: "2"}}, 0, Job{Work: finishedWork}); adm != NoRoom {
 		t.Errorf("w1 took a second place (%v); one per owner at a time", adm)
 	}
 	p.Waiting("w1", true) // it still waits: behind w2
 	p.Remove(b)
-	if _, adm, _ := p.Submit(ctx, TaskKey{"w1", "2"}, 0, Job{Work: finishedWork}); adm != NoRoom {
+	if _, adm, _ := p.Submit(ctx, TaskKey{"w1", ElementID{ID: "2"}}, 0, Job{Work: finishedWork}); adm != NoRoom {
 		t.Errorf("w1 took the place freed in w2's turn (%v)", adm)
 	}
-	if _, adm, _ := p.Submit(ctx, TaskKey{"w2", "1"}, 0, Job{Work: finishedWork}); adm != Started {
+	if _, adm, _ := p.Submit(ctx, TaskKey{"w2", ElementID{ID: "1"}}, 0, Job{Work: finishedWork}); adm != Started {
 		t.Errorf("w2's Submit in its turn: %v, want Started", adm)
 	}
-	if got := p.Buffered(); got != 2 {
+	if got := p.Held(); got != 2 {
 		t.Errorf("places taken = %d, want 2 (Hold)", got)
 	}
 }
@@ -171,7 +171,7 @@ func TestWaitingTakesAFreePlace(t *testing.T) {
 	ctx := context.Background()
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1})
 	p.Waiting("w", true)
-	if _, adm, _ := p.Submit(ctx, TaskKey{"other", "1"}, 0, Job{Work: finishedWork}); adm != NoRoom {
+	if _, adm, _ := p.Submit(ctx, TaskKey{"other", ElementID{ID: "1"}}, 0, Job{Work: finishedWork}); adm != NoRoom {
 		t.Errorf("another owner took the free place w waits for (%v)", adm)
 	}
 	p.Waiting("v", true)
@@ -180,7 +180,7 @@ func TestWaitingTakesAFreePlace(t *testing.T) {
 		t.Error("the place w gave back did not go to v, waiting next")
 	}
 	p.Waiting("v", false)
-	if _, adm, _ := p.Submit(ctx, TaskKey{"other", "1"}, 0, Job{Work: finishedWork}); adm != Started {
+	if _, adm, _ := p.Submit(ctx, TaskKey{"other", ElementID{ID: "1"}}, 0, Job{Work: finishedWork}); adm != Started {
 		t.Errorf("with nobody waiting the place is anyone's: %v, want Started", adm)
 	}
 }
@@ -190,12 +190,12 @@ func TestWaitingTakesAFreePlace(t *testing.T) {
 func TestExistingKeepsThePlace(t *testing.T) {
 	ctx := context.Background()
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 1, Hold: 2})
-	p.Submit(ctx, TaskKey{"w", "1"}, 0, Job{Work: finishedWork})
+	p.Submit(ctx, TaskKey{"w", ElementID{ID: "1"}}, 0, Job{Work: finishedWork})
 	p.Waiting("w", true)
-	if _, adm, _ := p.Submit(ctx, TaskKey{"w", "1"}, 0, Job{Work: finishedWork}); adm != Existing {
+	if _, adm, _ := p.Submit(ctx, TaskKey{"w", ElementID{ID: "1"}}, 0, Job{Work: finishedWork}); adm != Existing {
 		t.Fatalf("Submit of a known task: %v, want Existing", adm)
 	}
-	if _, adm, _ := p.Submit(ctx, TaskKey{"w", "2"}, 0, Job{Work: finishedWork}); adm != Started {
+	if _, adm, _ := p.Submit(ctx, TaskKey{"w", ElementID{ID: "2"}}, 0, Job{Work: finishedWork}); adm != Started {
 		t.Errorf("w's next element: %v, want Started in the place kept for it", adm)
 	}
 }
@@ -210,8 +210,8 @@ func TestEvictIdleSparesReturnedOwner(t *testing.T) {
 	clock := &manualNow{now: time.Unix(1000, 0)}
 	const stale = 30 * time.Second
 	p := mustPool(t, Config{Parallelism: 2, Buffer: 4, Now: clock.Now, Forget: 4 * time.Second, Gone: 5 * time.Minute})
-	late, _, _ := p.Submit(ctx, TaskKey{"late", "1"}, 0, Job{Work: finishedWork})
-	moved, _, _ := p.Submit(ctx, TaskKey{"moved", "1"}, 0, Job{Work: finishedWork})
+	late, _, _ := p.Submit(ctx, TaskKey{"late", ElementID{ID: "1"}}, 0, Job{Work: finishedWork})
+	moved, _, _ := p.Submit(ctx, TaskKey{"moved", ElementID{ID: "1"}}, 0, Job{Work: finishedWork})
 	wait(t, late)
 	wait(t, moved)
 	clock.advance(stale + time.Second)
@@ -222,7 +222,7 @@ func TestEvictIdleSparesReturnedOwner(t *testing.T) {
 	p.Touch("other", false)
 	clock.advance(2 * time.Second) // forgetIdle runs at most once a second
 	p.Touch("late", false)         // the late key's callback: it starts its element again
-	again, adm, _ := p.Submit(ctx, TaskKey{"late", "1"}, 0, Job{Work: finishedWork})
+	again, adm, _ := p.Submit(ctx, TaskKey{"late", ElementID{ID: "1"}}, 0, Job{Work: finishedWork})
 	if adm != Started {
 		t.Fatalf("starting the late key's element again: %v", adm)
 	}
@@ -238,7 +238,7 @@ func TestEvictIdleSparesReturnedOwner(t *testing.T) {
 	if got := p.EvictIdle(clock.Now().Add(-stale)); len(got) != 1 || got[0] != again {
 		t.Errorf("after Gone untouched, eviction took %v, want the spared key's task", got)
 	}
-	if got := p.Buffered(); got != 0 {
+	if got := p.Held(); got != 0 {
 		t.Errorf("places taken = %d, want 0", got)
 	}
 }
@@ -260,7 +260,7 @@ func TestEvictIdleTakesKeptPlaces(t *testing.T) {
 	if p.HasRoom("moved") || !p.HasRoom("next") {
 		t.Errorf("after eviction HasRoom moved %v, next %v; want false, true", p.HasRoom("moved"), p.HasRoom("next"))
 	}
-	if _, adm, _ := p.Submit(ctx, TaskKey{"next", "1"}, 0, Job{Work: finishedWork}); adm != Started {
+	if _, adm, _ := p.Submit(ctx, TaskKey{"next", ElementID{ID: "1"}}, 0, Job{Work: finishedWork}); adm != Started {
 		t.Errorf("next's Submit: %v, want Started", adm)
 	}
 }

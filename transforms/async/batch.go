@@ -208,7 +208,7 @@ func (f *core) batchJob(el element, job state.Job) state.Job {
 	}
 	job.Item = &batchItem{f: f, el: el}
 	if f.Batch.PerKey {
-		job.BatchGroup = string(el.kb) + "\x00" + el.window
+		job.BatchGroup = el.eid.Key + "\x00" + el.eid.Window
 	}
 	return job
 }
@@ -226,7 +226,7 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 			outcomes, err = nil, &state.PanicError{Value: r, Stack: debug.Stack()}
 			for i, b := range members {
 				if b != nil && b.after != nil && !settled[i] {
-					settleItem(b, items[i], nil, err, nil)
+					answerItem(b, items[i], nil, err, nil)
 				}
 			}
 		}
@@ -254,10 +254,10 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 		}
 		if b.after != nil {
 			settled[i] = true
-			o, e = settleItem(b, items[i], o, e, func(en cache.Entry) { stored = append(stored, en) })
+			o, e = answerItem(b, items[i], o, e, func(en cache.Entry) { stored = append(stored, en) })
 		}
 		if e == nil {
-			b.f.event(EventSucceeded, b.el.key, b.el.id, b.el.done+items[i].Attempt, nil)
+			b.f.event(EventSucceeded, b.el.key, b.el.eid.ID, b.el.done+items[i].Attempt, nil)
 		}
 		outcomes[i] = state.Outcome{Outputs: o, Err: e}
 	}
@@ -269,10 +269,10 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 	return outcomes, err
 }
 
-// settleItem runs an element's after with its answer; a panic there (an
+// answerItem runs an element's after with its answer; a panic there (an
 // output coder) fails that element alone, after after has ended its part
 // of the single flight.
-func settleItem(b *batchItem, it state.BatchItem, outs []any, err error, store func(cache.Entry)) (o []any, e error) {
+func answerItem(b *batchItem, it state.BatchItem, outs []any, err error, store func(cache.Entry)) (o []any, e error) {
 	defer func() {
 		if r := recover(); r != nil {
 			o, e = nil, &state.PanicError{Value: r, Stack: debug.Stack()}

@@ -39,7 +39,7 @@ func batchCore(t *testing.T) *core {
 	}
 	f := &core{config: config{ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
 		Parallelism: 1, Buffer: 1, Held: 1, CallbackFrequency: time.Second, MaxAttempts: 1, OutputType: &beam.EncodedType{T: reflect.TypeOf("")},
-		Batch: &batchSpec{Size: 3}}, registry: state.NewRegistry()}
+		Batch: &batchSpec{Size: 3}}, instance: instance{registry: state.NewRegistry()}}
 	if err := f.Setup(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -73,13 +73,7 @@ func checkBatch(ft reflect.Type, keyT, valT reflect.Type, what string) (reflect.
 	if ft.Kind() != reflect.Func {
 		return bad("it is not a function")
 	}
-	in := make([]reflect.Type, 0, ft.NumIn())
-	for i := 0; i < ft.NumIn(); i++ {
-		in = append(in, ft.In(i))
-	}
-	if len(in) > 0 && in[0] == contextType {
-		in = in[1:]
-	}
+	in := paramsAfterContext(ft)
 	if len(in) != 3 {
 		return bad("it takes %d parameters after the optional context, want 3", len(in))
 	}

@@ -7,6 +7,7 @@ package async
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -82,7 +83,7 @@ func (f *bundleFn) StartBundle(ctx context.Context, _ func(beam.EventTime, beam.
 	if f.waitPeriod > 0 {
 		wait = f.waitPeriod
 	}
-	f.run = &bundleRun{id: uuid.NewString(), pool: pool, signal: make(chan struct{}, 1), items: map[string]*bundleItem{}, waitPeriod: wait}
+	f.run = &bundleRun{id: uuid.NewString(), pool: pool, signal: make(chan struct{}, 1), items: map[state.ElementID]*bundleItem{}, waitPeriod: wait}
 	return nil
 }
 
@@ -101,12 +102,13 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 	if err != nil {
 		return err
 	}
+	el.verdict = &retryVerdict{}
 	f.metrics.accepted.Inc(ctx, 1)
 	it := run.accept(el, f.IDFn != nil, f.Ordered)
-	f.event(EventAccepted, key, it.el.id, 0, nil)
+	f.event(EventAccepted, key, it.el.eid.ID, 0, nil)
 	if it.copyOf != nil { // WithIDFn: a copy of a pending element is one element with it
 		f.metrics.deduplicated.Inc(ctx, 1)
-		f.event(EventDeduplicated, key, it.el.id, 0, nil)
+		f.event(EventDeduplicated, key, it.el.eid.ID, 0, nil)
 		return nil
 	}
 	return f.start(ctx, run, it, emit, fail)
@@ -115,7 +117,7 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 // start starts one element of the bundle on the pool, waiting for a place
 // while emitting what finishes meanwhile.
 func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	it.el.k = state.TaskKey{Owner: run.id, ID: it.el.taskID()}
+	it.el.owner = run.id
 	for {
 		waitCtx, stop := run.waitContext(ctx)
 		t, adm, err := f.submit(waitCtx, run.pool, it.el, -1)
@@ -128,7 +130,7 @@ func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, em
 			t.AfterFinish(func() { run.finished(it) })
 			return nil
 		case adm == state.Existing: // task IDs are unique within a bundle
-			return fmt.Errorf("async: element %x of key %v already has a task in this bundle", it.el.id, it.el.key)
+			return fmt.Errorf("async: element %x of key %v already has a task in this bundle", it.el.eid.ID, it.el.key)
 		}
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("async: waiting for room for an element of key %v: %w", it.el.key, err)
@@ -153,7 +155,7 @@ func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, em
 // a slow step fused before it, say). Their calls are made again; nothing is
 // emitted for them until then.
 //
-// With WithOrdered a key's earliest unresolved element starts again without
+// With WithOrdered a key's earliest undecided element starts again without
 // a place (see restartHeads); the others wait for one, as new elements do.
 func (f *bundleFn) restartInterrupted(ctx context.Context, run *bundleRun, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 	if f.Ordered {
@@ -173,8 +175,8 @@ func (f *bundleFn) restartInterrupted(ctx context.Context, run *bundleRun, emit 
 }
 
 // restartHeads starts again, without a place, the evicted elements that
-// are the earliest unresolved of their key (WithOrdered): the results after
-// one keep their places until it is resolved, and when they hold every
+// are the earliest undecided of their key (WithOrdered): the results after
+// one keep their places until it is decided, and when they hold every
 // place it would never find one. One such task per key of the bundle, as
 // on unbounded input.
 func (f *bundleFn) restartHeads(ctx context.Context, run *bundleRun) error {
@@ -217,14 +219,14 @@ func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, b
 		if err := f.restartInterrupted(ctx, run, emit, fail); err != nil {
 			return err
 		}
-		if run.unresolved() == 0 {
+		if run.undecided() == 0 {
 			break
 		}
 		select {
 		case <-run.signal:
 		case <-alive.C:
 		case <-ctx.Done():
-			return fmt.Errorf("async: bundle interrupted with %d elements unresolved: %w", run.unresolved(), ctx.Err())
+			return fmt.Errorf("async: bundle interrupted with %d elements undecided: %w", run.undecided(), ctx.Err())
 		}
 		if err := f.flush(ctx, run, emit, fail); err != nil {
 			return err
@@ -257,7 +259,7 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 		}
 		if callErr != nil {
 			run.pool.Remove(t)
-			fr, err := f.finalFailure(ctx, it.el, t, callErr)
+			fr, err := f.finalFailure(it.el, t, callErr)
 			if err != nil {
 				return err
 			}
@@ -265,10 +267,10 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 			f.metrics.failed.Inc(ctx, 1)
 		}
 		// Without WithOrdered a result is emitted at once; with it, when
-		// every earlier element of its key is resolved (a failure resolves
+		// every earlier element of its key is decided (a failure decides
 		// its element at once). A result waiting for its turn keeps its
 		// place until emitted.
-		for _, ready := range run.resolve(it, callErr == nil) {
+		for _, ready := range run.decide(it, callErr == nil) {
 			run.pool.Remove(ready.task)
 			if err := f.emitResult(ctx, ready.el, ready.task, emit); err != nil {
 				return err
@@ -282,22 +284,30 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 // window.
 func (f *core) emitResult(ctx context.Context, el element, t *state.Task, emit func(beam.EventTime, beam.Z)) error {
 	outputs, _ := t.Result()
-	return f.commitOutputs(ctx, el.key, el.id, int64(el.ts), el.window, outputs, el.done+t.Attempts(), emit)
+	return f.commitOutputs(ctx, el.key, el.eid.ID, int64(el.ts), el.eid.Window, outputs, el.done+t.Attempts(), emit)
 }
 
-// finalFailure turns the final error of an element's task (its local
-// retries are over) into its failure record, or into the error that fails
-// the bundle when the transform has no failure output.
-func (f *core) finalFailure(ctx context.Context, el element, t *state.Task, callErr error) (Failure, error) {
-	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb, Attempts: el.done, Window: el.window}
-	out, err := f.afterFailure(el.key, el.kb, env, t, callErr)
+// finalFailure turns the final error of an element's task into its failure
+// record, or into the error that fails the bundle when the transform has no
+// failure output. Its retries are over: the pool's retry policy declined
+// one (el.verdict), or the pool ended the task on an answer that is not an
+// attempt (a cache key that could not be made). A task cancelled before its
+// retries were over fails the bundle instead, which is retried.
+func (f *core) finalFailure(el element, t *state.Task, callErr error) (Failure, error) {
+	why := ""
+	switch {
+	case el.verdict != nil && el.verdict.declined:
+		why = el.verdict.why
+	case errors.Is(callErr, context.Canceled):
+		return Failure{}, fmt.Errorf("async: element %x of key %v ended before its retries did: %w", el.eid.ID, el.key, callErr)
+	}
+	env := state.Envelope{ID: el.eid.ID, EventTimeMs: int64(el.ts), Value: el.vb, Attempts: el.done, Window: el.eid.Window}
+	env, kind := f.recordAttempts(env, t, callErr)
+	failure, err := f.failedForGood(el.key, []byte(el.eid.Key), env, kind, why, callErr)
 	if err != nil {
 		return Failure{}, err
 	}
-	if out.failure == nil {
-		return Failure{}, fmt.Errorf("async: element %x of key %v ended before its retries did: %w", el.id, el.key, callErr)
-	}
-	return *out.failure, nil
+	return *failure, nil
 }
 
 // abandon drops the tasks of a bundle that failed.
@@ -309,7 +319,7 @@ func (r *bundleRun) abandon(ctx context.Context, f *bundleFn) {
 }
 
 // bundleRun is one bundle of bounded input on one DoFn instance: the
-// elements it accepted and has not resolved yet (emitted, or failed for
+// elements it accepted and has not decided yet (emitted, or failed for
 // good), and those of them whose calls have finished. The pool's
 // goroutines report finished tasks; the bundle's goroutine emits them.
 type bundleRun struct {
@@ -319,11 +329,11 @@ type bundleRun struct {
 	waitPeriod time.Duration
 
 	mu    sync.Mutex
-	items map[string]*bundleItem // unresolved, by task ID: finds copies
-	done  []*bundleItem          // finished, not yet emitted
-	redo  []*bundleItem          // interrupted: to be started again
-	wake  context.CancelFunc     // ends the current wait for a place
-	// queues holds each key's unresolved elements in acceptance order
+	items map[state.ElementID]*bundleItem // undecided, by element: finds copies
+	done  []*bundleItem                   // finished, not yet emitted
+	redo  []*bundleItem                   // interrupted: to be started again
+	wake  context.CancelFunc              // ends the current wait for a place
+	// queues holds each key's undecided elements in acceptance order
 	// (WithOrdered only).
 	queues map[string][]*bundleItem
 }
@@ -332,7 +342,7 @@ type bundleRun struct {
 type bundleItem struct {
 	el        element
 	task      *state.Task
-	resolved  bool        // it succeeded or failed for good
+	decided   bool        // it succeeded or failed for good
 	succeeded bool        // its call succeeded; with WithOrdered it may wait its turn
 	copyOf    *bundleItem // set for a copy (WithIDFn) that is one element with a pending one
 }
@@ -345,30 +355,28 @@ type bundleItem struct {
 func (r *bundleRun) accept(el element, byUser, ordered bool) *bundleItem {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	id := el.taskID()
-	if first := r.items[id]; first != nil {
+	if first := r.items[el.eid]; first != nil {
 		if byUser {
 			return &bundleItem{el: el, copyOf: first}
 		}
-		base := el.id
-		for n := int64(2); r.items[id] != nil; n++ {
-			el.id = state.OccurrenceID(base, n)
-			id = el.taskID()
+		base := el.eid
+		for n := int64(2); r.items[el.eid] != nil; n++ {
+			el.eid = base.Occurrence(n)
 		}
 	}
 	it := &bundleItem{el: el}
-	r.items[id] = it
+	r.items[el.eid] = it
 	if ordered {
 		if r.queues == nil {
 			r.queues = map[string][]*bundleItem{}
 		}
-		kb := string(it.el.kb)
+		kb := it.el.eid.Key
 		r.queues[kb] = append(r.queues[kb], it)
 	}
 	return it
 }
 
-func (r *bundleRun) unresolved() int {
+func (r *bundleRun) undecided() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.items)
@@ -420,14 +428,14 @@ func (r *bundleRun) interrupted(it *bundleItem) {
 }
 
 // takeInterruptedHeads removes and returns the elements to start again that
-// are the earliest unresolved of their key (WithOrdered).
+// are the earliest undecided of their key (WithOrdered).
 func (r *bundleRun) takeInterruptedHeads() []*bundleItem {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var heads []*bundleItem
 	rest := r.redo[:0]
 	for _, it := range r.redo {
-		if q := r.queues[string(it.el.kb)]; len(q) > 0 && q[0] == it {
+		if q := r.queues[it.el.eid.Key]; len(q) > 0 && q[0] == it {
 			heads = append(heads, it)
 		} else {
 			rest = append(rest, it)
@@ -457,14 +465,14 @@ func (r *bundleRun) takeFinished() []*bundleItem {
 	return done
 }
 
-// resolve records that its call succeeded or failed for good, and returns
+// decide records that its call succeeded or failed for good, and returns
 // the elements that may now be emitted: it (if it succeeded) without
 // WithOrdered; with it, the successful elements at the head of its key's
-// queue, up to the first unresolved one.
-func (r *bundleRun) resolve(it *bundleItem, succeeded bool) []*bundleItem {
+// queue, up to the first undecided one.
+func (r *bundleRun) decide(it *bundleItem, succeeded bool) []*bundleItem {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	it.resolved, it.succeeded = true, succeeded
+	it.decided, it.succeeded = true, succeeded
 	if !succeeded {
 		r.forget(it) // its ID may serve a later record of the same value at once
 	}
@@ -475,24 +483,24 @@ func (r *bundleRun) resolve(it *bundleItem, succeeded bool) []*bundleItem {
 		r.forget(it)
 		return []*bundleItem{it}
 	}
-	return r.popResolved(string(it.el.kb))
+	return r.popDecided(it.el.eid.Key)
 }
 
-// forget removes a resolved element from the unresolved ones (another item
+// forget removes a decided element from the undecided ones (another item
 // may hold its task ID by now: it is left alone); r.mu is held.
 func (r *bundleRun) forget(it *bundleItem) {
-	if id := it.el.taskID(); r.items[id] == it {
-		delete(r.items, id)
+	if r.items[it.el.eid] == it {
+		delete(r.items, it.el.eid)
 	}
 }
 
-// popResolved removes the resolved head of a key's queue and returns the
-// successful elements among it; r.mu is held. An element is resolved once
+// popDecided removes the decided head of a key's queue and returns the
+// successful elements among it; r.mu is held. An element is decided once
 // it succeeded or failed for good.
-func (r *bundleRun) popResolved(kb string) []*bundleItem {
+func (r *bundleRun) popDecided(kb string) []*bundleItem {
 	q := r.queues[kb]
 	var ready []*bundleItem
-	for len(q) > 0 && q[0].resolved {
+	for len(q) > 0 && q[0].decided {
 		if head := q[0]; head.succeeded {
 			ready = append(ready, head)
 			r.forget(head)

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -255,8 +256,8 @@ func TestBundleFailureReleasesItsWork(t *testing.T) {
 					t.Fatal("the failed bundle's call was not cancelled")
 				}
 			}
-			if p.Len() != 0 || p.Buffered() != 0 {
-				t.Errorf("after the failed bundle: %d tasks, %d places held; want 0, 0", p.Len(), p.Buffered())
+			if p.Len() != 0 || p.Held() != 0 {
+				t.Errorf("after the failed bundle: %d tasks, %d places held; want 0, 0", p.Len(), p.Held())
 			}
 		})
 	}
@@ -409,7 +410,7 @@ func TestBundleOrderedFailureThenSameValue(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("FinishBundle hangs with %d elements unresolved (pool %d tasks)", f.run.unresolved(), p.Len())
+		t.Fatalf("FinishBundle hangs with %d elements unresolved (pool %d tasks)", f.run.undecided(), p.Len())
 	}
 	if want := []string{"a:0#0", "a:1#0"}; !reflect.DeepEqual(outs, want) || len(fails) != 1 {
 		t.Errorf("outputs %v, failures %d; want %v in order and one failure", outs, len(fails), want)
@@ -638,4 +639,48 @@ func evictStale(t *testing.T, h *harness, want int) *state.Pool {
 		t.Fatalf("evicted %d tasks, want %d", n, want)
 	}
 	return p
+}
+
+// retryIfCalls counts the calls of the retry predicates below.
+var retryIfCalls atomic.Int64
+
+func neverRetry(error) bool { retryIfCalls.Add(1); return false }
+
+func retryPanics(error) bool { retryIfCalls.Add(1); panic("predicate broke") }
+
+// TestBundleRetryDecidedOnce: on bounded input the retry predicate is asked
+// once per failed attempt, by the worker's retry policy, and its answer is
+// final: the failure record is not decided a second time. A predicate that
+// panics ends the retries, and the record says why.
+func TestBundleRetryDecidedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		retryIf  func(error) bool
+		wantText string
+	}{
+		{"says no", neverRetry, "flaky backend"},
+		{"panics", retryPanics, "the WithRetryIf function panicked: predicate broke"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(5), WithRetryIf(tc.retryIf), WithBackoff(FixedBackoff(0)))
+			h.c.clock = timers.System{}
+			id := gateID(t.Name(), "a", 0)
+			book.planErrors(id, errFlaky, errFlaky)
+			book.open(id)
+			retryIfCalls.Store(0)
+			out, err := h.runBundle(h.bundleFn(), elems("a", 1))
+			if err != nil {
+				t.Fatalf("bundle: %v", err)
+			}
+			if got := retryIfCalls.Load(); got != 1 {
+				t.Errorf("retry predicate called %d times, want 1 (one failed attempt)", got)
+			}
+			if len(out.failures) != 1 {
+				t.Fatalf("failure records = %d, want 1", len(out.failures))
+			}
+			if fr := out.failures[0]; fr.Attempts != 1 || !strings.Contains(fr.Error, tc.wantText) {
+				t.Errorf("failure = attempts %d, error %q; want 1, containing %q", fr.Attempts, fr.Error, tc.wantText)
+			}
+		})
+	}
 }

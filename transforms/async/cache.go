@@ -164,7 +164,7 @@ func (f *core) resultCache() (*resultCache, error) {
 // cacheKey is the lookup an element stands for.
 func (f *core) cacheKey(el element) (cache.Key, error) {
 	if f.Cache.KeyFn == nil {
-		return cache.KeyOf(el.kb, el.vb), nil
+		return cache.KeyOf([]byte(el.eid.Key), el.vb), nil
 	}
 	k, err := callValueFn[string](f.Cache.KeyFn, "cache key", el.value)
 	if err != nil {

@@ -47,7 +47,7 @@ func (f *core) decodeValue(key any, vb []byte) (any, error) {
 // or a hash of the encoded value.
 func (f *core) identify(value any, encoded []byte) (string, error) {
 	if f.IDFn == nil {
-		return state.DefaultID(encoded), nil
+		return state.ValueID(encoded), nil
 	}
 	return callValueFn[string](f.IDFn, "ID", value)
 }

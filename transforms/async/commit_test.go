@@ -514,11 +514,11 @@ func TestStaleLocalWorkIsCancelled(t *testing.T) {
 			// Another worker committed element 1: drop it from this key's state.
 			h.dropValue(tc.key, 1)
 			p, _ := h.c.pool()
-			before := p.Buffered()
+			before := p.Held()
 			if got := mustFire(t, h, f, tc.key); len(got) != 0 {
 				t.Errorf("commit emitted %v, want nothing", got)
 			}
-			if after := p.Buffered(); after != before-1 {
+			if after := p.Held(); after != before-1 {
 				t.Errorf("buffer places after cancelling the stale element = %d, want %d", after, before-1)
 			}
 			name := tc.fn.(interface{ base() *gated }).base().Name
@@ -581,7 +581,7 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	if got, want := mustFire(t, h, f, "a"), []string{"a:3#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("third commit = %v, want %v", got, want)
 	}
-	if got := p.Buffered(); got != 0 {
+	if got := p.Held(); got != 0 {
 		t.Errorf("places taken after all commits = %d, want 0", got)
 	}
 }
@@ -809,7 +809,7 @@ func TestOneBagWritePerCallbackWithQueue(t *testing.T) {
 // TestRewriteKeepsHighestSeq: a rewrite that drops the key's latest
 // element (committed before an earlier one) keeps the highest sequence
 // number given in its queue summary, so the key's next element is not given
-// that number again (see state.Envelope.TaskID).
+// that number again (see state.ElementID).
 func TestRewriteKeepsHighestSeq(t *testing.T) {
 	name := t.Name()
 	h := newHarness(t, &gated{Name: name}, stringKey)

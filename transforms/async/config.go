@@ -16,7 +16,7 @@ import (
 
 // config is the part of every DoFn of the transform that Beam serializes:
 // exported fields only, set once at construction and never changed by a
-// worker (per-bundle and per-instance state lives in core and the DoFns).
+// worker (see core for what lives per instance, per process and per bundle).
 type config struct {
 	// ID names the transform's shared Pool in each worker process.
 	ID string

@@ -6,7 +6,6 @@ package async
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -18,13 +17,22 @@ import (
 	"github.com/asyncbeam/asyncbeam/timers"
 )
 
-// core is what every DoFn of the transform shares: the configuration that
-// Beam ships to workers (config) and what each DoFn instance rebuilds from it
-// in Setup. The DoFns hold their state and timer fields themselves, because
-// Beam looks for them at the top level only, and their per-bundle state.
+// core is what every DoFn of the transform shares, in three parts by
+// lifetime: the configuration Beam ships to workers (config, as JSON), what
+// each DoFn instance rebuilds from it in Setup (instance), and, looked up in
+// the worker's registry on use, what lives once per worker process (the
+// Pool, the event hub, the guard, the result cache). What lives for one
+// bundle or one key's callback is the DoFns' (views, bundleRun, keyTurn).
+// The DoFns hold their state and timer fields themselves, because Beam looks
+// for them at the top level only.
 type core struct {
 	config
+	instance
+}
 
+// instance is what one DoFn instance builds in Setup (or a test sets): none
+// of it is serialized.
+type instance struct {
 	clock    timers.Clock
 	metrics  *metrics
 	registry *state.Registry // nil: state.Default; tests model other workers
@@ -125,20 +133,20 @@ func (f *core) prepare(key, value any, kb []byte, ts beam.EventTime) (element, e
 	if err != nil {
 		return element{}, err
 	}
-	return element{key: key, value: value, kb: kb, vb: vb, id: id, window: win, ts: ts, priority: prio}, nil
+	return element{eid: state.ElementID{Key: string(kb), Window: win, ID: id}, key: key, value: value, vb: vb, ts: ts, priority: prio}, nil
 }
 
 // element is one element about to be started.
 type element struct {
-	k          state.TaskKey
+	// eid names the element (its key encoded with the input's coder, its
+	// window, its ID, and on unbounded input where its key's state accepted
+	// it); owner is the pool owner of its task, set when it is accepted.
+	eid        state.ElementID
+	owner      string
 	key, value any
-	// kb and vb are the key and value encoded with the input's coders, id
-	// the element's ID within its key and window, window that window
-	// (windowText), ts its event time.
-	kb, vb []byte
-	id     string
-	window string
-	ts     beam.EventTime
+	// vb is the value encoded with the input's coder, ts the event time.
+	vb []byte
+	ts beam.EventTime
 	// done is how many attempts of the element failed before (from bag
 	// state); fromState marks an element started from bag state by a
 	// callback (EventRescheduled) rather than by ProcessElement.
@@ -148,16 +156,14 @@ type element struct {
 	// previous is the error of the element's last attempt before (from
 	// bag state), for the pool's gate; nil for a new element.
 	previous error
+	// verdict receives the in-worker retry policy's decision to stop
+	// (RetryInWorker; nil otherwise), so that the final failure is not
+	// decided a second time.
+	verdict *retryVerdict
 }
 
-// identity is the element's identity within its key: window and ID.
-func (el element) identity() string { return state.Identity(el.window, el.id) }
-
-// taskID identifies the element within a bundle: its key, its window and
-// its ID.
-func (el element) taskID() string {
-	return string(binary.AppendUvarint(nil, uint64(len(el.kb)))) + string(el.kb) + el.identity()
-}
+// task is the key of the element's task in the pool.
+func (el element) task() state.TaskKey { return state.TaskKey{Owner: el.owner, Element: el.eid} }
 
 // emitOutputs emits one element's outputs with its timestamp (Unix ms),
 // each wrapped with the element's window when the input carries windows.
@@ -192,10 +198,10 @@ func (f *core) commitOutputs(ctx context.Context, key any, id string, tsMs int64
 // submit starts the wrapped fn for one element, taking one of the pool's
 // places, if there is room.
 func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait time.Duration) (*state.Task, state.Admission, error) {
-	if !f.user.hold() {
+	if !f.user.acquire() {
 		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
-	job, k := f.job(el), el.k
+	job, k := f.job(el), el.task()
 	t, adm, err := pool.Submit(ctx, k, wait, job)
 	if adm == state.NoRoom && err == nil && f.evictIdle(ctx, pool) {
 		t, adm, err = pool.Submit(ctx, k, 0, job)
@@ -231,35 +237,18 @@ func (f *core) evictIdle(ctx context.Context, pool *state.Pool) bool {
 func (f *core) reportEvicted(ctx context.Context, evicted []*state.Task) {
 	f.metrics.evicted.Inc(ctx, int64(len(evicted)))
 	for _, t := range evicted {
-		kb, id := f.splitTaskKey(t.Key)
-		f.event(EventCancelled, f.decodeKey(kb), id, t.Attempts(), nil)
+		e := t.Key.Element
+		f.event(EventCancelled, f.decodeKey(e.Key), e.ID, t.Attempts(), nil)
 	}
-}
-
-// splitTaskKey returns the encoded key and the element ID of a task. On
-// unbounded input the owner is the key and the task ID the element's
-// identity; on the bundle path the task ID is the key, then the identity
-// (see element.taskID).
-func (f *core) splitTaskKey(k state.TaskKey) (kb, id string) {
-	if !f.RetryInWorker {
-		_, id = state.SplitIdentity(state.IdentityOfTask(k.ID))
-		return k.Owner, id
-	}
-	n, m := binary.Uvarint([]byte(k.ID))
-	if m <= 0 || n > uint64(len(k.ID)-m) {
-		return k.ID, k.ID
-	}
-	_, id = state.SplitIdentity(k.ID[m+int(n):])
-	return k.ID[m : m+int(n)], id
 }
 
 // startUnbuffered starts the wrapped fn for one element without taking a
 // place (an ordered key's earliest element).
 func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, el element) (*state.Task, error) {
-	if !f.user.hold() {
+	if !f.user.acquire() {
 		return nil, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
-	t, existing, err := pool.StartUnbuffered(el.k, f.job(el))
+	t, existing, err := pool.StartUnbuffered(el.task(), f.job(el))
 	if existing || err != nil {
 		f.user.release()
 	} else {
@@ -278,7 +267,7 @@ func (f *core) job(el element) state.Job {
 // element. The caller holds the user fn for the task; it is released when the
 // task's last attempt returns (see release in userFn).
 func (f *core) work(el element) state.Work {
-	limit, key, id := f.CallTimeout, el.key, el.id
+	limit, key, id := f.CallTimeout, el.key, el.eid.ID
 	return func(ctx context.Context, attempt int) ([]any, error) {
 		n := el.done + attempt
 		ctx = withAttempt(ctx, n, f.Fallbacks)
@@ -298,9 +287,9 @@ func (f *core) work(el element) state.Work {
 // EventStarted.
 func (f *core) attemptBegins(el element, attempt int) {
 	if el.fromState && attempt == 1 {
-		f.event(EventRescheduled, el.key, el.id, el.done, nil)
+		f.event(EventRescheduled, el.key, el.eid.ID, el.done, nil)
 	}
-	f.event(EventStarted, el.key, el.id, el.done+attempt, nil)
+	f.event(EventStarted, el.key, el.eid.ID, el.done+attempt, nil)
 }
 
 // callWithin runs one call of the wrapped fn (call), with a deadline when

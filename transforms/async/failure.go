@@ -59,33 +59,41 @@ type outcome struct {
 }
 
 // afterFailure decides the outcome of element env of key whose task t finished
-// with err (after one attempt, or several if it retried in the worker): a
-// retry through bag state (see retry.go), or a final failure. Without a
-// failure output a final failure is returned as an error, to fail the key's
-// commit (the wrapped fn's Revert runs only for a failure record that is
-// committed: see revertFn).
+// with err after one attempt: a retry through bag state (see retry.go), or
+// a final failure (failedForGood).
 func (f *core) afterFailure(key any, kb []byte, env state.Envelope, t *state.Task, err error) (outcome, error) {
 	next, kind := f.recordAttempts(env, t, err)
 	retry, why := f.retryable(kind, next.Attempts, err)
 	if retry {
 		return outcome{retry: f.retryLater(key, kb, next, kind, err)}, nil
 	}
+	failure, ferr := f.failedForGood(key, kb, next, kind, why, err)
+	return outcome{failure: failure}, ferr
+}
+
+// failedForGood reports the final failure of element env of key, whose
+// attempts env records, the last with err (why: a reason to add to its
+// text), and returns its failure record. Without a failure output it
+// returns an error instead, to fail the key's commit or the bundle (the
+// wrapped fn's Revert runs only for a failure record that is committed: see
+// revertFn).
+func (f *core) failedForGood(key any, kb []byte, env state.Envelope, kind, why string, err error) (*Failure, error) {
 	if why != "" {
-		next.LastError += " (" + why + ")"
+		env.LastError += " (" + why + ")"
 	}
 	var failure *Failure
 	if f.HasFailures {
 		var derr error
-		if failure, derr = f.failureRecord(key, kb, next, kind); derr != nil {
-			return outcome{}, derr
+		if failure, derr = f.failureRecord(key, kb, env, kind); derr != nil {
+			return nil, derr
 		}
 	}
-	f.event(EventFailed, key, env.ID, next.Attempts, func(e *Event) { e.Kind, e.Error = kind, next.LastError })
+	f.event(EventFailed, key, env.ID, env.Attempts, func(e *Event) { e.Kind, e.Error = kind, env.LastError })
 	if !f.HasFailures {
-		return outcome{}, fmt.Errorf("async: element %x of key %v failed for good after %d attempt(s) (kind %s); without a failure output (ParDoWithFailures) the commit of its key fails: %w",
-			env.ID, key, next.Attempts, kind, err)
+		return nil, fmt.Errorf("async: element %x of key %v failed for good after %d attempt(s) (kind %s); without a failure output (ParDoWithFailures) the commit of its key fails: %w",
+			env.ID, key, env.Attempts, kind, err)
 	}
-	return outcome{failure: failure}, nil
+	return failure, nil
 }
 
 // failureRecord is the Failure of an element whose attempts are recorded in
@@ -107,13 +115,7 @@ const revertShape = "Revert([ctx context.Context,] key K, value V, err error) [e
 
 // checkRevert checks the optional compensation method of a DoFn struct.
 func checkRevert(ft reflect.Type, keyT, valT reflect.Type) error {
-	in := make([]reflect.Type, 0, ft.NumIn())
-	for i := 0; i < ft.NumIn(); i++ {
-		in = append(in, ft.In(i))
-	}
-	if len(in) > 0 && in[0] == contextType {
-		in = in[1:]
-	}
+	in := paramsAfterContext(ft)
 	if len(in) != 3 || !keyT.AssignableTo(in[0]) || !valT.AssignableTo(in[1]) || in[2] != errorType || checkReturnsOnlyError(ft) != nil {
 		return fmt.Errorf("Revert has signature %v; want %s with K=%v, V=%v", ft, revertShape, keyT, valT)
 	}

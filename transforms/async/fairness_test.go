@@ -42,7 +42,7 @@ func TestEvictedLateKeyCommits(t *testing.T) {
 	if n := book.count(gateID(name, "a", 1)); n > 2 {
 		t.Errorf("a's element was called %d times, want at most 2 (one eviction)", n)
 	}
-	if got := p.Buffered(); got > 1 {
+	if got := p.Held(); got > 1 {
 		t.Errorf("places taken = %d, want at most WithMaxItemsHeld(1)", got)
 	}
 }

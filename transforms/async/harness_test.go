@@ -384,7 +384,7 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 	if cfg, err = newConfig("test", spec, keyT, reflect.TypeOf(0), set, failures); err != nil {
 		t.Fatalf("newConfig: %v", err)
 	}
-	h.c = core{config: cfg, clock: h.clock}
+	h.c = core{config: cfg, instance: instance{clock: h.clock}}
 	if err := h.c.Setup(context.Background()); err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
@@ -513,7 +513,7 @@ func (h *harness) waitFinished(key any, v int) {
 		h.t.Fatalf("element (%v, %d) is not pending", key, v)
 	}
 	for _, env := range envs {
-		t := p.Lookup(state.TaskKey{Owner: h.owner(key), ID: env.TaskID()})
+		t := p.Lookup(state.TaskKey{Owner: h.owner(key), Element: env.Element(h.owner(key))})
 		if t == nil {
 			h.t.Fatalf("element (%v, %d) is not known to the pool", key, v)
 		}
@@ -534,7 +534,7 @@ func (h *harness) waitRunning(key any, v int) {
 	if len(envs) != 1 {
 		h.t.Fatalf("element (%v, %d) is pending %d times, want once", key, v, len(envs))
 	}
-	t := p.Lookup(state.TaskKey{Owner: h.owner(key), ID: envs[0].TaskID()})
+	t := p.Lookup(state.TaskKey{Owner: h.owner(key), Element: envs[0].Element(h.owner(key))})
 	if t == nil {
 		h.t.Fatalf("element (%v, %d) is not known to the pool", key, v)
 	}

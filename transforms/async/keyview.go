@@ -52,13 +52,14 @@ type keyView struct {
 	owner string // the pool owner of the key's tasks: the encoded key
 	key   any
 	kb    []byte
-	// entries are the pending elements, one per identity (window and ID), in
-	// the order they were read or added; byID indexes them by identity.
+	// entries are the pending elements, one per element (window and ID), in
+	// the order they were read or added; byID indexes them by
+	// state.ElementID.Base.
 	entries []*pending
-	byID    map[string]*pending
+	byID    map[state.ElementID]*pending
 	maxSeq  int64
 	// nonce names the incarnation of the key's state (see
-	// state.Envelope.TaskID): read from it, or new for a key found empty.
+	// state.ElementID): read from it, or new for a key found empty.
 	nonce uint64
 	// queue summarizes the queued elements; queued holds them once read
 	// in this bundle (queueRead).
@@ -123,7 +124,7 @@ func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyStat
 		}
 		return v, nil
 	}
-	v := &keyView{owner: owner, key: key, kb: kb, byID: map[string]*pending{}, arrived: element}
+	v := &keyView{owner: owner, key: key, kb: kb, byID: map[state.ElementID]*pending{}, arrived: element}
 	before, after := pool.Touch(owner, element)
 	v.seen, v.arrivals = before.Last, after
 	v.plan, v.planned = pool.Pace().InForce(owner)
@@ -143,7 +144,7 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 	if err != nil {
 		return fmt.Errorf("async: reading bag state: %w", err)
 	}
-	seen := map[string]*pending{}
+	seen := map[state.ElementID]*pending{}
 	for _, raw := range raws {
 		entry, err := state.DecodeEntry(raw)
 		if err != nil {
@@ -161,7 +162,7 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 		}
 		for i, env := range entry.Envelopes {
 			p := &pending{raw: entry.Raws[i], env: env}
-			id := env.Identity()
+			id := env.Element(v.owner).Base()
 			if old := seen[id]; old != nil || v.byID[id] != nil {
 				if old != nil && env.Attempts > old.env.Attempts {
 					*old = *p
@@ -189,9 +190,9 @@ func (f *core) readQueue(ctx context.Context, ks keyState, v *keyView) error {
 	v.queueRead = true
 	copies := v.changed
 	v.changed = false
-	ids := map[string]bool{}
+	ids := map[state.ElementID]bool{}
 	keep := func(p *pending) {
-		id := p.env.Identity()
+		id := p.env.Element(v.owner).Base()
 		if ids[id] || v.byID[id] != nil {
 			f.metrics.deduplicated.Inc(ctx, 1)
 			f.event(EventDeduplicated, v.key, p.env.ID, 0, nil)
@@ -215,7 +216,7 @@ func (f *core) readQueue(ctx context.Context, ks keyState, v *keyView) error {
 
 func (v *keyView) add(p *pending) {
 	v.entries = append(v.entries, p)
-	v.byID[p.env.Identity()] = p
+	v.byID[p.env.Element(v.owner).Base()] = p
 	v.maxSeq = max(v.maxSeq, p.env.Seq)
 	if v.nonce == 0 {
 		v.nonce = p.env.Nonce
@@ -226,9 +227,9 @@ func (v *keyView) add(p *pending) {
 // or failed for good, in this bundle), marking the bag for a rewrite.
 func (v *keyView) keep(entries []*pending) {
 	v.entries = entries
-	v.byID = make(map[string]*pending, len(entries))
+	v.byID = make(map[state.ElementID]*pending, len(entries))
 	for _, p := range entries {
-		v.byID[p.env.Identity()] = p
+		v.byID[p.env.Element(v.owner).Base()] = p
 	}
 	v.changed = true
 }
@@ -265,7 +266,7 @@ func (v *keyView) dequeue(rest []*pending) {
 // nextSeq is the sequence number of the key's next element: after every one
 // this incarnation of the key's state has given (the summary keeps the
 // highest, see writePending). It is the element's place in the key's order
-// (WithOrdered), and with the nonce its place in the pool (TaskID). A key
+// (WithOrdered), and with the nonce its task in the pool (state.ElementID). A key
 // whose bags have emptied starts a new incarnation, with a new nonce, at 1,
 // which keeps the order, since nothing of it is pending.
 func (v *keyView) nextSeq() (nonce uint64, seq int64) {
@@ -293,9 +294,10 @@ func inOrder(entries []*pending) []*pending {
 	return out
 }
 
-// hold is the watermark hold of the key's timer: the earliest event time of
-// its pending and queued elements, so that none of their outputs is late.
-func (v *keyView) hold() time.Time {
+// outputTimestamp is the output timestamp of the key's timer, which holds
+// the watermark there: the earliest event time of its pending and queued
+// elements, so that none of their outputs is late.
+func (v *keyView) outputTimestamp() time.Time {
 	first := int64(mtime.MaxTimestamp)
 	for _, p := range v.entries {
 		first = min(first, p.env.EventTimeMs)

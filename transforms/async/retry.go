@@ -274,19 +274,32 @@ func (f *core) retryable(kind string, attempts int, err error) (ok bool, why str
 	return f.RetryIf.Fn.Call([]any{err})[0].(bool), ""
 }
 
+// retryVerdict records that the in-worker retry policy declined a retry of
+// an element, and why when its error does not say (WithRetryIf panicked).
+// A task that ended with an error and no such verdict ended before its
+// retries did (it was cancelled).
+type retryVerdict struct {
+	declined bool
+	why      string
+}
+
 // inWorkerRetry is the pool's retry policy for a task when RetryInWorker is
 // set (nil otherwise): the same decision and backoff as a retry through bag
-// state, counting the done attempts made before this task.
+// state, counting the done attempts made before this task. A decision to
+// stop goes to el.verdict, where the final failure reads it.
 func (f *core) inWorkerRetry(el element) state.Retry {
 	if !f.RetryInWorker {
 		return nil
 	}
-	key, id, done := el.key, el.id, el.done
-	seed := append(append([]byte(nil), el.kb...), el.identity()...)
+	key, id, done, verdict := el.key, el.eid.ID, el.done, el.verdict
+	seed := el.eid.Base().Encode()
 	return func(attempt int, err error) (time.Duration, bool) {
 		total := done + attempt
 		kind := kindOf(err)
-		if ok, _ := f.retryable(kind, total, err); !ok {
+		if ok, why := f.retryable(kind, total, err); !ok {
+			if verdict != nil {
+				*verdict = retryVerdict{declined: true, why: why}
+			}
 			return 0, false
 		}
 		delay := max(f.Backoff.Delay(total, seed), overloadWait(err))
@@ -315,7 +328,7 @@ func (f *core) recordAttempts(env state.Envelope, t *state.Task, err error) (sta
 // retryLater returns env, to be written back to bag state, due after its
 // backoff, or after the wait an overload answer (err) asked for if longer.
 func (f *core) retryLater(key any, kb []byte, env state.Envelope, kind string, err error) *state.Envelope {
-	delay := max(f.Backoff.Delay(env.Attempts, append(append([]byte(nil), kb...), env.ID...)), overloadWait(err))
+	delay := max(f.Backoff.Delay(env.Attempts, env.Element(string(kb)).Base().Encode()), overloadWait(err))
 	env.NextAttemptMs = f.clock.Now().Add(delay).UnixMilli()
 	f.event(EventRetrying, key, env.ID, env.Attempts, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, env.LastError })
 	return &env

@@ -18,7 +18,7 @@ import (
 type commitResult struct {
 	queued         int       // elements waiting in bag state for room
 	waitingRetries int       // elements waiting out their backoff
-	heldBack       int       // finished results kept behind an earlier element (WithOrdered)
+	waitingTurn    int       // finished results waiting behind an earlier element (WithOrdered)
 	dueNext        time.Time // when the first of those is due (zero: none)
 	// running counts the key's elements whose calls are running here, and
 	// shortestRun is how long the most recent of those calls has run (see
@@ -93,7 +93,7 @@ func (k *keyTurn) settleFinished() (commitScan, error) {
 	var scan commitScan
 	blocked := false // an earlier element of the key is unresolved (WithOrdered)
 	for _, p := range entries {
-		t := pool.Lookup(state.TaskKey{Owner: v.owner, ID: p.env.TaskID()})
+		t := pool.Lookup(state.TaskKey{Owner: v.owner, Element: p.env.Element(v.owner)})
 		if t != nil && t.Interrupted() { // closed under us (a reset): not an attempt of the element
 			pool.Remove(t)
 			t = nil
@@ -121,7 +121,7 @@ func (k *keyTurn) settleFinished() (commitScan, error) {
 		default:
 			if _, callErr := t.Result(); callErr == nil && f.Ordered && blocked {
 				scan.keep = append(scan.keep, p) // its turn comes after the earlier ones
-				scan.res.heldBack++
+				scan.res.waitingTurn++
 				continue
 			}
 			scan.changed = true
@@ -181,15 +181,15 @@ func (k *keyTurn) startFromState(keep, toStart []*pending) (queued int, err erro
 			return 0, err
 		}
 	}
-	head := ""
+	var head state.ElementID // the key's earliest element (WithOrdered)
 	switch {
 	case k.fn.Ordered && len(keep) > 0:
-		head = keep[0].env.Identity()
+		head = keep[0].env.Element(k.v.owner).Base()
 	case !k.fn.Ordered:
 		byPriority(items, func(it startItem) int { return it.priority })
 	}
 	for i := range items {
-		adm, err := k.startItem(&items[i], items[i].p.env.Identity() == head)
+		adm, err := k.startItem(&items[i], items[i].p.env.Element(k.v.owner).Base() == head)
 		if err != nil {
 			return 0, err
 		}
@@ -285,7 +285,7 @@ func (k *keyTurn) startItem(it *startItem, head bool) (state.Admission, error) {
 // record (EventCancelled would end it). A task of an element committed on
 // another worker is cancelled too, as cancelStale would.
 func (k *keyTurn) startHead(el element) (*state.Task, error) {
-	k.pool.DisplaceUnbuffered(el.k)
+	k.pool.DisplaceUnbuffered(el.task())
 	return k.fn.startUnbuffered(k.ctx, k.pool, el)
 }
 
@@ -306,8 +306,8 @@ func (k *keyTurn) decodeItem(it *startItem) (err error) {
 // by a callback.
 func (k *keyTurn) fromState(it *startItem) element {
 	v, env := k.v, it.p.env
-	return element{k: state.TaskKey{Owner: v.owner, ID: env.TaskID()}, key: v.key, value: it.value, kb: v.kb, vb: env.Value,
-		id: env.ID, window: env.Window, ts: beam.EventTime(env.EventTimeMs), done: env.Attempts, priority: it.priority, fromState: true,
+	return element{eid: env.Element(v.owner), owner: v.owner, key: v.key, value: it.value, vb: env.Value,
+		ts: beam.EventTime(env.EventTimeMs), done: env.Attempts, priority: it.priority, fromState: true,
 		previous: previousError(env)}
 }
 
@@ -330,16 +330,15 @@ func (k *keyTurn) cancelStale() {
 	if len(tasks) == 0 {
 		return
 	}
-	pending := make(map[string]bool, len(k.v.entries))
+	pending := make(map[state.ElementID]bool, len(k.v.entries))
 	for _, p := range k.v.entries {
-		pending[p.env.TaskID()] = true
+		pending[p.env.Element(k.v.owner)] = true
 	}
 	for _, t := range tasks {
-		if !pending[t.Key.ID] {
+		if !pending[t.Key.Element] {
 			k.pool.Remove(t)
 			k.fn.metrics.cancelled.Inc(k.ctx, 1)
-			_, id := state.SplitIdentity(state.IdentityOfTask(t.Key.ID))
-			k.fn.event(EventCancelled, k.v.key, id, t.Attempts(), nil)
+			k.fn.event(EventCancelled, k.v.key, t.Key.Element.ID, t.Attempts(), nil)
 		}
 	}
 }

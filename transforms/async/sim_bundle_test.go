@@ -213,17 +213,16 @@ func (w *bundleWorld) finish(done <-chan struct{}) {
 
 // progress is a fingerprint of what the workers' pools hold and of what the
 // bundles emitted: it changes while anything moves.
-func (w *bundleWorld) progress() [5]int {
-	var p [5]int
+func (w *bundleWorld) progress() [4]int {
+	var p [4]int
 	for _, wk := range w.workers {
 		for _, pool := range wk.registry.Pools() {
 			p[0] += pool.Len()
-			p[1] += pool.Buffered()
-			p[2] += pool.InFlight()
-			p[3] += pool.Unfinished()
+			p[1] += pool.Held()
+			p[2] += pool.Unfinished()
 		}
 	}
-	p[4] = int(emitted.Load())
+	p[3] = int(emitted.Load())
 	return p
 }
 
@@ -331,8 +330,8 @@ func (w *bundleWorld) bundleBounds() []string {
 	var out []string
 	for i, wk := range w.workers {
 		for _, p := range wk.registry.Pools() {
-			if p.Buffered() > w.s.held || p.Len() > w.s.held {
-				out = append(out, fmt.Sprintf("worker %d holds %d tasks (%d with places); held is %d", i, p.Len(), p.Buffered(), w.s.held))
+			if p.Held() > w.s.held || p.Len() > w.s.held {
+				out = append(out, fmt.Sprintf("worker %d holds %d tasks (%d with places); held is %d", i, p.Len(), p.Held(), w.s.held))
 			}
 		}
 	}

@@ -337,7 +337,7 @@ func newSimWorld(t *testing.T, s simSchedule) *simWorld {
 		MaxAttempts: 3, Backoff: FixedBackoff(time.Millisecond), HasFailures: true, Ordered: s.ordered,
 		Carried: s.windows != "global", OutputType: &beam.EncodedType{T: reflect.TypeOf("")},
 		Protect: protection{BudgetShare: 0.1},
-	}, clock: w.clock, waitPeriod: 2 * time.Millisecond}
+	}, instance: instance{clock: w.clock, waitPeriod: 2 * time.Millisecond}}
 	if s.adaptive {
 		w.base.Protect.AdaptiveMin, w.base.Protect.AdaptiveMax = 1, s.parallelism
 	}
@@ -782,8 +782,8 @@ func (w *streamWorld) checkBounds() {
 			if w.s.ordered {
 				limit += len(w.keys)
 			}
-			if p.Buffered() > w.s.held || p.Len() > limit {
-				w.violation("worker %d holds %d tasks (%d with places); held is %d", i, p.Len(), p.Buffered(), w.s.held)
+			if p.Held() > w.s.held || p.Len() > limit {
+				w.violation("worker %d holds %d tasks (%d with places); held is %d", i, p.Len(), p.Held(), w.s.held)
 			}
 		}
 	}

@@ -88,7 +88,7 @@ func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp bea
 	}
 	// With WithIDFn, an element whose ID was pending when the bundle began is
 	// one element with it, even if settle commits that one now.
-	isCopy := f.IDFn != nil && k.v.byID[el.identity()] != nil
+	isCopy := f.IDFn != nil && k.v.byID[el.eid.Base()] != nil
 	if err := k.settle(false); err != nil {
 		return err
 	}

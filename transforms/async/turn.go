@@ -82,20 +82,20 @@ func (k *keyTurn) accept(el element, isCopy bool) error {
 	nonce, seq := v.nextSeq()
 	f.acceptedID(&el, seq)
 	f.metrics.accepted.Inc(ctx, 1)
-	f.event(EventAccepted, el.key, el.id, 0, nil)
-	if isCopy || v.byID[el.identity()] != nil {
+	f.event(EventAccepted, el.key, el.eid.ID, 0, nil)
+	if isCopy || v.byID[el.eid.Base()] != nil {
 		f.metrics.deduplicated.Inc(ctx, 1)
-		f.event(EventDeduplicated, el.key, el.id, 0, nil)
+		f.event(EventDeduplicated, el.key, el.eid.ID, 0, nil)
 		return nil
 	}
-	env := state.Envelope{ID: el.id, EventTimeMs: int64(el.ts), Value: el.vb, Seq: seq, Window: el.window, Nonce: nonce}
+	env := state.Envelope{ID: el.eid.ID, EventTimeMs: int64(el.ts), Value: el.vb, Seq: seq, Window: el.eid.Window, Nonce: nonce}
 	p := &pending{raw: env.Encode(), env: env}
 	if v.queue.Count > 0 { // behind its key's queue
 		v.enqueue(p)
 		k.pool.Waiting(v.owner, true)
 		return nil
 	}
-	el.k = state.TaskKey{Owner: v.owner, ID: env.TaskID()}
+	el.eid, el.owner = env.Element(v.owner), v.owner
 	_, adm, err := f.submit(ctx, k.pool, el, f.views.wait)
 	if err != nil {
 		return err
@@ -118,10 +118,11 @@ func (k *keyTurn) accept(el element, isCopy bool) error {
 // element that a failed bundle accepted is accepted with the same ID and
 // place by the bundle's retry (same state, same elements), which so finds
 // its call running or finished on this worker and takes it over (see
-// state.Envelope.TaskID).
+// state.ElementID).
 func (f *core) acceptedID(el *element, seq int64) {
 	if f.IDFn == nil {
-		el.id = state.OccurrenceID(el.id+string(binary.AppendVarint(nil, int64(el.ts))), seq)
+		el.eid.ID += string(binary.AppendVarint(nil, int64(el.ts)))
+		el.eid = el.eid.Occurrence(seq)
 	}
 }
 
@@ -151,7 +152,7 @@ func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
 		Gaps:        v.arrivals.Gaps,
 		Gap:         v.arrivals.Gap,
 		MeanGap:     v.arrivals.MeanGap,
-		Active:      len(v.entries) + int(v.queue.Count) - v.res.waitingRetries - v.res.heldBack,
+		Active:      len(v.entries) + int(v.queue.Count) - v.res.waitingRetries - v.res.waitingTurn,
 		Queued:      max(v.res.queued, int(v.queue.Count)), // the commit's count, or more if this bundle queued since
 		Running:     v.res.running,
 		ShortestRun: v.res.shortestRun,
@@ -160,5 +161,5 @@ func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
 		Runner:      pace.Runner(now),
 	})
 	pace.Planned(v.owner, at, now, f.cadence())
-	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(v.hold()))
+	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(v.outputTimestamp()))
 }

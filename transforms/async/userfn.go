@@ -25,6 +25,19 @@ var (
 	closureName = regexp.MustCompile(`\.func\d+(\.\d+)*$`)
 )
 
+// paramsAfterContext returns the parameter types of a func type, without
+// a leading context.Context.
+func paramsAfterContext(ft reflect.Type) []reflect.Type {
+	in := make([]reflect.Type, 0, ft.NumIn())
+	for i := 0; i < ft.NumIn(); i++ {
+		in = append(in, ft.In(i))
+	}
+	if len(in) > 0 && in[0] == contextType {
+		in = in[1:]
+	}
+	return in
+}
+
 // expectedShape is quoted by every error about the wrapped fn's signature.
 const expectedShape = "ProcessElement([ctx context.Context,] key K, value V, emit func(O)) [error]"
 
@@ -157,13 +170,7 @@ func checkProcess(ft reflect.Type, keyT, valT reflect.Type, what string) (signat
 	bad := func(format string, args ...any) (signature, error) {
 		return signature{}, fmt.Errorf("%s has signature %v: %s; want %s with K=%v, V=%v", what, ft, fmt.Sprintf(format, args...), expectedShape, keyT, valT)
 	}
-	in := make([]reflect.Type, 0, ft.NumIn())
-	for i := 0; i < ft.NumIn(); i++ {
-		in = append(in, ft.In(i))
-	}
-	if len(in) > 0 && in[0] == contextType {
-		in = in[1:]
-	}
+	in := paramsAfterContext(ft)
 	if len(in) != 3 {
 		return bad("it takes %d parameters after the optional context, want 3", len(in))
 	}
@@ -347,9 +354,9 @@ func lastIn(ft reflect.Type) reflect.Type { return ft.In(ft.NumIn() - 1) }
 // setup forwards Setup.
 func (u *userFn) setup(ctx context.Context) error { return u.lifecycle(ctx, "Setup", nil) }
 
-// hold counts a call that is about to be started; it fails once the fn is
-// closing. Every successful hold is matched by release.
-func (u *userFn) hold() bool {
+// acquire counts a call that is about to be started; it fails once the fn
+// is closing. Every successful acquire is matched by release.
+func (u *userFn) acquire() bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closing {
@@ -359,7 +366,7 @@ func (u *userFn) hold() bool {
 	return true
 }
 
-// release ends a held call, and tears the fn down if it was the last one of
+// release ends an acquired call, and tears the fn down if it was the last one of
 // a closing fn.
 func (u *userFn) release() {
 	u.mu.Lock()
