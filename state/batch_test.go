@@ -299,7 +299,7 @@ func TestBatchCancelWhileGathering(t *testing.T) {
 	svc := &batchService{}
 	p := mustPool(t, Config{Parallelism: 1, Buffer: 10, Batch: &BatchConfig{Size: 10, Wait: time.Hour, Send: svc.send}})
 	tasks := submitBatch(t, p, 2, noGroup, nil)
-	for p.queue.inFlight() != 2 || tasks[1].Status() != Waiting {
+	for p.InFlight() != 2 || tasks[1].Status() != Waiting {
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(10 * time.Millisecond) // both joined
@@ -310,7 +310,7 @@ func TestBatchCancelWhileGathering(t *testing.T) {
 			t.Errorf("%v: error %v; want it interrupted", task.Key, err)
 		}
 	}
-	if n := p.queue.inFlight(); n != 0 {
+	if n := p.InFlight(); n != 0 {
 		t.Errorf("places in flight after both left: %d; want 0", n)
 	}
 	if sizes := svc.sizes(); len(sizes) != 0 {

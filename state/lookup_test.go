@@ -28,8 +28,8 @@ func TestLookupHitMakesNoCallAndPassesNoGate(t *testing.T) {
 	if n := g.enterings.Load(); n != 0 || task.Attempts() != 0 {
 		t.Errorf("gate asked %d times, attempts %d; want 0 and 0", n, task.Attempts())
 	}
-	if p.queue.inFlight() != 0 {
-		t.Errorf("places in flight after the hit = %d; want 0", p.queue.inFlight())
+	if p.InFlight() != 0 {
+		t.Errorf("places in flight after the hit = %d; want 0", p.InFlight())
 	}
 }
 
@@ -53,8 +53,8 @@ func TestLookupErrFailsWithoutACall(t *testing.T) {
 	if n := g.enterings.Load(); n != 0 {
 		t.Errorf("gate asked %d times; want 0", n)
 	}
-	if p.queue.inFlight() != 0 {
-		t.Errorf("places in flight after the failed lookup = %d; want 0", p.queue.inFlight())
+	if p.InFlight() != 0 {
+		t.Errorf("places in flight after the failed lookup = %d; want 0", p.InFlight())
 	}
 }
 

@@ -307,6 +307,11 @@ func (p *Pool) forgetIdle(now time.Time) {
 	}
 }
 
+// InFlight returns how many Buffer places are taken: buffered tasks waiting
+// for a slot or running. A task that gives its place back to wait (a
+// retry's backoff, another element's call of the same lookup) leaves it.
+func (p *Pool) InFlight() int { return p.queue.inFlight() }
+
 // Held returns how many Hold places are taken: buffered tasks in flight,
 // queued for a Buffer place, or finished and not yet removed.
 func (p *Pool) Held() int {

@@ -303,7 +303,7 @@ func TestRetryWaitFreesPlaceInFlight(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if got := p.queue.inFlight(); got != 0 {
+	if got := p.InFlight(); got != 0 {
 		t.Errorf("places in flight while the only task waits to retry = %d, want 0", got)
 	}
 	other, _, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "other"}}, 0, Job{Work: func(context.Context, int) ([]any, error) { return nil, nil }})

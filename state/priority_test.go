@@ -156,7 +156,7 @@ func TestHoldAndBuffer(t *testing.T) {
 	if adm != Started {
 		t.Fatalf("Submit while b runs = %v, want Started (admitted, waiting for the Buffer place)", adm)
 	}
-	if got := p.queue.inFlight(); got != 1 {
+	if got := p.InFlight(); got != 1 {
 		t.Errorf("InFlight = %d, want 1 (Buffer)", got)
 	}
 	if _, adm, _ := p.Submit(context.Background(), TaskKey{"k", ElementID{ID: "d"}}, 0, quick); adm != NoRoom {

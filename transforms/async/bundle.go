@@ -7,7 +7,6 @@ package async
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -289,17 +288,15 @@ func (f *core) emitResult(ctx context.Context, el element, t *state.Task, emit f
 
 // finalFailure turns the final error of an element's task into its failure
 // record, or into the error that fails the bundle when the transform has no
-// failure output. Its retries are over: the pool's retry policy declined
-// one (el.verdict), or the pool ended the task on an answer that is not an
-// attempt (a cache key that could not be made). A task cancelled before its
-// retries were over fails the bundle instead, which is retried.
+// failure output. An interrupted task never comes here (flush starts its
+// element again), so its retries are over: the pool's retry policy
+// declined one (el.verdict keeps the reason when WithRetryIf panicked), or
+// the pool ended the task on an answer that is not an attempt (a cache key
+// that could not be made, a permanent failure).
 func (f *core) finalFailure(el element, t *state.Task, callErr error) (Failure, error) {
 	why := ""
-	switch {
-	case el.verdict != nil && el.verdict.declined:
+	if el.verdict != nil {
 		why = el.verdict.why
-	case errors.Is(callErr, context.Canceled):
-		return Failure{}, fmt.Errorf("async: element %x of key %v ended before its retries did: %w", el.eid.ID, el.key, callErr)
 	}
 	env := state.Envelope{ID: el.eid.ID, EventTimeMs: int64(el.ts), Value: el.vb, Attempts: el.done, Window: el.eid.Window}
 	env, kind := f.recordAttempts(env, t, callErr)
@@ -424,6 +421,7 @@ func (r *bundleRun) interrupted(it *bundleItem) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	it.task = nil
+	it.el.verdict = &retryVerdict{} // the next task's policy decides afresh
 	r.redo = append(r.redo, it)
 }
 

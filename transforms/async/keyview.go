@@ -128,9 +128,11 @@ func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyStat
 	before, after := pool.Touch(owner, element)
 	v.seen, v.arrivals = before.Last, after
 	v.plan, v.planned = pool.Pace().InForce(owner)
-	if err := f.readBag(ctx, ks.bag, ks.sp, v, v.add); err != nil {
+	copies, err := f.readBag(ctx, ks.bag, ks.sp, v, v.add)
+	if err != nil {
 		return nil, err
 	}
+	v.changed = copies // the bag holds copies: rewrite it
 	vs.byOwner[owner] = v
 	return v, nil
 }
@@ -138,17 +140,19 @@ func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyStat
 // readBag reads one of the key's bags, handing each element to keep. Of
 // several entries of one identity the first is kept (a later one with more
 // attempts replaces it: a retry written back); the others are copies,
-// counted as deduplicated. The current queue summary goes to v.
-func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beamstate.Provider, v *keyView, keep func(*pending)) error {
+// counted as deduplicated. The current queue summary goes to v. It reports
+// whether the bag held more than keep was given: copies, or an entry
+// replaced, so that the bag is rewritten.
+func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beamstate.Provider, v *keyView, keep func(*pending)) (copies bool, err error) {
 	raws, _, err := bag.Read(sp)
 	if err != nil {
-		return fmt.Errorf("async: reading bag state: %w", err)
+		return false, fmt.Errorf("async: reading bag state: %w", err)
 	}
 	seen := map[state.ElementID]*pending{}
 	for _, raw := range raws {
 		entry, err := state.DecodeEntry(raw)
 		if err != nil {
-			return fmt.Errorf("async: bag state %q holds an entry this version cannot read: %w", bag.Key, err)
+			return copies, fmt.Errorf("async: bag state %q holds an entry this version cannot read: %w", bag.Key, err)
 		}
 		if q := entry.Summary; q != nil {
 			if q.Serial >= v.queue.Serial {
@@ -170,14 +174,14 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 					f.metrics.deduplicated.Inc(ctx, 1)
 					f.event(EventDeduplicated, v.key, env.ID, 0, nil)
 				}
-				v.changed = true
+				copies = true
 				continue
 			}
 			seen[id] = p
 			keep(p)
 		}
 	}
-	return nil
+	return copies, nil
 }
 
 // readQueue reads the queued elements, once per bundle, with those this
@@ -188,29 +192,27 @@ func (f *core) readQueue(ctx context.Context, ks keyState, v *keyView) error {
 		return nil
 	}
 	v.queueRead = true
-	copies := v.changed
-	v.changed = false
+	dropped := false
 	ids := map[state.ElementID]bool{}
 	keep := func(p *pending) {
 		id := p.env.Element(v.owner).Base()
 		if ids[id] || v.byID[id] != nil {
 			f.metrics.deduplicated.Inc(ctx, 1)
 			f.event(EventDeduplicated, v.key, p.env.ID, 0, nil)
-			v.changed = true
+			dropped = true
 			return
 		}
 		ids[id] = true
 		v.queued = append(v.queued, p)
 	}
-	err := f.readBag(ctx, ks.queue, ks.sp, v, keep)
+	copies, err := f.readBag(ctx, ks.queue, ks.sp, v, keep)
 	for _, p := range v.toQueue {
 		keep(p)
 	}
-	if v.changed || len(v.toQueue) > 0 {
+	if copies || dropped || len(v.toQueue) > 0 {
 		v.queueChanged = true // the bag lacks what was queued, or holds copies
 	}
 	v.toQueue = nil
-	v.changed = copies
 	return err
 }
 

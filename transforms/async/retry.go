@@ -274,13 +274,10 @@ func (f *core) retryable(kind string, attempts int, err error) (ok bool, why str
 	return f.RetryIf.Fn.Call([]any{err})[0].(bool), ""
 }
 
-// retryVerdict records that the in-worker retry policy declined a retry of
-// an element, and why when its error does not say (WithRetryIf panicked).
-// A task that ended with an error and no such verdict ended before its
-// retries did (it was cancelled).
+// retryVerdict is the in-worker retry policy's reason to stop retrying an
+// element when its error does not say it (WithRetryIf panicked).
 type retryVerdict struct {
-	declined bool
-	why      string
+	why string
 }
 
 // inWorkerRetry is the pool's retry policy for a task when RetryInWorker is
@@ -298,7 +295,7 @@ func (f *core) inWorkerRetry(el element) state.Retry {
 		kind := kindOf(err)
 		if ok, why := f.retryable(kind, total, err); !ok {
 			if verdict != nil {
-				*verdict = retryVerdict{declined: true, why: why}
+				*verdict = retryVerdict{why: why}
 			}
 			return 0, false
 		}

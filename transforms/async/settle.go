@@ -181,15 +181,16 @@ func (k *keyTurn) startFromState(keep, toStart []*pending) (queued int, err erro
 			return 0, err
 		}
 	}
-	var head state.ElementID // the key's earliest element (WithOrdered)
+	var head *pending // the key's earliest element (WithOrdered)
 	switch {
 	case k.fn.Ordered && len(keep) > 0:
-		head = keep[0].env.Element(k.v.owner).Base()
+		head = keep[0]
 	case !k.fn.Ordered:
 		byPriority(items, func(it startItem) int { return it.priority })
 	}
 	for i := range items {
-		adm, err := k.startItem(&items[i], items[i].p.env.Element(k.v.owner).Base() == head)
+		isHead := head != nil && items[i].p.env.Element(k.v.owner).Base() == head.env.Element(k.v.owner).Base()
+		adm, err := k.startItem(&items[i], isHead)
 		if err != nil {
 			return 0, err
 		}

@@ -213,16 +213,17 @@ func (w *bundleWorld) finish(done <-chan struct{}) {
 
 // progress is a fingerprint of what the workers' pools hold and of what the
 // bundles emitted: it changes while anything moves.
-func (w *bundleWorld) progress() [4]int {
-	var p [4]int
+func (w *bundleWorld) progress() [5]int {
+	var p [5]int
 	for _, wk := range w.workers {
 		for _, pool := range wk.registry.Pools() {
 			p[0] += pool.Len()
 			p[1] += pool.Held()
-			p[2] += pool.Unfinished()
+			p[2] += pool.InFlight()
+			p[3] += pool.Unfinished()
 		}
 	}
-	p[3] = int(emitted.Load())
+	p[4] = int(emitted.Load())
 	return p
 }
 
