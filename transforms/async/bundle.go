@@ -287,19 +287,25 @@ func (f *core) emitResult(ctx context.Context, el element, t *state.Task, emit f
 }
 
 // finalFailure turns the final error of an element's task into its failure
-// record, or into the error that fails the bundle when the transform has no
-// failure output. An interrupted task never comes here (flush starts its
-// element again), so its retries are over: the pool's retry policy
-// declined one (el.verdict keeps the reason when WithRetryIf panicked), or
-// the pool ended the task on an answer that is not an attempt (a cache key
-// that could not be made, a permanent failure).
+// record, or into the error that fails the bundle. An interrupted task never
+// comes here (flush starts its element again). When the pool's retry policy
+// declined a retry, its verdict stands (el.verdict, with the reason when
+// WithRetryIf panicked). An error the policy never saw (a rate gate that
+// failed before an attempt, a cache key that could not be made) is decided
+// here, once: if a retry is still due, the bundle fails and is retried
+// whole, as before any attempt was made; if not, it is the element's
+// failure. Without a failure output every final failure fails the bundle.
 func (f *core) finalFailure(el element, t *state.Task, callErr error) (Failure, error) {
-	why := ""
-	if el.verdict != nil {
-		why = el.verdict.why
-	}
 	env := state.Envelope{ID: el.eid.ID, EventTimeMs: int64(el.ts), Value: el.vb, Attempts: el.done, Window: el.eid.Window}
 	env, kind := f.recordAttempts(env, t, callErr)
+	why := ""
+	if v := el.verdict; v != nil && v.declined {
+		why = v.why
+	} else if retry, w := f.retryable(kind, env.Attempts, callErr); retry {
+		return Failure{}, fmt.Errorf("async: element %x of key %v ended on an error its retry policy did not see, with retries left: the bundle fails and is retried: %w", el.eid.ID, el.key, callErr)
+	} else {
+		why = w
+	}
 	failure, err := f.failedForGood(el.key, []byte(el.eid.Key), env, kind, why, callErr)
 	if err != nil {
 		return Failure{}, err

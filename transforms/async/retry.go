@@ -274,10 +274,13 @@ func (f *core) retryable(kind string, attempts int, err error) (ok bool, why str
 	return f.RetryIf.Fn.Call([]any{err})[0].(bool), ""
 }
 
-// retryVerdict is the in-worker retry policy's reason to stop retrying an
-// element when its error does not say it (WithRetryIf panicked).
+// retryVerdict is the in-worker retry policy's decision to stop retrying an
+// element (declined), and why when its error does not say it (WithRetryIf
+// panicked). A task that ended on an error without one ended on an error
+// the policy never saw.
 type retryVerdict struct {
-	why string
+	declined bool
+	why      string
 }
 
 // inWorkerRetry is the pool's retry policy for a task when RetryInWorker is
@@ -295,7 +298,7 @@ func (f *core) inWorkerRetry(el element) state.Retry {
 		kind := kindOf(err)
 		if ok, why := f.retryable(kind, total, err); !ok {
 			if verdict != nil {
-				*verdict = retryVerdict{why: why}
+				*verdict = retryVerdict{declined: true, why: why}
 			}
 			return 0, false
 		}
