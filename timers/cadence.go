@@ -82,7 +82,7 @@ func NewCadence(c time.Duration) Cadence {
 // OnGrid returns the first instant of the commit grid strictly after t.
 func (c Cadence) OnGrid(t time.Time) time.Time { return NextRound(t, c.Grid, 0) }
 
-// Step is the step of the grid that a quiet key's timer is set on while
+// Step is the step of the grid that a key's timer is set on while
 // the runner's bundles last r.Bundle: the commit grid's step, doubled
 // while it is shorter than a bundle, at most C. Every instant of the grid
 // is one timer bundle for the runner (prism delivers a grid instant's

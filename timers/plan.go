@@ -114,8 +114,12 @@ func (c Cadence) LongCallWait(runningFor time.Duration) time.Duration {
 // sets no timer for a key that holds nothing.
 //
 //   - A busy key (Busy) is committed by its own bundles; its timer is a
-//     backstop for when they stop, Backstop ahead. So is a newcomer's
-//     (Newcomer).
+//     backstop for when they stop, Backstop ahead, rounded up to the
+//     grid's instants a Step apart. So is a newcomer's (Newcomer). A
+//     backstop waits anyway, so it shares the coarser instants that quiet
+//     keys' timers use while bundles are long: on the fine grid, the
+//     backstops of many keys' first elements (every element, over 10,000
+//     keys at a stream's start) each cost the runner a timer bundle.
 //   - A quiet key's timer is set, on the grid's instants a Step apart,
 //     for when its started work is expected to have finished: the pool's
 //     expected call duration times the waves of unfinished work ahead of it (of half of all it holds when the key has
@@ -128,7 +132,7 @@ func (c Cadence) LongCallWait(runningFor time.Duration) time.Duration {
 func (c Cadence) Plan(f Facts) time.Time {
 	guard := f.Runner.Guard(c)
 	if c.Busy(f) || c.Newcomer(f) {
-		return c.OnGrid(f.Now.Add(max(c.Backstop(f.MeanGap), guard)))
+		return NextRound(f.Now.Add(max(c.Backstop(f.MeanGap), guard)), c.Step(f.Runner), 0)
 	}
 	var next time.Time
 	if f.Active > 0 {

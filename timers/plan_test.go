@@ -141,6 +141,14 @@ func TestPlan(t *testing.T) {
 			Facts{Now: now, Active: 1, Running: 1, ShortestRun: time.Hour, Pool: pool}, grid(time.Second)},
 		{"busy key: the backstop's floor",
 			busyAt(Facts{Now: now, Active: 3, Pool: pool}), grid(500 * ms)},
+		{"busy key while bundles last 300 ms: the backstop on the grid's 500 ms step",
+			func() Facts {
+				f := busyAt(Facts{Now: now, Active: 3, Pool: pool})
+				f.Runner.Bundle = 300 * ms
+				return f
+			}(), NextRound(now.Add(500*ms), 500*ms, 0)},
+		{"a newcomer while bundles last 600 ms: the backstop's floor on the 1 s step",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Bundle: 600 * ms}}, NextRound(now.Add(c.BackstopFloor), time.Second, 0)},
 		{"busy key, elements 400 ms apart: three gaps",
 			func() Facts { f := busyAt(Facts{Now: now, Active: 1, Pool: pool}); f.MeanGap = 400 * ms; return f }(), grid(1200 * ms)},
 		{"busy at a timer: its last two elements close, the last recent",
