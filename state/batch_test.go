@@ -348,8 +348,8 @@ func TestBatchWrongOutcomeCountFailsTheRequest(t *testing.T) {
 func TestBatchConfigRejectsBadValues(t *testing.T) {
 	send := func(context.Context, []BatchItem) ([]Outcome, error) { return nil, nil }
 	for _, b := range []BatchConfig{{Size: 0, Send: send}, {Size: 2, Wait: -1, Send: send}, {Size: 2}} {
-		if _, err := NewPool(Config{Parallelism: 1, Buffer: 1, Batch: &b}); err == nil {
-			t.Errorf("NewPool with batch %+v: nil error; want one", b)
+		if _, err := newPool(Config{Parallelism: 1, Buffer: 1, Batch: &b}); err == nil {
+			t.Errorf("newPool with batch %+v: nil error; want one", b)
 		}
 	}
 }

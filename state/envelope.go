@@ -50,13 +50,13 @@ func (q QueueSummary) Encode() []byte {
 	return binary.AppendVarint(buf, q.HighSeq)
 }
 
-// IsQueueSummary reports whether a bag entry is a QueueSummary.
-func IsQueueSummary(b []byte) bool { return len(b) > 0 && b[0] == queueVersion }
+// isQueueSummary reports whether a bag entry is a QueueSummary.
+func isQueueSummary(b []byte) bool { return len(b) > 0 && b[0] == queueVersion }
 
-// DecodeQueueSummary parses an entry written by QueueSummary.Encode (or by
+// decodeQueueSummary parses an entry written by QueueSummary.Encode (or by
 // a version without Nonce and HighSeq, which read as zero).
-func DecodeQueueSummary(b []byte) (QueueSummary, error) {
-	if !IsQueueSummary(b) {
+func decodeQueueSummary(b []byte) (QueueSummary, error) {
+	if !isQueueSummary(b) {
 		return QueueSummary{}, fmt.Errorf("%w: not a queue summary", ErrBadEnvelope)
 	}
 	r := &reader{b: b[1:]}
@@ -183,13 +183,13 @@ func (r *reader) str(what string) string {
 	return s
 }
 
-// ErrBadEnvelope is wrapped by every DecodeEnvelope error.
+// ErrBadEnvelope is wrapped by every decodeEnvelope error.
 var ErrBadEnvelope = errors.New("state: malformed envelope")
 
-// DecodeEnvelope parses bytes written by Envelope.Encode. It never panics;
+// decodeEnvelope parses bytes written by Envelope.Encode. It never panics;
 // malformed input gives an error wrapping ErrBadEnvelope. The returned Value
 // aliases b.
-func DecodeEnvelope(b []byte) (Envelope, error) {
+func decodeEnvelope(b []byte) (Envelope, error) {
 	if len(b) == 0 {
 		return Envelope{}, fmt.Errorf("%w: empty", ErrBadEnvelope)
 	}
@@ -281,8 +281,8 @@ type Entry struct {
 // panics, and wraps ErrBadEnvelope on malformed input.
 func DecodeEntry(b []byte) (Entry, error) {
 	switch {
-	case IsQueueSummary(b):
-		q, err := DecodeQueueSummary(b)
+	case isQueueSummary(b):
+		q, err := decodeQueueSummary(b)
 		if err != nil {
 			return Entry{}, err
 		}
@@ -293,7 +293,7 @@ func DecodeEntry(b []byte) (Entry, error) {
 		if k <= 0 || l > uint64(len(rest)-k) {
 			return Entry{}, fmt.Errorf("%w: bad length of the queue summary", ErrBadEnvelope)
 		}
-		q, err := DecodeQueueSummary(rest[k : k+int(l)])
+		q, err := decodeQueueSummary(rest[k : k+int(l)])
 		if err != nil {
 			return Entry{}, err
 		}
@@ -306,7 +306,7 @@ func DecodeEntry(b []byte) (Entry, error) {
 	case len(b) > 0 && b[0] == batchVersion:
 		return decodeBatch(b[1:])
 	}
-	env, err := DecodeEnvelope(b)
+	env, err := decodeEnvelope(b)
 	if err != nil {
 		return Entry{}, err
 	}
@@ -328,7 +328,7 @@ func decodeBatch(rest []byte) (Entry, error) {
 		}
 		raw := rest[k : k+int(l) : k+int(l)] // an append to it must not reach the next member
 		rest = rest[k+int(l):]
-		env, err := DecodeEnvelope(raw)
+		env, err := decodeEnvelope(raw)
 		if err != nil {
 			return Entry{}, fmt.Errorf("batch member %d: %w", i, err)
 		}

@@ -17,9 +17,9 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 		{ID: "o", Seq: 1 << 40, Value: []byte("v")},
 	}
 	for i, want := range tests {
-		got, err := DecodeEnvelope(want.Encode())
+		got, err := decodeEnvelope(want.Encode())
 		if err != nil {
-			t.Fatalf("case %d: DecodeEnvelope: %v", i, err)
+			t.Fatalf("case %d: decodeEnvelope: %v", i, err)
 		}
 		got.Value, want.Value = bytes.Clone(got.Value), bytes.Clone(want.Value)
 		if !reflect.DeepEqual(normal(got), normal(want)) {
@@ -43,13 +43,13 @@ func normal(e Envelope) Envelope {
 // existed is still read, with Seq zero.
 func TestDecodeEnvelopeReadsVersion2(t *testing.T) {
 	v2 := []byte{envelopeVersionV2, 1, 'a', 4, 2, 20, 30, 40, 1, 'k', 1, 'e', 'v', 'a', 'l'}
-	got, err := DecodeEnvelope(v2)
+	got, err := decodeEnvelope(v2)
 	if err != nil {
-		t.Fatalf("DecodeEnvelope(version 2): %v", err)
+		t.Fatalf("decodeEnvelope(version 2): %v", err)
 	}
 	want := Envelope{ID: "a", EventTimeMs: 2, Attempts: 1, FirstAttemptMs: 10, LastAttemptMs: 15, NextAttemptMs: 20, LastKind: "k", LastError: "e", Value: []byte("val")}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("DecodeEnvelope(version 2) = %+v, want %+v", got, want)
+		t.Errorf("decodeEnvelope(version 2) = %+v, want %+v", got, want)
 	}
 }
 
@@ -66,8 +66,8 @@ func TestDecodeEnvelopeRejectsMalformed(t *testing.T) {
 		{"truncated varint", []byte{envelopeVersion, 0x80}},
 	}
 	for _, tc := range tests {
-		if _, err := DecodeEnvelope(tc.in); !errors.Is(err, ErrBadEnvelope) {
-			t.Errorf("%s: DecodeEnvelope(%v) error = %v, want ErrBadEnvelope", tc.name, tc.in, err)
+		if _, err := decodeEnvelope(tc.in); !errors.Is(err, ErrBadEnvelope) {
+			t.Errorf("%s: decodeEnvelope(%v) error = %v, want ErrBadEnvelope", tc.name, tc.in, err)
 		}
 	}
 }
@@ -77,11 +77,11 @@ func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add(Envelope{ID: "id", EventTimeMs: 42, Value: []byte("value")}.Encode())
 	f.Add([]byte{envelopeVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		e, err := DecodeEnvelope(b)
+		e, err := decodeEnvelope(b)
 		if err != nil {
 			return
 		}
-		again, err := DecodeEnvelope(e.Encode())
+		again, err := decodeEnvelope(e.Encode())
 		if err != nil || !reflect.DeepEqual(normal(again), normal(e)) {
 			t.Fatalf("re-encoding %x does not round trip: %+v, %v", b, again, err)
 		}
@@ -99,9 +99,9 @@ func FuzzEnvelopeRoundTrip(f *testing.F) {
 		}
 		attempts %= 1 << 30
 		in := Envelope{ID: id, EventTimeMs: ts, Attempts: attempts, NextAttemptMs: next, LastKind: kind, LastError: kind + id, Value: value}
-		out, err := DecodeEnvelope(in.Encode())
+		out, err := decodeEnvelope(in.Encode())
 		if err != nil {
-			t.Fatalf("DecodeEnvelope(Encode(%+v)): %v", in, err)
+			t.Fatalf("decodeEnvelope(Encode(%+v)): %v", in, err)
 		}
 		if !reflect.DeepEqual(normal(out), normal(in)) {
 			t.Fatalf("round trip = %+v, want %+v", normal(out), normal(in))
@@ -241,10 +241,10 @@ func FuzzDecodeEntry(f *testing.F) {
 func TestQueueSummaryRoundTrip(t *testing.T) {
 	for _, want := range []QueueSummary{{}, {Serial: 3, Count: 10, MinEventTimeMs: -5, MaxSeq: 1 << 40}} {
 		b := want.Encode()
-		if !IsQueueSummary(b) {
-			t.Fatalf("IsQueueSummary(%x) = false", b)
+		if !isQueueSummary(b) {
+			t.Fatalf("isQueueSummary(%x) = false", b)
 		}
-		got, err := DecodeQueueSummary(b)
+		got, err := decodeQueueSummary(b)
 		if err != nil || got != want {
 			t.Errorf("round trip of %+v = %+v, %v", want, got, err)
 		}
@@ -253,8 +253,8 @@ func TestQueueSummaryRoundTrip(t *testing.T) {
 		}
 	}
 	for _, b := range [][]byte{{queueVersion}, append(QueueSummary{Count: 1}.Encode(), 0), QueueSummary{Count: -1}.Encode()} {
-		if _, err := DecodeQueueSummary(b); !errors.Is(err, ErrBadEnvelope) {
-			t.Errorf("DecodeQueueSummary(%x) = %v, want ErrBadEnvelope", b, err)
+		if _, err := decodeQueueSummary(b); !errors.Is(err, ErrBadEnvelope) {
+			t.Errorf("decodeQueueSummary(%x) = %v, want ErrBadEnvelope", b, err)
 		}
 	}
 }
@@ -263,7 +263,7 @@ func TestQueueSummaryRoundTrip(t *testing.T) {
 // version 3 (no window) still decode, in the global window.
 func TestEnvelopeKeepsItsWindow(t *testing.T) {
 	e := Envelope{ID: "x", EventTimeMs: 5, Seq: 2, Window: "[0, 10)", Value: []byte("v")}
-	got, err := DecodeEnvelope(e.Encode())
+	got, err := decodeEnvelope(e.Encode())
 	if err != nil || got.Window != e.Window || got.Seq != 2 || string(got.Value) != "v" {
 		t.Errorf("round trip = %+v, %v; want %+v", got, err, e)
 	}
@@ -274,7 +274,7 @@ func TestEnvelopeKeepsItsWindow(t *testing.T) {
 	}
 	v3 = appendString(appendString(v3, ""), "")
 	v3 = append(append(v3, 2), 'v') // seq 1 (zigzag), then the value
-	old, err := DecodeEnvelope(v3)
+	old, err := decodeEnvelope(v3)
 	if err != nil || old.Window != "" || old.Seq != 1 || string(old.Value) != "v" {
 		t.Errorf("a version 3 entry decodes to %+v, %v; want seq 1, global window, value v", old, err)
 	}

@@ -93,7 +93,7 @@ func TestGateSeesEveryAttemptAndItsOutcome(t *testing.T) {
 
 func TestGateWaitEndsWithTheTask(t *testing.T) {
 	g := &fakeGate{block: make(chan struct{})}
-	p, err := NewPool(Config{Parallelism: 1, Buffer: 1, Gate: func() Gate { return g }})
+	p, err := newPool(Config{Parallelism: 1, Buffer: 1, Gate: func() Gate { return g }})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ type Config struct {
 	// spared if it comes back.
 	Gone time.Duration
 	// Gate, if not nil, makes the gate every attempt passes before its call
-	// (see Gate); NewPool calls it once.
+	// (see Gate); newPool calls it once.
 	Gate func() Gate
 	// Batch, if not nil, sends attempts in batches (see BatchConfig): then
 	// Parallelism and the Gate count requests, and Job.Work is not used.
@@ -134,8 +134,8 @@ type Pool struct {
 	pace timers.Pace // the runner's pace as the pool's users see it
 }
 
-// NewPool returns an empty pool, or an error naming the invalid setting.
-func NewPool(cfg Config) (*Pool, error) {
+// newPool returns an empty pool, or an error naming the invalid setting.
+func newPool(cfg Config) (*Pool, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

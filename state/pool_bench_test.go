@@ -9,7 +9,7 @@ import (
 // BenchmarkSubmitFinish measures one element's path through the pool:
 // admission, a slot, a trivial call, and removal at commit.
 func BenchmarkSubmitFinish(b *testing.B) {
-	p, err := NewPool(Config{Parallelism: 64, Buffer: 128})
+	p, err := newPool(Config{Parallelism: 64, Buffer: 128})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,9 +14,9 @@ import (
 
 func mustPool(t *testing.T, cfg Config) *Pool {
 	t.Helper()
-	p, err := NewPool(cfg)
+	p, err := newPool(cfg)
 	if err != nil {
-		t.Fatalf("NewPool(%+v): %v", cfg, err)
+		t.Fatalf("newPool(%+v): %v", cfg, err)
 	}
 	t.Cleanup(func() { p.Close(context.Background()) })
 	return p
@@ -33,8 +33,8 @@ func wait(t *testing.T, task *Task) {
 
 func TestNewPoolRejectsBadConfig(t *testing.T) {
 	for _, cfg := range []Config{{Parallelism: 0, Buffer: 1}, {Parallelism: -1, Buffer: 1}, {Parallelism: 1, Buffer: 0}} {
-		if _, err := NewPool(cfg); err == nil {
-			t.Errorf("NewPool(%+v) = nil error, want one", cfg)
+		if _, err := newPool(cfg); err == nil {
+			t.Errorf("newPool(%+v) = nil error, want one", cfg)
 		}
 	}
 }

@@ -177,7 +177,7 @@ func TestHoldAndBuffer(t *testing.T) {
 }
 
 func TestHoldBelowBufferIsRejected(t *testing.T) {
-	if _, err := NewPool(Config{Parallelism: 1, Buffer: 4, Hold: 2}); err == nil || !strings.Contains(err.Error(), "hold 2 must be >= the buffer 4") {
-		t.Errorf("NewPool with Hold < Buffer = %v, want an error naming both", err)
+	if _, err := newPool(Config{Parallelism: 1, Buffer: 4, Hold: 2}); err == nil || !strings.Contains(err.Error(), "hold 2 must be >= the buffer 4") {
+		t.Errorf("newPool with Hold < Buffer = %v, want an error naming both", err)
 	}
 }

@@ -152,7 +152,7 @@ func (r *Registry) Shared(id string, cfg Config) (*Pool, error) {
 	p := r.pools[id]
 	var err error
 	if p == nil {
-		if p, err = NewPool(cfg); err == nil {
+		if p, err = newPool(cfg); err == nil {
 			r.pools[id] = p
 		}
 	}

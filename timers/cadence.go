@@ -2,10 +2,10 @@ package timers
 
 import "time"
 
-// MinRearm is the least time ahead a commit timer aims at before it is
+// minRearm is the least time ahead a commit timer aims at before it is
 // rounded up to the grid. Below it a runner spends more time delivering
 // timers than the pool gains from them.
-const MinRearm = 10 * time.Millisecond
+const minRearm = 10 * time.Millisecond
 
 // Cadence holds every duration the transform derives from its callback
 // frequency C (async.WithCallbackFrequency). Nothing else in the module
@@ -13,12 +13,12 @@ const MinRearm = 10 * time.Millisecond
 type Cadence struct {
 	// Period is C itself.
 	Period time.Duration
-	// Grid is the step of the commit grid, max(C/4, MinRearm): every
+	// Grid is the step of the commit grid, max(C/4, minRearm): every
 	// commit timer is set on a multiple of it since the Unix epoch, so
 	// that keys share instants and the runner delivers their callbacks
 	// together, in one bundle.
 	Grid time.Duration
-	// BusyWithin is how close a key's elements must come for the key to
+	// busyWithin is how close a key's elements must come for the key to
 	// count as busy: two grid steps, at least 500 ms and at most 2 s. A
 	// busy key is committed by its own next bundle, where a timer would
 	// only fall due inside that bundle; a key whose elements come further
@@ -28,15 +28,15 @@ type Cadence struct {
 	// 350 ms apart busy at C = 100 ms, where a 50 ms threshold (a timer per
 	// element) cost prism more than those keys' own bundles, and 2 s is
 	// where C = 5 s met its targets. Where the runner's guard
-	// (Runner.Guard) is longer, it is the threshold (Busy).
-	BusyWithin time.Duration
-	// BackstopFloor and BackstopCap bound a busy key's backstop as its
+	// (Runner.Guard) is longer, it is the threshold (busy).
+	busyWithin time.Duration
+	// BackstopFloor and backstopCap bound a busy key's backstop as its
 	// elements' pace sets it: max(C/2, 250 ms) and max(2 s, C/2). The
 	// runner's pace (Runner.Guard) may push a backstop past the cap.
-	BackstopFloor, BackstopCap time.Duration
-	// LongCallCap is the most a key whose every element is in a long call
+	BackstopFloor, backstopCap time.Duration
+	// longCallCap is the most a key whose every element is in a long call
 	// waits between looks, C.
-	LongCallCap time.Duration
+	longCallCap time.Duration
 	// StaleAfter is how long a key may go without a callback on a worker
 	// before the worker drops its work, max(20C, 30 s): only a key that
 	// moved to another worker stays away that long.
@@ -47,7 +47,7 @@ type Cadence struct {
 	// key's unbuffered task, a key that came back after an eviction) goes.
 	Moved time.Duration
 	// Forget is how long a worker remembers a key that holds no work
-	// there (its arrivals, see BusyWithin), max(4C, 4 s).
+	// there (its arrivals, see busyWithin), max(4C, 4 s).
 	Forget time.Duration
 	// GuardCap bounds the runner's guard (Runner.Guard), StaleAfter/2: a
 	// guard that long already means the runner is far behind, and the
@@ -61,17 +61,17 @@ func NewCadence(c time.Duration) Cadence {
 	if c <= 0 {
 		panic("timers: NewCadence needs a positive callback frequency")
 	}
-	grid := max(c/4, MinRearm)
+	grid := max(c/4, minRearm)
 	busy := min(max(2*grid, 500*time.Millisecond), 2*time.Second)
 	floor := max(c/2, 250*time.Millisecond)
 	stale := max(20*c, 30*time.Second)
 	return Cadence{
 		Period:        c,
 		Grid:          grid,
-		BusyWithin:    busy,
+		busyWithin:    busy,
 		BackstopFloor: floor,
-		BackstopCap:   max(2*time.Second, floor),
-		LongCallCap:   c,
+		backstopCap:   max(2*time.Second, floor),
+		longCallCap:   c,
 		StaleAfter:    stale,
 		Moved:         10 * stale,
 		Forget:        max(4*c, 4*time.Second),
@@ -82,8 +82,8 @@ func NewCadence(c time.Duration) Cadence {
 // OnGrid returns the first instant of the commit grid strictly after t.
 func (c Cadence) OnGrid(t time.Time) time.Time { return NextRound(t, c.Grid, 0) }
 
-// Step is the step of the grid that a key's timer is set on while
-// the runner's bundles last r.Bundle: the commit grid's step, doubled
+// step is the step of the grid that a key's timer is set on while
+// the runner's bundles last r.bundle: the commit grid's step, doubled
 // while it is shorter than a bundle, at most C. Every instant of the grid
 // is one timer bundle for the runner (prism delivers a grid instant's
 // timers together), and timers closer together than a bundle lasts are
@@ -91,9 +91,9 @@ func (c Cadence) OnGrid(t time.Time) time.Time { return NextRound(t, c.Grid, 0) 
 // are the grid's step times a power of two, so instants of every step are
 // instants of the grid, and keys planned with different steps still
 // share them.
-func (c Cadence) Step(r Runner) time.Duration {
+func (c Cadence) step(r Runner) time.Duration {
 	step := c.Grid
-	for step < r.Bundle && 2*step <= c.Period {
+	for step < r.bundle && 2*step <= c.Period {
 		step *= 2
 	}
 	return step

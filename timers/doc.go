@@ -11,8 +11,7 @@
 // the commit grid ([Cadence.Grid], counted from the Unix epoch), so keys
 // share instants and a runner delivers their callbacks together, except a
 // retry's due time, which is kept as it is. At a stream's start every key
-// is new, and a key's first element is planned as a busy key's
-// ([Cadence.Newcomer]).
+// is new, and a key's first element is planned as a busy key's.
 //
 // [Pace] records each key's timer as the worker set it and, when a bundle
 // ends, which of its keys' timers fell due while the bundle held them
@@ -22,9 +21,8 @@
 // takes the CPU the bundles need, so a timer that tends to fall due inside
 // its key's bundles must move out by itself, and come back once the runner
 // is quick again. The same reading carries how long the worker's bundles
-// last ([Runner.Bundle]): quiet keys' timers then go on a coarser step of
-// the grid ([Cadence.Step]), so that the runner delivers fewer, fuller
-// timer bundles.
+// last: keys' timers then go on a coarser step of the grid, so that the
+// runner delivers fewer, fuller timer bundles.
 //
 // [Clock] is the time source; [Manual] is a clock that tests move by hand.
 package timers

@@ -8,25 +8,25 @@ import (
 
 // Runner is the runner's pace as a worker has seen it lately.
 type Runner struct {
-	// Overrun is how long after a timer was set its key was still in a
+	// overrun is how long after a timer was set its key was still in a
 	// bundle, when that bundle ended past the timer's instant: a decaying
 	// maximum over the keys where that happened (see Pace), zero when it
 	// did not lately. A runner does not fire a timer while its key is in a
 	// bundle; prism v2.77 puts it back in a loop, and every such timer
 	// costs it CPU that the bundles need, so bundles last longer, and more
 	// timers fall due inside them.
-	Overrun time.Duration
-	// Bundle is how long the transform's bundles on this worker have
+	overrun time.Duration
+	// bundle is how long the transform's bundles on this worker have
 	// lately lasted, from StartBundle to FinishBundle: a moving mean,
 	// each bundle weighing an eighth (zero before one has ended). It sets
-	// the step of quiet keys' timers (Cadence.Step). (The overrun's decay
+	// the step of quiet keys' timers (Cadence.step). (The overrun's decay
 	// reads the same durations weighted by their lengths: see Pace.)
-	Bundle time.Duration
+	bundle time.Duration
 	// Since is when the worker began setting timers without a pause of
 	// Cadence.Forget (zero: none yet): when its stream started, or resumed
 	// after its keys' arrivals were forgotten. Until it has set timers for
 	// Forget since then, a key it has not seen may simply not have come
-	// yet (Cadence.Newcomer).
+	// yet (Cadence.newcomer).
 	Since time.Time
 }
 
@@ -39,7 +39,7 @@ type Runner struct {
 // CPU, and so bundles grow while the guard moves timers out. A guard that
 // only matched the last overrun would chase the loop and never leave it.
 func (r Runner) Guard(c Cadence) time.Duration {
-	return min(2*r.Overrun, c.GuardCap)
+	return min(2*r.overrun, c.GuardCap)
 }
 
 // Plan is a timer as a worker set it: its instant and when it was set.
@@ -62,7 +62,7 @@ type Plan struct {
 type Pace struct {
 	mu      sync.Mutex
 	overrun decaying
-	spans   spans           // bundle durations: Runner.Bundle, and the overrun's beat
+	spans   spans           // bundle durations: Runner.bundle, and the overrun's beat
 	plans   map[string]Plan // key -> its timer in force, as this worker set it
 	swept   time.Time
 	since   time.Time // see Runner.Since
@@ -112,7 +112,7 @@ func (p *Pace) Drop(key string) {
 }
 
 // BundleEnded records a bundle that began at began and ended at now (its
-// duration enters Runner.Bundle unless began is zero), with
+// duration enters Runner.bundle unless began is zero), with
 // the plans that were in force for its keys when it touched them (see
 // InForce). Each plan due before now could not fire while its key was in
 // the bundle, and is an overrun of now minus when it was set, counted as
@@ -148,7 +148,7 @@ func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Durat
 func (p *Pace) Runner(now time.Time) Runner {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Runner{Overrun: p.overrun.at(now, p.spans.beat()), Bundle: p.spans.mean(), Since: p.since}
+	return Runner{overrun: p.overrun.at(now, p.spans.beat()), bundle: p.spans.mean(), Since: p.since}
 }
 
 // decaying is a maximum that halves for every four beats that pass without
@@ -196,7 +196,7 @@ func (d *decaying) at(now time.Time, beat time.Duration) time.Duration {
 }
 
 // spans keeps two moving means of bundle durations, in which a bundle
-// weighs an eighth: of the durations (Runner.Bundle) and of their squares.
+// weighs an eighth: of the durations (Runner.bundle) and of their squares.
 // Their ratio is the mean weighted by duration: how long the bundle in
 // progress at a random instant lasts. A plain mean would count a run of
 // tiny timer bundles as a quick runner while a few long bundles, where

@@ -30,18 +30,18 @@ func TestPaceOverrun(t *testing.T) {
 		{time.Minute, 0}, // forgotten: the planner keeps to its own rules
 	}
 	for _, c := range cases {
-		if got := p.Runner(end.Add(c.after)).Overrun; got != c.want {
-			t.Errorf("Overrun %v after the bundle = %v, want %v", c.after, got, c.want)
+		if got := p.Runner(end.Add(c.after)).overrun; got != c.want {
+			t.Errorf("overrun %v after the bundle = %v, want %v", c.after, got, c.want)
 		}
 	}
 	// A shorter overrun does not lower it; a longer one replaces it.
 	p.BundleEnded(end.Add(-ms), end, []Plan{{At: end.Add(-ms), Set: end.Add(-100 * ms)}}, time.Minute)
-	if got := p.Runner(end).Overrun; got != 600*ms {
-		t.Errorf("Overrun after a shorter one = %v, want 600ms", got)
+	if got := p.Runner(end).overrun; got != 600*ms {
+		t.Errorf("overrun after a shorter one = %v, want 600ms", got)
 	}
 	p.BundleEnded(end.Add(-ms), end, []Plan{{At: end.Add(-ms), Set: end.Add(-2 * time.Second)}}, time.Minute)
-	if got := p.Runner(end).Overrun; got != 2*time.Second {
-		t.Errorf("Overrun after a longer one = %v, want 2s", got)
+	if got := p.Runner(end).overrun; got != 2*time.Second {
+		t.Errorf("overrun after a longer one = %v, want 2s", got)
 	}
 }
 
@@ -61,26 +61,26 @@ func TestPaceOverrunFollowsTheBundles(t *testing.T) {
 		return &p
 	}
 	slow := longBundle()
-	if got, want := slow.Runner(end.Add(8*time.Second)).Overrun, time.Second; got != want {
-		t.Errorf("bundles as long as the overrun: Overrun 8 s on = %v, want %v (four of its lengths, 8 s, halve it)", got, want)
+	if got, want := slow.Runner(end.Add(8*time.Second)).overrun, time.Second; got != want {
+		t.Errorf("bundles as long as the overrun: overrun 8 s on = %v, want %v (four of its lengths, 8 s, halve it)", got, want)
 	}
 	quick := longBundle()
 	for i := range 200 { // then bundles of 10 ms, back to back
 		began := end.Add(time.Duration(i) * 10 * ms)
 		quick.BundleEnded(began, began.Add(10*ms), nil, time.Minute)
 		if i == 19 {
-			if got := quick.Runner(began.Add(10 * ms)).Overrun; got < time.Second {
-				t.Errorf("twenty bundles of 10 ms after one of 2 s: Overrun = %v, want still over 1 s", got)
+			if got := quick.Runner(began.Add(10 * ms)).overrun; got < time.Second {
+				t.Errorf("twenty bundles of 10 ms after one of 2 s: overrun = %v, want still over 1 s", got)
 			}
 		}
 	}
-	if got := quick.Runner(end.Add(2 * time.Second)).Overrun; got != 0 {
-		t.Errorf("two hundred bundles of 10 ms since: Overrun = %v, want 0 (halved more than 16 times)", got)
+	if got := quick.Runner(end.Add(2 * time.Second)).overrun; got != 0 {
+		t.Errorf("two hundred bundles of 10 ms since: overrun = %v, want 0 (halved more than 16 times)", got)
 	}
 	// A bundle that is long again does not bring back what has worn off.
 	quick.BundleEnded(end.Add(2*time.Second), end.Add(4*time.Second), nil, time.Minute)
-	if got := quick.Runner(end.Add(4 * time.Second)).Overrun; got != 0 {
-		t.Errorf("a long bundle without an overrun after the decay: Overrun = %v, want 0", got)
+	if got := quick.Runner(end.Add(4 * time.Second)).overrun; got != 0 {
+		t.Errorf("a long bundle without an overrun after the decay: overrun = %v, want 0", got)
 	}
 }
 
@@ -146,8 +146,8 @@ func TestPaceOverrunIsBounded(t *testing.T) {
 	for _, c := range cases {
 		var p Pace
 		p.BundleEnded(c.began, t0, []Plan{c.plan}, most)
-		if got := p.Runner(t0).Overrun; got != c.wantOverrun {
-			t.Errorf("%s: Overrun = %v, want %v", c.name, got, c.wantOverrun)
+		if got := p.Runner(t0).overrun; got != c.wantOverrun {
+			t.Errorf("%s: overrun = %v, want %v", c.name, got, c.wantOverrun)
 		}
 	}
 }
@@ -186,8 +186,8 @@ func TestRunnerGuard(t *testing.T) {
 		want time.Duration
 	}{
 		{Runner{}, 0},
-		{Runner{Overrun: 400 * ms}, 800 * ms},
-		{Runner{Overrun: time.Minute}, c.GuardCap}, // capped within the stale period
+		{Runner{overrun: 400 * ms}, 800 * ms},
+		{Runner{overrun: time.Minute}, c.GuardCap}, // capped within the stale period
 	} {
 		if got := tc.r.Guard(c); got != tc.want {
 			t.Errorf("%+v.Guard = %v, want %v", tc.r, got, tc.want)
@@ -201,15 +201,15 @@ func TestPaceBundle(t *testing.T) {
 	var p Pace
 	t0 := time.Unix(100, 0)
 	p.BundleEnded(t0, t0.Add(80*ms), nil, time.Minute)
-	if got := p.Runner(t0).Bundle; got != 80*ms {
-		t.Errorf("Bundle after one of 80 ms = %v, want 80ms", got)
+	if got := p.Runner(t0).bundle; got != 80*ms {
+		t.Errorf("bundle after one of 80 ms = %v, want 80ms", got)
 	}
 	p.BundleEnded(t0, t0.Add(160*ms), nil, time.Minute)
-	if got := p.Runner(t0).Bundle; got != 90*ms {
-		t.Errorf("Bundle after 80 and 160 ms = %v, want 90ms", got)
+	if got := p.Runner(t0).bundle; got != 90*ms {
+		t.Errorf("bundle after 80 and 160 ms = %v, want 90ms", got)
 	}
 	p.BundleEnded(time.Time{}, t0.Add(time.Hour), nil, time.Minute)
-	if got := p.Runner(t0).Bundle; got != 90*ms {
-		t.Errorf("Bundle after one with no start = %v, want 90ms (not counted)", got)
+	if got := p.Runner(t0).bundle; got != 90*ms {
+		t.Errorf("bundle after one with no start = %v, want 90ms (not counted)", got)
 	}
 }

@@ -49,20 +49,20 @@ type Load struct {
 	PerWave int
 }
 
-// Busy reports whether the key's next element is expected before its
+// busy reports whether the key's next element is expected before its
 // timer would fire, so that its own next bundle commits it: its elements
-// come within c.BusyWithin, or within the runner's guard (Runner.Guard) if
+// come within c.busyWithin, or within the runner's guard (Runner.Guard) if
 // that is longer (a timer set nearer than the guard is one the runner has
 // lately had to put back). At an element, the time since the key's
 // previous one is under that; at a timer, the gap between its latest two
 // is, and the latest came under it ago. A quiet key's timer that finds its
 // work still running is so not taken for a busy one because of the element
 // that set it.
-func (c Cadence) Busy(f Facts) bool {
+func (c Cadence) busy(f Facts) bool {
 	if f.Seen.IsZero() {
 		return false
 	}
-	within := max(c.BusyWithin, f.Runner.Guard(c))
+	within := max(c.busyWithin, f.Runner.Guard(c))
 	since := f.Now.Sub(f.Seen)
 	if f.AtElement {
 		return since < within
@@ -70,7 +70,7 @@ func (c Cadence) Busy(f Facts) bool {
 	return f.Gaps > 0 && f.Gap < within && since < within
 }
 
-// Newcomer reports whether the callback is an element of a key with no
+// newcomer reports whether the callback is an element of a key with no
 // earlier one on this worker (Seen zero), with no element waiting for room
 // and no retry due, while the worker has set timers for less than c.Forget
 // (Runner.Since): Plan sets its timer as a busy key's. Until a key's second
@@ -81,29 +81,29 @@ func (c Cadence) Busy(f Facts) bool {
 // puts it back in a loop (BENCHMARKS.md, "A newcomer's timer"). Later, a
 // key the worker has not seen is one whose elements come further apart
 // than c.Forget: a quiet key, and planned as one.
-func (c Cadence) Newcomer(f Facts) bool {
+func (c Cadence) newcomer(f Facts) bool {
 	young := f.Runner.Since.IsZero() || f.Now.Sub(f.Runner.Since) < c.Forget
 	return f.AtElement && f.Seen.IsZero() && f.Queued == 0 && f.RetryDue.IsZero() && young
 }
 
-// Backstop is how far ahead a busy key's timer is set from the pace of its
+// backstop is how far ahead a busy key's timer is set from the pace of its
 // elements: three mean gaps between its bundles, within [BackstopFloor,
-// BackstopCap]. Its bundles commit it; the backstop must fall beyond the
+// backstopCap]. Its bundles commit it; the backstop must fall beyond the
 // next one, and a runner under load hands a key's elements over in bursts,
 // one bundle after several gaps: hence the mean, not the latest gap, and
 // three of them.
-func (c Cadence) Backstop(meanGap time.Duration) time.Duration {
-	return min(max(c.BackstopFloor, 3*meanGap), c.BackstopCap)
+func (c Cadence) backstop(meanGap time.Duration) time.Duration {
+	return min(max(c.BackstopFloor, 3*meanGap), c.backstopCap)
 }
 
-// LongCallWait is how far ahead a quiet key's timer looks again, at least,
+// longCallWait is how far ahead a quiet key's timer looks again, at least,
 // when every element it must come back for is in a call that has run for
 // at least runningFor: a quarter of that time (a call that has run that
 // long is about as likely to run as long again as to end now), at most
-// LongCallCap. A hung call so costs its key one callback per LongCallCap
+// longCallCap. A hung call so costs its key one callback per longCallCap
 // and grid step, not one per grid step.
-func (c Cadence) LongCallWait(runningFor time.Duration) time.Duration {
-	return min(max(runningFor/4, 0), c.LongCallCap)
+func (c Cadence) longCallWait(runningFor time.Duration) time.Duration {
+	return min(max(runningFor/4, 0), c.longCallCap)
 }
 
 // Plan returns when the key's commit timer comes, on the commit grid (or
@@ -113,26 +113,26 @@ func (c Cadence) LongCallWait(runningFor time.Duration) time.Duration {
 // loop (prism) starves the bundles that would commit the key. The caller
 // sets no timer for a key that holds nothing.
 //
-//   - A busy key (Busy) is committed by its own bundles; its timer is a
-//     backstop for when they stop, Backstop ahead, rounded up to the
-//     grid's instants a Step apart. So is a newcomer's (Newcomer). A
+//   - A busy key (busy) is committed by its own bundles; its timer is a
+//     backstop for when they stop, backstop ahead, rounded up to the
+//     grid's instants a step apart. So is a newcomer's (newcomer). A
 //     backstop waits anyway, so it shares the coarser instants that quiet
 //     keys' timers use while bundles are long: on the fine grid, the
 //     backstops of many keys' first elements (every element, over 10,000
 //     keys at a stream's start) each cost the runner a timer bundle.
-//   - A quiet key's timer is set, on the grid's instants a Step apart,
+//   - A quiet key's timer is set, on the grid's instants a step apart,
 //     for when its started work is expected to have finished: the pool's
 //     expected call duration times the waves of unfinished work ahead of it (of half of all it holds when the key has
 //     elements queued for room, so that results are committed, and room
-//     freed, before the pool runs dry), at least MinRearm, at most a
+//     freed, before the pool runs dry), at least minRearm, at most a
 //     period. A timer that finds the work running before any call has
 //     finished waits a grid step; one that finds every element in a long
-//     call waits LongCallWait.
+//     call waits longCallWait.
 //   - A retry that is due earlier brings the timer forward to it.
 func (c Cadence) Plan(f Facts) time.Time {
 	guard := f.Runner.Guard(c)
-	if c.Busy(f) || c.Newcomer(f) {
-		return NextRound(f.Now.Add(max(c.Backstop(f.MeanGap), guard)), c.Step(f.Runner), 0)
+	if c.busy(f) || c.newcomer(f) {
+		return NextRound(f.Now.Add(max(c.backstop(f.MeanGap), guard)), c.step(f.Runner), 0)
 	}
 	var next time.Time
 	if f.Active > 0 {
@@ -146,12 +146,12 @@ func (c Cadence) Plan(f Facts) time.Time {
 			expected = c.Grid
 		}
 		if !f.AtElement && f.Running == f.Active {
-			expected = max(expected, c.LongCallWait(f.ShortestRun))
+			expected = max(expected, c.longCallWait(f.ShortestRun))
 		}
-		expected = min(max(expected, MinRearm), c.Period)
-		next = NextRound(f.Now.Add(max(expected, guard)), c.Step(f.Runner), 0)
+		expected = min(max(expected, minRearm), c.Period)
+		next = NextRound(f.Now.Add(max(expected, guard)), c.step(f.Runner), 0)
 	}
-	soonest := f.Now.Add(max(MinRearm, guard))
+	soonest := f.Now.Add(max(minRearm, guard))
 	if !f.RetryDue.IsZero() && (next.IsZero() || f.RetryDue.Before(next)) {
 		next = f.RetryDue
 	}

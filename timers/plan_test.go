@@ -15,13 +15,13 @@ func TestNewCadence(t *testing.T) {
 		{time.Second, 250 * ms, 500 * ms, 500 * ms, 30 * time.Second, 4 * time.Second},
 		{2 * time.Second, 500 * ms, time.Second, time.Second, 40 * time.Second, 8 * time.Second},             // busy within two grid steps
 		{10 * time.Second, 2500 * ms, 2 * time.Second, 5 * time.Second, 200 * time.Second, 40 * time.Second}, // busy within 2 s at most
-		{20 * ms, MinRearm, 500 * ms, 250 * ms, 30 * time.Second, 4 * time.Second},                           // the grid never goes below MinRearm; busy within 500 ms at least
+		{20 * ms, minRearm, 500 * ms, 250 * ms, 30 * time.Second, 4 * time.Second},                           // the grid never goes below minRearm; busy within 500 ms at least
 	} {
 		got := NewCadence(tc.c)
-		if got.Grid != tc.grid || got.BusyWithin != tc.busy || got.BackstopFloor != tc.floor || got.StaleAfter != tc.stale || got.Forget != tc.f {
+		if got.Grid != tc.grid || got.busyWithin != tc.busy || got.BackstopFloor != tc.floor || got.StaleAfter != tc.stale || got.Forget != tc.f {
 			t.Errorf("NewCadence(%v) = %+v; want grid %v, busy within %v, floor %v, stale %v, forget %v", tc.c, got, tc.grid, tc.busy, tc.floor, tc.stale, tc.f)
 		}
-		if got.BackstopCap != max(2*time.Second, got.BackstopFloor) || got.LongCallCap != tc.c || got.GuardCap != got.StaleAfter/2 {
+		if got.backstopCap != max(2*time.Second, got.BackstopFloor) || got.longCallCap != tc.c || got.GuardCap != got.StaleAfter/2 {
 			t.Errorf("NewCadence(%v) = %+v; want the backstop capped at max(2 s, floor), long calls at C, the guard at StaleAfter/2", tc.c, got)
 		}
 	}
@@ -35,15 +35,15 @@ func TestBackstop(t *testing.T) {
 		{time.Second, 0, 500 * ms},                          // no gap known: the floor
 		{time.Second, 39 * ms, 500 * ms},                    // 0.8 × P/L over 100 keys: the floor
 		{time.Second, 200 * ms, 600 * ms},                   // three gaps
-		{time.Second, 780 * ms, 2 * time.Second},            // the cap, Cadence.BackstopCap
+		{time.Second, 780 * ms, 2 * time.Second},            // the cap, Cadence.backstopCap
 		{100 * ms, 50 * ms, 250 * ms},                       // a short period: the 250 ms floor
 		{100 * ms, time.Second, 2 * time.Second},            // a short period: the 2 s cap
 		{4 * time.Second, 3 * time.Second, 2 * time.Second}, // the cap, 2 s (the floor, C/2, is 2 s too)
 		{5 * time.Second, 780 * ms, 2500 * ms},              // a long C: the floor C/2 is the cap
 	}
 	for _, c := range cases {
-		if got := NewCadence(c.c).Backstop(c.meanGap); got != c.want {
-			t.Errorf("Backstop(C=%v, mean gap %v) = %v, want %v", c.c, c.meanGap, got, c.want)
+		if got := NewCadence(c.c).backstop(c.meanGap); got != c.want {
+			t.Errorf("backstop(C=%v, mean gap %v) = %v, want %v", c.c, c.meanGap, got, c.want)
 		}
 	}
 }
@@ -61,17 +61,17 @@ func TestStep(t *testing.T) {
 		{100 * ms, 60 * ms, 100 * ms},     // twice
 		{100 * ms, time.Second, 100 * ms}, // at most C
 		{time.Second, 300 * ms, 500 * ms}, // the default C
-		{20 * ms, 50 * ms, 20 * ms},       // the grid's floor, MinRearm: 10 ms, doubled to C
+		{20 * ms, 50 * ms, 20 * ms},       // the grid's floor, minRearm: 10 ms, doubled to C
 		{15 * ms, 50 * ms, 10 * ms},       // a C that is no multiple of the grid: never past C
 	}
 	for _, c := range cases {
 		cad := NewCadence(c.c)
-		got := cad.Step(Runner{Bundle: c.bundle})
+		got := cad.step(Runner{bundle: c.bundle})
 		if got != c.want {
-			t.Errorf("Step(C=%v, bundles %v) = %v, want %v", c.c, c.bundle, got, c.want)
+			t.Errorf("step(C=%v, bundles %v) = %v, want %v", c.c, c.bundle, got, c.want)
 		}
 		if got%cad.Grid != 0 {
-			t.Errorf("Step(C=%v, bundles %v) = %v, not a multiple of the grid's step %v", c.c, c.bundle, got, cad.Grid)
+			t.Errorf("step(C=%v, bundles %v) = %v, not a multiple of the grid's step %v", c.c, c.bundle, got, cad.Grid)
 		}
 	}
 }
@@ -88,8 +88,8 @@ func TestLongCallWait(t *testing.T) {
 		{-time.Second, time.Second, 0}, // a clock step backwards: no wait
 	}
 	for _, c := range cases {
-		if got := NewCadence(c.c).LongCallWait(c.runningFor); got != c.want {
-			t.Errorf("LongCallWait(%v) at C=%v = %v, want %v", c.runningFor, c.c, got, c.want)
+		if got := NewCadence(c.c).longCallWait(c.runningFor); got != c.want {
+			t.Errorf("longCallWait(%v) at C=%v = %v, want %v", c.runningFor, c.c, got, c.want)
 		}
 	}
 }
@@ -122,7 +122,7 @@ func TestPlan(t *testing.T) {
 		{"a newcomer (no element before) is planned as a busy key: the backstop's floor",
 			Facts{Now: now, AtElement: true, Active: 1, Pool: pool}, grid(c.BackstopFloor)},
 		{"a newcomer while the runner's guard is 1 s: the guard",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Overrun: 500 * ms}}, grid(time.Second)},
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{overrun: 500 * ms}}, grid(time.Second)},
 		{"a newcomer to a worker that has set timers for less than Forget: the backstop's floor",
 			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Since: at(-c.Forget + ms)}}, grid(c.BackstopFloor)},
 		{"a newcomer with a retry due (a restarted worker, its bag holding a retry): the retry",
@@ -144,42 +144,42 @@ func TestPlan(t *testing.T) {
 		{"busy key while bundles last 300 ms: the backstop on the grid's 500 ms step",
 			func() Facts {
 				f := busyAt(Facts{Now: now, Active: 3, Pool: pool})
-				f.Runner.Bundle = 300 * ms
+				f.Runner.bundle = 300 * ms
 				return f
 			}(), NextRound(now.Add(500*ms), 500*ms, 0)},
 		{"a newcomer while bundles last 600 ms: the backstop's floor on the 1 s step",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Bundle: 600 * ms}}, NextRound(now.Add(c.BackstopFloor), time.Second, 0)},
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{bundle: 600 * ms}}, NextRound(now.Add(c.BackstopFloor), time.Second, 0)},
 		{"busy key, elements 400 ms apart: three gaps",
 			func() Facts { f := busyAt(Facts{Now: now, Active: 1, Pool: pool}); f.MeanGap = 400 * ms; return f }(), grid(1200 * ms)},
 		{"busy at a timer: its last two elements close, the last recent",
 			Facts{Now: now, Seen: at(-300 * ms), Gaps: 3, Gap: 100 * ms, MeanGap: 100 * ms, Active: 1, Pool: pool}, grid(500 * ms)},
 		{"not busy at a timer whose key's only element was set by the element",
 			Facts{Now: now, Seen: at(-300 * ms), Active: 1, Pool: pool}, grid(20 * ms)},
-		{"quiet: elements 700 ms apart, further than BusyWithin (two grid steps): on the grid",
+		{"quiet: elements 700 ms apart, further than busyWithin (two grid steps): on the grid",
 			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool}, grid(20 * ms)},
 		{"busy: elements 700 ms apart while the runner's guard is 1 s: the backstop, capped",
-			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{Overrun: 500 * ms}}, grid(c.BackstopCap)},
+			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{overrun: 500 * ms}}, grid(c.backstopCap)},
 		{"busy at a timer: elements 700 ms apart, the last 300 ms ago, while the runner's guard is 1 s",
-			Facts{Now: now, Seen: at(-300 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{Overrun: 500 * ms}}, grid(c.BackstopCap)},
-		{"quiet again: last element more than BusyWithin ago",
+			Facts{Now: now, Seen: at(-300 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{overrun: 500 * ms}}, grid(c.backstopCap)},
+		{"quiet again: last element more than busyWithin ago",
 			Facts{Now: now, AtElement: true, Seen: at(-3 * time.Second), Gaps: 4, Gap: 100 * ms, MeanGap: 100 * ms, Active: 1, Pool: pool}, grid(20 * ms)},
 		{"a retry due before the grid step brings the timer forward",
 			quietAt(Facts{Now: now, Active: 1, RetryDue: at(50 * ms), Pool: Load{Expected: 500 * ms, PerWave: 64}}), at(50 * ms)},
-		{"a retry due now: not sooner than MinRearm",
-			Facts{Now: now, RetryDue: at(-time.Second), Pool: pool}, at(MinRearm)},
+		{"a retry due now: not sooner than minRearm",
+			Facts{Now: now, RetryDue: at(-time.Second), Pool: pool}, at(minRearm)},
 		{"nothing to come back for by itself: a grid step",
-			Facts{Now: now, Pool: pool}, grid(MinRearm)},
+			Facts{Now: now, Pool: pool}, grid(minRearm)},
 		// The runner's pace.
 		{"quiet key while bundles last 300 ms: the next instant of a 500 ms step",
-			quietAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{Bundle: 300 * ms}}), NextRound(now.Add(20*ms), 500*ms, 0)},
+			quietAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{bundle: 300 * ms}}), NextRound(now.Add(20*ms), 500*ms, 0)},
 		{"quiet key, keys lately in bundles 240 ms past their timers' setting: not before 480 ms",
-			quietAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{Overrun: 240 * ms}}), grid(480 * ms)},
+			quietAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{overrun: 240 * ms}}), grid(480 * ms)},
 		{"busy key, overruns of 2 s: past the backstop's cap if need be",
-			busyAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{Overrun: 2 * time.Second}}), grid(4 * time.Second)},
+			busyAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{overrun: 2 * time.Second}}), grid(4 * time.Second)},
 		{"a retry due now with overruns: not before the guard",
-			Facts{Now: now, RetryDue: at(-time.Second), Pool: pool, Runner: Runner{Overrun: 100 * ms}}, at(200 * ms)},
+			Facts{Now: now, RetryDue: at(-time.Second), Pool: pool, Runner: Runner{overrun: 100 * ms}}, at(200 * ms)},
 		{"a runner that is far behind: the guard's cap",
-			busyAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{Overrun: time.Hour}}), grid(c.GuardCap)},
+			busyAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{overrun: time.Hour}}), grid(c.GuardCap)},
 	}
 	for _, tc := range cases {
 		if got := c.Plan(tc.f); !got.Equal(tc.want) {
@@ -196,7 +196,7 @@ func TestPlanIsOnTheGridOrARetry(t *testing.T) {
 	for active := 0; active < 3; active++ {
 		for _, overrun := range []time.Duration{0, 7 * ms, 400 * ms, 3 * time.Second} {
 			for _, el := range []bool{false, true} {
-				f := Facts{Now: now, AtElement: el, Active: active, Pool: Load{Expected: 33 * ms, PerWave: 8, Unfinished: 20}, Runner: Runner{Overrun: overrun}}
+				f := Facts{Now: now, AtElement: el, Active: active, Pool: Load{Expected: 33 * ms, PerWave: 8, Unfinished: 20}, Runner: Runner{overrun: overrun}}
 				got := c.Plan(f)
 				if !got.After(now) {
 					t.Errorf("Plan(%+v) = %v, not after now %v", f, got, now)

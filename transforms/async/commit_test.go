@@ -61,8 +61,8 @@ func TestCommitBasic(t *testing.T) {
 
 // TestCommitTimerOnGrid: a quiet key's timer is set for when its call is
 // expected to finish, on the commit grid (C / 4) that all keys share; a busy
-// key (an element within the busy threshold (Cadence.BusyWithin) of its last) has its bundles commit
-// it, and its timer, a backstop, is set timers.Cadence.Backstop ahead on a quarter
+// key (an element within the busy threshold of its last) has its bundles commit
+// it, and its timer, a backstop, is set a backstop ahead on a quarter
 // round, so that it does not fall due while the key is in a bundle;
 // a key whose elements come further apart is quiet again; and that quiet
 // key's timer, finding its call still running, comes back on the grid,
@@ -81,7 +81,7 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	book.open(gateID(t.Name(), "b", 1))
 	h.waitFinished("b", 1)
 	// A worker that has set timers for less than Cadence.Forget plans a
-	// key it has not seen as busy (Cadence.Newcomer); past that, as quiet.
+	// key it has not seen as busy (the newcomer rule of timers.Cadence.Plan); past that, as quiet.
 	h.clock.Advance(timers.NewCadence(c).Forget)
 	h.process(f, "a", 1)
 	first, _ := h.tm("a").take()
@@ -94,7 +94,7 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	if want := timers.NextRound(h.clock.Now().Add(900*time.Millisecond), timers.NewCadence(c).Grid, 0); !second.Equal(want) {
 		t.Errorf("a busy key's timer is at %v, want the quarter round after its backstop (three gaps of 300ms), %v", second, want)
 	}
-	h.clock.Advance(2500 * time.Millisecond) // more than the busy threshold (Cadence.BusyWithin) since its last element: quiet
+	h.clock.Advance(2500 * time.Millisecond) // more than the busy threshold since its last element: quiet
 	h.process(f, "a", 3)
 	third, _ := h.tm("a").take()
 	if want := timers.NextRound(h.clock.Now().Add(p.ExpectedLatency()), grid, 0); !third.Equal(want) {
@@ -109,7 +109,7 @@ func TestCommitTimerOnGrid(t *testing.T) {
 
 // TestLongCallLooksLessOften: the timer of a quiet key whose every element
 // is in a call that has run a while comes back after a quarter of that run
-// (timers.Cadence.LongCallWait), and a call that hangs costs its key one look per
+// (timers.Cadence.Plan), and a call that hangs costs its key one look per
 // period (C), not one per grid step (C/4); a fresh call of the key brings
 // the grid back.
 func TestLongCallLooksLessOften(t *testing.T) {
@@ -140,7 +140,7 @@ func TestLongCallLooksLessOften(t *testing.T) {
 			t.Errorf("%s: its key's timer re-armed %v ahead, want more than %v and at most %v", step.name, ahead, step.least, step.most)
 		}
 	}
-	h.clock.Advance(2500 * time.Millisecond) // quiet again: more than the busy threshold (Cadence.BusyWithin) since its element
+	h.clock.Advance(2500 * time.Millisecond) // quiet again: more than the busy threshold since its element
 	h.process(f, "a", 2)
 	h.tm("a").take()
 	h.waitRunning("a", 2) // both of its elements in calls, one of them fresh
@@ -164,7 +164,7 @@ func TestLongCallWaitsForQueuedWork(t *testing.T) {
 	h.process(f, "a", 1)
 	h.waitRunning("a", 1)
 	started := time.Now()
-	h.clock.Advance(2500 * time.Millisecond) // quiet: more than the busy threshold (Cadence.BusyWithin) since its element
+	h.clock.Advance(2500 * time.Millisecond) // quiet: more than the busy threshold since its element
 	h.process(f, "a", 2)
 	if q := h.st("a").queued(); len(q) != 1 {
 		t.Fatalf("%d elements queued, want the second", len(q))
@@ -273,7 +273,7 @@ func TestCommitTimerAtMostAPeriodAhead(t *testing.T) {
 	if got := p.ExpectedLatency(); got < 3*c {
 		t.Fatalf("ExpectedLatency after a call of %v = %v, want at least that", 3*c, got)
 	}
-	h.clock.Advance(timers.NewCadence(c).Forget) // past the newcomers' start (Cadence.Newcomer): a key not seen is quiet
+	h.clock.Advance(timers.NewCadence(c).Forget) // past the newcomers' start (the newcomer rule of timers.Cadence.Plan): a key not seen is quiet
 	h.process(f, "a", 1)
 	at, _ := h.tm("a").take()
 	if ahead, most := at.Sub(h.clock.Now()), c+timers.NewCadence(c).Grid; ahead > most {
@@ -554,7 +554,7 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	for v := 1; v <= 2; v++ { // 3 runs until after the second commit
 		book.open(gateID(name, "a", v))
 	}
-	h.clock.Advance(25 * time.Second) // no element for longer than the busy threshold (Cadence.BusyWithin): the key is quiet
+	h.clock.Advance(25 * time.Second) // no element for longer than the busy threshold: the key is quiet
 	round := timers.NextRound(h.clock.Now(), 10*time.Second, 0)
 	h.waitFinished("a", 1)
 	h.tm("a").take()

@@ -47,7 +47,7 @@
 //     timers.Cadence.Plan says: for a quiet key, on the commit grid (C/4)
 //     once its calls are expected to have finished; for a busy key, and
 //     for a key's first element in the worker's first max(4C, 4 s) of
-//     setting timers (timers.Cadence.Newcomer), a backstop beyond its next
+//     setting timers (timers.Cadence.Plan), a backstop beyond its next
 //     bundle. No timer is set nearer than the
 //     runner's guard (timers.Runner.Guard), which grows while timers fall
 //     due inside their keys' bundles (the worker sees it at FinishBundle)
@@ -63,30 +63,32 @@
 // stateful DoFn declares a single timer family: Beam Go v2.77.0 hangs a
 // bundle on prism when a DoFn declares two.
 //
-// One element's path through the stateful DoFn, by file, in order:
+// One element's path through the stateful DoFn, by file, in order. The
+// stream path has four files of its own (stream.go, turn.go, keyview.go,
+// settle.go); core.go is shared with the bounded path.
 //
-//  1. pardo.go: construction checks the input (keys.go), the options
+//  1. pardo.go, at construction: checks the input (keys.go), the options
 //     (options.go, retry.go, priority.go) and the wrapped fn (userfn.go),
 //     builds the configuration shipped to workers (config.go), wraps
 //     windowed input with its windows (windows.go) and picks the DoFn.
 //  2. stream.go: ProcessElement takes the key's turn (turn.go): open reads
-//     the key's bags once per bundle (keyview.go: view), core.go's prepare
-//     encodes and identifies the element, settle commits what has finished
-//     (settle.go), accept gives the element its place in the key's order and
-//     submits it, or queues it when there is no room, store writes the bags
-//     (keyview.go: write) and plan sets the key's timer (timers.Cadence.Plan).
-//  3. core.go: submit hands the element to the worker's pool (package state),
-//     which runs work, the call of the wrapped fn with its timeout; a failed
-//     attempt is retried as retry.go describes, and events.go and metrics.go
-//     report each step.
-//  4. settle.go: a later turn of the key (its next bundle's first
+//     the key's bags once per bundle (keyview.go: view), the element is
+//     encoded and identified (core.go: prepare), settle commits what has
+//     finished (settle.go), accept gives the element its place in the
+//     key's order and hands it to the worker's pool (core.go: submit;
+//     package state runs the
+//     call with its timeout and retries, as retry.go describes), or queues
+//     it when there is no room; store writes the bags (keyview.go: write)
+//     and plan sets the key's timer (timers.Cadence.Plan).
+//  3. settle.go: a later turn of the key (its next bundle's first
 //     ProcessElement, or its timer: stream.go OnTimer) emits the finished
-//     element's outputs with its timestamp and window and removes it from
-//     bag state in the same bundle; a final failure becomes a Failure record
-//     (failure.go), compensated after its commit by revert.go. windows.go
-//     puts each output back in its element's window.
+//     element's outputs with its timestamp and window (core.go:
+//     commitOutputs) and removes it from bag state in the same bundle; a
+//     final failure becomes a Failure record (failure.go), compensated
+//     after its commit by revert.go. windows.go puts each output back in
+//     its element's window; events.go and metrics.go report each step.
 //
-// On bounded input, bundle.go does steps 2 and 4 in the element's own
+// On bounded input, bundle.go does steps 2 and 3 in the element's own
 // bundle, without state.
 //
 // # Guarantees

@@ -69,15 +69,13 @@ func WithParallelism(n int) Option {
 }
 
 // WithCallbackFrequency sets C, the period every commit timer on unbounded
-// input is derived from (timers.Cadence). A quiet key's timer comes on a
-// grid of C/4 once its calls are expected to have finished, so a result
-// that finishes as expected waits at most C/4 for its commit; a busy key
-// (and a key's first element at a stream's start, timers.Cadence.Newcomer)
-// is committed by its own bundles, and its timer is a backstop of at most
-// max(2 s, C/2) while the runner fires timers on time, further out while it
-// does not (timers.Runner.Guard). Longer means fewer timer callbacks (less
-// runner CPU at many keys) and longer waits. Must be > 0. Default:
-// DefaultCallbackFrequency (1 s).
+// input is derived from (timers.NewCadence). A quiet key's results wait at
+// most about C/4 past their expected end for their commit; a busy key's
+// are committed by its own next bundle, or by a backstop of at most
+// max(2 s, C/2) when its elements stop, further out while the runner is
+// late with timers (timers.Cadence.Plan). Longer means fewer timer
+// callbacks (less runner CPU over many keys) and longer waits. Must be > 0.
+// Default: DefaultCallbackFrequency (1 s).
 func WithCallbackFrequency(d time.Duration) Option {
 	return func(s *settings) {
 		if d <= 0 {
@@ -117,19 +115,11 @@ func WithMaxItemsToBuffer(n int) Option {
 // elements are in flight at once, so memory grows with the batch size).
 //
 // Because results keep their places until committed, it also caps
-// throughput: on unbounded input at about held / (call latency + commit
-// delay) elements per second, where the commit delay is the time to the
-// key's next ProcessElement or timer (for a quiet key at most about C/4
-// past its call; for a busy key its gap between elements, under
-// timers.Cadence.BusyWithin (500 ms at C <= 1 s, C/2 up to 2 s beyond) or
-// the runner's guard while that is longer; or
-// when its elements stop, its backstop, at most max(2 s, C/2) and C/4
-// while the runner fires timers on time), so keep it above
-// rate x (latency + commit delay). At the default 1 s frequency the default
-// allows about 64 x parallelism per second where the commit delay is about
-// 1 s, the limit for calls of 16 ms, and more where it is shorter
-// (BatchParDo's: 64 x parallelism x batch size, the same per request). On bounded input (any windowing), results are emitted
-// by their own bundle as they finish, and ProcessElement waits for a place
+// unbounded throughput at about held / (call latency + commit delay)
+// elements per second, where the commit delay is the time to the key's
+// next ProcessElement or timer (see WithCallbackFrequency): keep it above
+// rate x (latency + commit delay). On bounded input results are emitted by
+// their own bundle as they finish, and ProcessElement waits for a place
 // when none is free, so the default is enough at any input size.
 func WithMaxItemsHeld(n int) Option {
 	return func(s *settings) {

@@ -205,7 +205,7 @@ func TestHeldBackResultWaitsForTheRetry(t *testing.T) {
 	h.waitFinished("a", 1)
 	h.waitFinished("a", 2)
 	h.tm("a").take()
-	h.clock.Advance(3 * time.Second) // no element for longer than the busy threshold (Cadence.BusyWithin): quiet at its timer
+	h.clock.Advance(3 * time.Second) // no element for longer than the busy threshold: quiet at its timer
 	if got, err := h.fire(f, "a"); err != nil || len(got) != 0 {
 		t.Fatalf("commit with the first element failed once = %v (%v), want nothing: a:2 waits behind a:1", got, err)
 	}

@@ -22,7 +22,7 @@ type commitResult struct {
 	dueNext        time.Time // when the first of those is due (zero: none)
 	// running counts the key's elements whose calls are running here, and
 	// shortestRun is how long the most recent of those calls has run (see
-	// timers.Cadence.LongCallWait).
+	// timers.Cadence.Plan).
 	running     int
 	shortestRun time.Duration
 }
