@@ -19,7 +19,7 @@ type Runner struct {
 	// bundle is how long the transform's bundles on this worker have
 	// lately lasted, from StartBundle to FinishBundle: a moving mean,
 	// each bundle weighing an eighth (zero before one has ended). It sets
-	// the step of quiet keys' timers (Cadence.step). (The overrun's decay
+	// the step of keys' timers (Cadence.step). (The overrun's decay
 	// reads the same durations weighted by their lengths: see Pace.)
 	bundle time.Duration
 	// Since is when the worker began setting timers without a pause of

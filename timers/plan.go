@@ -128,11 +128,14 @@ func (c Cadence) longCallWait(runningFor time.Duration) time.Duration {
 //     period. A timer that finds the work running before any call has
 //     finished waits a grid step; one that finds every element in a long
 //     call waits longCallWait.
-//   - A retry that is due earlier brings the timer forward to it.
+//   - A retry that is due earlier brings the timer forward to it, a busy
+//     key's too (no later element of the key may come to start it).
 func (c Cadence) Plan(f Facts) time.Time {
 	guard := f.Runner.Guard(c)
+	soonest := f.Now.Add(max(minRearm, guard))
 	if c.busy(f) || c.newcomer(f) {
-		return NextRound(f.Now.Add(max(c.backstop(f.MeanGap), guard)), c.step(f.Runner), 0)
+		next := NextRound(f.Now.Add(max(c.backstop(f.MeanGap), guard)), c.step(f.Runner), 0)
+		return retryFirst(next, f.RetryDue, soonest)
 	}
 	var next time.Time
 	if f.Active > 0 {
@@ -151,14 +154,19 @@ func (c Cadence) Plan(f Facts) time.Time {
 		expected = min(max(expected, minRearm), c.Period)
 		next = NextRound(f.Now.Add(max(expected, guard)), c.step(f.Runner), 0)
 	}
-	soonest := f.Now.Add(max(minRearm, guard))
-	if !f.RetryDue.IsZero() && (next.IsZero() || f.RetryDue.Before(next)) {
-		next = f.RetryDue
-	}
-	if next.IsZero() {
+	if next.IsZero() && f.RetryDue.IsZero() {
 		// Defensive: nothing active and no retry due (the old rule set the
 		// zero time here); look again a grid step on.
 		next = c.OnGrid(soonest)
+	}
+	return retryFirst(next, f.RetryDue, soonest)
+}
+
+// retryFirst returns the earlier of next and a retry's due time (zero:
+// none; next zero: none planned), never before soonest.
+func retryFirst(next, retryDue, soonest time.Time) time.Time {
+	if !retryDue.IsZero() && (next.IsZero() || retryDue.Before(next)) {
+		next = retryDue
 	}
 	if next.Before(soonest) {
 		next = soonest

@@ -141,12 +141,16 @@ func TestPlan(t *testing.T) {
 			Facts{Now: now, Active: 1, Running: 1, ShortestRun: time.Hour, Pool: pool}, grid(time.Second)},
 		{"busy key: the backstop's floor",
 			busyAt(Facts{Now: now, Active: 3, Pool: pool}), grid(500 * ms)},
-		{"busy key while bundles last 300 ms: the backstop on the grid's 500 ms step",
+		{"busy key, mean gap 300 ms, while bundles last 300 ms: three gaps on the grid's 500 ms step",
 			func() Facts {
 				f := busyAt(Facts{Now: now, Active: 3, Pool: pool})
-				f.Runner.bundle = 300 * ms
+				f.MeanGap, f.Runner.bundle = 300*ms, 300*ms
 				return f
-			}(), NextRound(now.Add(500*ms), 500*ms, 0)},
+			}(), at(1400 * ms)}, // 900 ms on is 1001.0 s: the next 500 ms instant (250 ms: +1.15 s; 1 s: +1.9 s)
+		{"busy key with a retry due before its backstop: the retry",
+			busyAt(Facts{Now: now, Active: 1, RetryDue: at(200 * ms), Pool: pool}), at(200 * ms)},
+		{"busy key with a retry due after its backstop: the backstop",
+			busyAt(Facts{Now: now, Active: 1, RetryDue: at(3 * time.Second), Pool: pool}), grid(500 * ms)},
 		{"a newcomer while bundles last 600 ms: the backstop's floor on the 1 s step",
 			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{bundle: 600 * ms}}, NextRound(now.Add(c.BackstopFloor), time.Second, 0)},
 		{"busy key, elements 400 ms apart: three gaps",

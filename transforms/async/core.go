@@ -157,8 +157,9 @@ type element struct {
 	// bag state), for the pool's gate; nil for a new element.
 	previous error
 	// verdict receives the in-worker retry policy's decision to stop
-	// (RetryInWorker; nil otherwise), so that the final failure is not
-	// decided a second time.
+	// (RetryInWorker; nil otherwise), so that a declined retry is not
+	// decided again; an error the policy never saw is decided in
+	// finalFailure.
 	verdict *retryVerdict
 }
 

@@ -44,8 +44,9 @@
 //     (turn.go, settle.go): it holds the same state as a timer callback
 //     and commits atomically with its bundle. A processing-time timer, held
 //     at the earliest pending element's event time, commits the key when
-//     timers.Cadence.Plan says: for a quiet key, on the commit grid (C/4)
-//     once its calls are expected to have finished; for a busy key, and
+//     timers.Cadence.Plan says: for a quiet key, on the commit grid (C/4,
+//     coarser while bundles are long) once its calls are expected to have
+//     finished; for a busy key, and
 //     for a key's first element in the worker's first max(4C, 4 s) of
 //     setting timers (timers.Cadence.Plan), a backstop beyond its next
 //     bundle. No timer is set nearer than the
@@ -74,11 +75,11 @@
 //  2. stream.go: ProcessElement takes the key's turn (turn.go): open reads
 //     the key's bags once per bundle (keyview.go: view), the element is
 //     encoded and identified (core.go: prepare), settle commits what has
-//     finished (settle.go), accept gives the element its place in the
-//     key's order and hands it to the worker's pool (core.go: submit;
-//     package state runs the
-//     call with its timeout and retries, as retry.go describes), or queues
-//     it when there is no room; store writes the bags (keyview.go: write)
+//     finished (settle.go), accept gives the element its ID and place in
+//     the key's order and hands it to the worker's pool (core.go: submit;
+//     package state runs the call with its timeout and retries, as
+//     retry.go describes), or queues it (no room, or the key already has
+//     elements queued); store writes the bags (keyview.go: write)
 //     and plan sets the key's timer (timers.Cadence.Plan).
 //  3. settle.go: a later turn of the key (its next bundle's first
 //     ProcessElement, or its timer: stream.go OnTimer) emits the finished

@@ -69,11 +69,12 @@ func WithParallelism(n int) Option {
 }
 
 // WithCallbackFrequency sets C, the period every commit timer on unbounded
-// input is derived from (timers.NewCadence). A quiet key's results wait at
-// most about C/4 past their expected end for their commit; a busy key's
-// are committed by its own next bundle, or by a backstop of at most
-// max(2 s, C/2) when its elements stop, further out while the runner is
-// late with timers (timers.Cadence.Plan). Longer means fewer timer
+// input is derived from (timers.NewCadence). A quiet key's results wait
+// about C/4 past their expected end for their commit; a busy key's are
+// committed by its own next bundle, or by a backstop of at most
+// max(2 s, C/2) when its elements stop. Timers go on a coarser step, up to
+// C, while the runner's bundles last longer than C/4, and further out
+// while the runner is late with timers (timers.Cadence.Plan). Longer means fewer timer
 // callbacks (less runner CPU over many keys) and longer waits. Must be > 0.
 // Default: DefaultCallbackFrequency (1 s).
 func WithCallbackFrequency(d time.Duration) Option {
