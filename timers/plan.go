@@ -42,8 +42,9 @@ type Load struct {
 	// finished yet).
 	Expected time.Duration
 	// Unfinished is how many tasks are started and not finished; Held how
-	// many the pool holds, finished or not.
-	Unfinished, Held int
+	// many the pool holds, finished or not, and Capacity how many it may
+	// hold (WithMaxItemsHeld; zero: unbounded).
+	Unfinished, Held, Capacity int
 	// PerWave is how many elements the pool runs at once: the parallelism,
 	// times the batch size with BatchParDo.
 	PerWave int
@@ -81,9 +82,22 @@ func (c Cadence) busy(f Facts) bool {
 // puts it back in a loop (BENCHMARKS.md, "A newcomer's timer"). Later, a
 // key the worker has not seen is one whose elements come further apart
 // than c.Forget: a quiet key, and planned as one.
+//
+// The rule holds only at a short C, where the backstop's floor is shorter
+// than the busy threshold (C < 1 s): a key that turns out busy then sends
+// its next element after its timer has come, not before. At a longer C
+// the floor (C/2) is as long as a busy key's gap, so over many keys,
+// where nearly every element is a newcomer, each key's timer fell among
+// its later elements' bundles, and the runner's guard (Runner.Guard) grew
+// until the stream fell behind (BENCHMARKS.md, "Newcomers at a long C").
+// It holds, too, only while the pool holds less than half the places it
+// may hold (Load.Capacity): a backstop keeps the newcomer's result, and
+// its place, waiting.
 func (c Cadence) newcomer(f Facts) bool {
 	young := f.Runner.Since.IsZero() || f.Now.Sub(f.Runner.Since) < c.Forget
-	return f.AtElement && f.Seen.IsZero() && f.Queued == 0 && f.RetryDue.IsZero() && young
+	roomy := f.Pool.Capacity == 0 || 2*f.Pool.Held < f.Pool.Capacity
+	short := c.BackstopFloor < c.busyWithin
+	return f.AtElement && f.Seen.IsZero() && f.Queued == 0 && f.RetryDue.IsZero() && young && roomy && short
 }
 
 // backstop is how far ahead a busy key's timer is set from the pace of its

@@ -119,12 +119,8 @@ func TestPlan(t *testing.T) {
 			quietAt(Facts{Now: now, Active: 1, Pool: pool}), grid(20 * ms)},
 		{"quiet key behind three waves of unfinished work",
 			quietAt(Facts{Now: now, Active: 1, Pool: Load{Expected: 200 * ms, Unfinished: 192, PerWave: 64}}), grid(600 * ms)},
-		{"a newcomer (no element before) is planned as a busy key: the backstop's floor",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool}, grid(c.BackstopFloor)},
-		{"a newcomer while the runner's guard is 1 s: the guard",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{overrun: 500 * ms}}, grid(time.Second)},
-		{"a newcomer to a worker that has set timers for less than Forget: the backstop's floor",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Since: at(-c.Forget + ms)}}, grid(c.BackstopFloor)},
+		{"a newcomer at C = 1 s, where the backstop's floor is no shorter than the busy threshold: quiet",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool}, grid(20 * ms)},
 		{"a newcomer with a retry due (a restarted worker, its bag holding a retry): the retry",
 			Facts{Now: now, AtElement: true, Active: 1, RetryDue: at(50 * ms), Pool: Load{Expected: 500 * ms, PerWave: 64}}, at(50 * ms)},
 		{"a key not seen by a worker that has set timers for Forget: quiet",
@@ -151,8 +147,6 @@ func TestPlan(t *testing.T) {
 			busyAt(Facts{Now: now, Active: 1, RetryDue: at(200 * ms), Pool: pool}), at(200 * ms)},
 		{"busy key with a retry due after its backstop: the backstop",
 			busyAt(Facts{Now: now, Active: 1, RetryDue: at(3 * time.Second), Pool: pool}), grid(500 * ms)},
-		{"a newcomer while bundles last 600 ms: the backstop's floor on the 1 s step",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{bundle: 600 * ms}}, NextRound(now.Add(c.BackstopFloor), time.Second, 0)},
 		{"busy key, elements 400 ms apart: three gaps",
 			func() Facts { f := busyAt(Facts{Now: now, Active: 1, Pool: pool}); f.MeanGap = 400 * ms; return f }(), grid(1200 * ms)},
 		{"busy at a timer: its last two elements close, the last recent",
@@ -184,6 +178,42 @@ func TestPlan(t *testing.T) {
 			Facts{Now: now, RetryDue: at(-time.Second), Pool: pool, Runner: Runner{overrun: 100 * ms}}, at(200 * ms)},
 		{"a runner that is far behind: the guard's cap",
 			busyAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{overrun: time.Hour}}), grid(c.GuardCap)},
+	}
+	for _, tc := range cases {
+		if got := c.Plan(tc.f); !got.Equal(tc.want) {
+			t.Errorf("%s: Plan = +%v, want +%v", tc.name, got.Sub(now), tc.want.Sub(now))
+		}
+	}
+}
+
+// TestPlanNewcomer: at a short C, where the backstop's floor is shorter
+// than the busy threshold, a key's first element is planned as a busy
+// key's while the worker is young and its pool has room.
+func TestPlanNewcomer(t *testing.T) {
+	c := NewCadence(100 * time.Millisecond)
+	now := time.Unix(1000, 100*int64(ms)) // on a grid instant
+	at := func(d time.Duration) time.Time { return now.Add(d) }
+	grid := func(d time.Duration) time.Time { return c.OnGrid(now.Add(d)) }
+	pool := Load{Expected: 20 * ms, PerWave: 64}
+	cases := []struct {
+		name string
+		f    Facts
+		want time.Time
+	}{
+		{"a newcomer (no element before) is planned as a busy key: the backstop's floor",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool}, grid(c.BackstopFloor)},
+		{"a newcomer while the runner's guard is 1 s: the guard",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{overrun: 500 * ms}}, grid(time.Second)},
+		{"a newcomer to a worker that has set timers for less than Forget: the backstop's floor",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Since: at(-c.Forget + ms)}}, grid(c.BackstopFloor)},
+		{"a key not seen by a worker that has set timers for Forget: quiet",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Since: at(-c.Forget)}}, grid(20 * ms)},
+		{"a newcomer while the pool holds half its places: quiet, on the grid",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: Load{Expected: 20 * ms, PerWave: 64, Held: 2048, Capacity: 4096}}, grid(20 * ms)},
+		{"a newcomer while the pool holds less than half its places: the backstop's floor",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: Load{Expected: 20 * ms, PerWave: 64, Held: 2047, Capacity: 4096}}, grid(c.BackstopFloor)},
+		{"a newcomer while bundles last 60 ms: the backstop's floor on the 100 ms step",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{bundle: 60 * ms}}, at(300 * ms)}, // 250 ms on, on 100 ms (the fine grid: +275 ms; quiet: +100 ms)
 	}
 	for _, tc := range cases {
 		if got := c.Plan(tc.f); !got.Equal(tc.want) {

@@ -967,22 +967,29 @@ func TestLateTimerFindsItsResult(t *testing.T) {
 	}
 }
 
-// TestNewcomerTimer: on a worker that has set timers for less than
-// Cadence.Forget, a key's first element sets a busy key's timer (the
-// backstop's floor ahead, on the grid), unless the element finds no room:
-// then its timer must start it, and it is planned as a quiet key's with a
-// queue. Past Forget a key not seen is quiet.
+// TestNewcomerTimer: at a short C, on a worker that has set timers for
+// less than Cadence.Forget, a key's first element sets a busy key's timer
+// (the backstop's floor ahead, on the grid) while the pool holds less than
+// half its places; past that it is planned as a quiet key's, and so is one
+// that finds no room: then its timer must start it. Past Forget a key not
+// seen is quiet.
 func TestNewcomerTimer(t *testing.T) {
-	const c = time.Second
+	const c = 100 * time.Millisecond
 	name := t.Name()
 	cad := timers.NewCadence(c)
-	h := newHarness(t, &gated{Name: name}, stringKey, WithCallbackFrequency(c), WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1))
+	h := newHarness(t, &gated{Name: name}, stringKey, WithCallbackFrequency(c), WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(3))
 	f := h.stream()
 	h.process(f, "a", 1)
 	if got, _ := h.tm("a").take(); !got.Equal(cad.OnGrid(h.clock.Now().Add(cad.BackstopFloor))) {
 		t.Errorf("a newcomer's timer is %v ahead, want the grid step after the backstop's floor (%v)", got.Sub(h.clock.Now()), cad.BackstopFloor)
 	}
-	h.process(f, "b", 1) // no room: the pool holds a's
+	for _, k := range []string{"x", "y"} {
+		h.process(f, k, 1) // the pool holds half its places or more
+		if got, _ := h.tm(k).take(); !got.Before(h.clock.Now().Add(cad.BackstopFloor)) {
+			t.Errorf("newcomer %s while the pool holds half its places or more: its timer is %v ahead, want a quiet key's, sooner than the backstop's floor (%v)", k, got.Sub(h.clock.Now()), cad.BackstopFloor)
+		}
+	}
+	h.process(f, "b", 1) // no room: the pool holds a's, x's and y's
 	if got, _ := h.tm("b").take(); !got.Before(h.clock.Now().Add(cad.BackstopFloor)) {
 		t.Errorf("a newcomer whose element found no room has its timer %v ahead, want sooner than the backstop's floor (%v): it must start the element", got.Sub(h.clock.Now()), cad.BackstopFloor)
 	}
@@ -996,4 +1003,6 @@ func TestNewcomerTimer(t *testing.T) {
 	}
 	openAll(name, "b", 2) // values 0 and 1
 	openAll(name, "c", 2)
+	openAll(name, "x", 2)
+	openAll(name, "y", 2)
 }

@@ -47,9 +47,9 @@
 //     timers.Cadence.Plan says: for a quiet key, on the commit grid (C/4,
 //     coarser while bundles are long) once its calls are expected to have
 //     finished; for a busy key, and
-//     for a key's first element in the worker's first max(4C, 4 s) of
-//     setting timers (timers.Cadence.Plan), a backstop beyond its next
-//     bundle. No timer is set nearer than the
+//     at C < 1 s for a key's first element in the worker's first 4 s of
+//     setting timers while the pool has room (timers.Cadence.Plan), a
+//     backstop beyond its next bundle. No timer is set nearer than the
 //     runner's guard (timers.Runner.Guard), which grows while timers fall
 //     due inside their keys' bundles (the worker sees it at FinishBundle)
 //     and decays once they do not: a runner never fires the timer of a key

@@ -157,7 +157,7 @@ func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
 		Running:     v.res.running,
 		ShortestRun: v.res.shortestRun,
 		RetryDue:    v.res.dueNext,
-		Pool:        timers.Load{Expected: pool.ExpectedLatency(), Unfinished: pool.Unfinished(), Held: pool.Len(), PerWave: perWave},
+		Pool:        timers.Load{Expected: pool.ExpectedLatency(), Unfinished: pool.Unfinished(), Held: pool.Len(), Capacity: f.Held, PerWave: perWave},
 		Runner:      pace.Runner(now),
 	})
 	pace.Planned(v.owner, at, now, f.cadence())
