@@ -110,11 +110,7 @@ func TestPlan(t *testing.T) {
 		return f
 	}
 	pool := Load{Expected: 20 * ms, PerWave: 64}
-	cases := []struct {
-		name string
-		f    Facts
-		want time.Time
-	}{
+	cases := []planCase{
 		{"quiet key, one call started: the grid step after the call's expected end",
 			quietAt(Facts{Now: now, Active: 1, Pool: pool}), grid(20 * ms)},
 		{"quiet key behind three waves of unfinished work",
@@ -179,6 +175,19 @@ func TestPlan(t *testing.T) {
 		{"a runner that is far behind: the guard's cap",
 			busyAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{overrun: time.Hour}}), grid(c.GuardCap)},
 	}
+	checkPlans(t, c, now, cases)
+}
+
+// planCase is a row of a planner's table: a key's situation at the end of
+// a callback, and the instant its timer must come.
+type planCase struct {
+	name string
+	f    Facts
+	want time.Time
+}
+
+func checkPlans(t *testing.T, c Cadence, now time.Time, cases []planCase) {
+	t.Helper()
 	for _, tc := range cases {
 		if got := c.Plan(tc.f); !got.Equal(tc.want) {
 			t.Errorf("%s: Plan = +%v, want +%v", tc.name, got.Sub(now), tc.want.Sub(now))
@@ -195,11 +204,7 @@ func TestPlanNewcomer(t *testing.T) {
 	at := func(d time.Duration) time.Time { return now.Add(d) }
 	grid := func(d time.Duration) time.Time { return c.OnGrid(now.Add(d)) }
 	pool := Load{Expected: 20 * ms, PerWave: 64}
-	cases := []struct {
-		name string
-		f    Facts
-		want time.Time
-	}{
+	cases := []planCase{
 		{"a newcomer (no element before) is planned as a busy key: the backstop's floor",
 			Facts{Now: now, AtElement: true, Active: 1, Pool: pool}, grid(c.BackstopFloor)},
 		{"a newcomer while the runner's guard is 1 s: the guard",
@@ -215,11 +220,7 @@ func TestPlanNewcomer(t *testing.T) {
 		{"a newcomer while bundles last 60 ms: the backstop's floor on the 100 ms step",
 			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{bundle: 60 * ms}}, at(300 * ms)}, // 250 ms on, on 100 ms (the fine grid: +275 ms; quiet: +100 ms)
 	}
-	for _, tc := range cases {
-		if got := c.Plan(tc.f); !got.Equal(tc.want) {
-			t.Errorf("%s: Plan = +%v, want +%v", tc.name, got.Sub(now), tc.want.Sub(now))
-		}
-	}
+	checkPlans(t, c, now, cases)
 }
 
 // TestPlanIsOnTheGridOrARetry: whatever the facts, the timer is after now
