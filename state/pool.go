@@ -35,7 +35,7 @@ type Config struct {
 	// Forget is how long the pool remembers an owner that holds no task
 	// (see Touch); zero means a minute.
 	Forget time.Duration
-	// Gone is how long an owner that came back after EvictIdle took its
+	// Gone is the longest an owner that came back after EvictIdle took its
 	// work may go untouched before EvictIdle takes its work again (see
 	// EvictIdle); zero means ten minutes. An owner whose work EvictIdle
 	// took is remembered that long after its last touch, so that it is
@@ -216,14 +216,27 @@ type owner struct {
 	arrivals   Arrivals
 	// lost: EvictIdle took work of the owner since its last touch; spared:
 	// the owner came back after that, and EvictIdle spares its work until
-	// it goes untouched for Config.Gone.
+	// it goes untouched for twice as long as it was away then, at most
+	// Config.Gone (spareFor).
 	lost, spared bool
+	spareFor     time.Duration
 }
 
-// idle reports whether EvictIdle takes the owner's work: it was not touched
-// since cutoff, nor, if it is spared, since gone.
-func (own *owner) idle(cutoff, gone time.Time) bool {
-	return own.lastActive.Before(cutoff) && (!own.spared || own.lastActive.Before(gone))
+// idle reports whether EvictIdle takes the owner's work at now: it was not
+// touched since cutoff, nor, if it is spared, for its spareFor.
+func (own *owner) idle(cutoff, now time.Time) bool {
+	return own.lastActive.Before(cutoff) && (!own.spared || now.Sub(own.lastActive) > own.spareFor)
+}
+
+// spare marks an owner that EvictIdle took work from and that was touched
+// again at now after being away since lastActive: its work is spared while
+// its touches come at most twice that far apart (at most gone), so that a
+// key whose callbacks come late does not lose its call to every eviction,
+// and one that moved away for good frees its places after a wait set by
+// its own lateness, not by the longest a runner may lag.
+func (own *owner) spare(now time.Time, gone time.Duration) {
+	own.lost, own.spared = false, true
+	own.spareFor = min(2*now.Sub(own.lastActive), gone)
 }
 
 // Arrivals is what a pool remembers of when an owner's elements came: at
@@ -275,10 +288,10 @@ func (p *Pool) Touch(o string, element bool) (before, after Arrivals) {
 		own = &owner{tasks: map[ElementID]*Task{}}
 		p.owners[o] = own
 	}
-	before, own.lastActive = own.arrivals, now
 	if own.lost { // alive after all, only late: see EvictIdle
-		own.lost, own.spared = false, true
+		own.spare(now, p.cfg.Gone)
 	}
+	before, own.lastActive = own.arrivals, now
 	if element {
 		own.arrivals.Arrive(now)
 	}
@@ -677,15 +690,18 @@ func (p *Pool) Remove(t *Task) {
 // now, and runs again there; an evicted element of a live bundle is started
 // again by its bundle: eviction costs a call, never an output.
 //
-// An owner touched after EvictIdle took its work is alive, only late: from
-// then on EvictIdle spares it (its tasks, its wait and its kept place) until
-// it goes untouched for Config.Gone, whatever the cutoff, so that a late key
-// does not lose the call it started again to the next eviction, and the one
-// after, and never commit. The owner stays spared while the pool remembers
-// it (while it holds tasks, and for Config.Forget after). An element so
-// loses its call to eviction at most once, as long as its owner's touches
-// come less than Gone apart; a spared owner that moved away loses its work
-// after Gone.
+// An owner touched after EvictIdle took its work is alive, only late, by
+// as long as it was away: from then on EvictIdle spares it (its tasks, its
+// wait and its kept place), whatever the cutoff, until it goes untouched for
+// twice that long (at most Config.Gone), so that a late key does not lose
+// the call it started again to the next eviction, and the one after, and
+// never commit. The owner stays spared while the pool remembers it (while it
+// holds tasks, and for Config.Forget after). An element so loses its call to
+// eviction at most once, as long as its owner's touches come no further
+// apart than twice the lateness it came back from; a spared owner that moved
+// away for good frees its places after that long, not after Gone, so the
+// owners waiting for them (see Waiting) get them within a time the runner's
+// own lateness sets.
 func (p *Pool) EvictIdle(cutoff time.Time) []*Task {
 	return p.evict(cutoff, true, func(*Task) bool { return true })
 }
@@ -701,12 +717,12 @@ func (p *Pool) EvictIdleUnbuffered(cutoff time.Time) []*Task {
 // evict removes the tasks that which picks of the owners idle since cutoff
 // (see owner.idle), and with room their waits and kept places.
 func (p *Pool) evict(cutoff time.Time, room bool, which func(*Task) bool) []*Task {
-	gone := p.cfg.Now().Add(-p.cfg.Gone)
+	now := p.cfg.Now()
 	p.mu.Lock()
 	var idle []*Task
 	freed := 0
 	for o, own := range p.owners {
-		if !own.idle(cutoff, gone) {
+		if !own.idle(cutoff, now) {
 			continue
 		}
 		took := false

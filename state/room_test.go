@@ -86,25 +86,45 @@ func TestRoomQueue(t *testing.T) {
 
 // TestOwnerIdle: EvictIdle takes the work of an owner untouched since the
 // cutoff, but of a spared one (back after an eviction) only once it is
-// untouched for Config.Gone too.
+// untouched for its spare period too.
 func TestOwnerIdle(t *testing.T) {
 	now := time.Unix(10_000, 0)
-	cutoff, gone := now.Add(-30*time.Second), now.Add(-5*time.Minute)
+	cutoff := now.Add(-30 * time.Second)
 	for _, tc := range []struct {
-		name   string
-		last   time.Duration // since its last touch
-		spared bool
-		idle   bool
+		name     string
+		last     time.Duration // since its last touch
+		spared   bool
+		spareFor time.Duration
+		idle     bool
 	}{
-		{"touched since the cutoff", 10 * time.Second, false, false},
-		{"untouched since the cutoff", time.Minute, false, true},
-		{"spared, touched since the cutoff", 10 * time.Second, true, false},
-		{"spared, untouched since the cutoff", time.Minute, true, false},
-		{"spared, untouched for Gone", 6 * time.Minute, true, true},
+		{"touched since the cutoff", 10 * time.Second, false, 0, false},
+		{"untouched since the cutoff", time.Minute, false, 0, true},
+		{"spared, touched since the cutoff", 10 * time.Second, true, 2 * time.Minute, false},
+		{"spared, untouched since the cutoff", time.Minute, true, 2 * time.Minute, false},
+		{"spared, untouched for its spare period", 2*time.Minute + time.Second, true, 2 * time.Minute, true},
 	} {
-		own := &owner{lastActive: now.Add(-tc.last), spared: tc.spared}
-		if got := own.idle(cutoff, gone); got != tc.idle {
+		own := &owner{lastActive: now.Add(-tc.last), spared: tc.spared, spareFor: tc.spareFor}
+		if got := own.idle(cutoff, now); got != tc.idle {
 			t.Errorf("%s: idle = %v, want %v", tc.name, got, tc.idle)
+		}
+	}
+}
+
+// TestOwnerSpare: an owner back after an eviction is spared for twice as
+// long as it was away, at most Gone.
+func TestOwnerSpare(t *testing.T) {
+	now := time.Unix(10_000, 0)
+	for _, tc := range []struct {
+		away, gone, want time.Duration
+	}{
+		{31 * time.Second, 5 * time.Minute, 62 * time.Second},
+		{2 * time.Minute, 5 * time.Minute, 4 * time.Minute},
+		{4 * time.Minute, 5 * time.Minute, 5 * time.Minute},
+	} {
+		own := &owner{lastActive: now.Add(-tc.away), lost: true}
+		own.spare(now, tc.gone)
+		if own.spareFor != tc.want || !own.spared || own.lost {
+			t.Errorf("away %v, gone %v: spareFor %v (spared %v, lost %v), want %v (true, false)", tc.away, tc.gone, own.spareFor, own.spared, own.lost, tc.want)
 		}
 	}
 }
@@ -202,14 +222,16 @@ func TestExistingKeepsThePlace(t *testing.T) {
 
 // TestEvictIdleSparesReturnedOwner: an owner whose work EvictIdle took and
 // that was touched after (a key whose callbacks come late) keeps the work it
-// started again through later evictions, until it goes untouched for
-// Config.Gone; an owner never touched again is not spared. The pool
+// started again through later evictions while its touches come no further
+// apart than twice the lateness it came back from; once it goes untouched
+// that long (it moved away for good), its work goes, well before
+// Config.Gone. An owner never touched again is not spared. The pool
 // remembers the evicted owner for Gone, so the sparing outlives Forget.
 func TestEvictIdleSparesReturnedOwner(t *testing.T) {
 	ctx := context.Background()
 	clock := &manualNow{now: time.Unix(1000, 0)}
 	const stale = 30 * time.Second
-	p := mustPool(t, Config{Parallelism: 2, Buffer: 4, Now: clock.Now, Forget: 4 * time.Second, Gone: 5 * time.Minute})
+	p := mustPool(t, Config{Parallelism: 2, Buffer: 4, Now: clock.Now, Forget: 4 * time.Second, Gone: 10 * time.Minute})
 	late, _, _ := p.Submit(ctx, TaskKey{"late", ElementID{ID: "1"}}, 0, Job{Work: finishedWork})
 	moved, _, _ := p.Submit(ctx, TaskKey{"moved", ElementID{ID: "1"}}, 0, Job{Work: finishedWork})
 	wait(t, late)
@@ -221,22 +243,26 @@ func TestEvictIdleSparesReturnedOwner(t *testing.T) {
 	clock.advance(stale) // longer than Forget
 	p.Touch("other", false)
 	clock.advance(2 * time.Second) // forgetIdle runs at most once a second
-	p.Touch("late", false)         // the late key's callback: it starts its element again
+	p.Touch("late", false)         // the late key's callback, 63 s after its last: it starts its element again
 	again, adm, _ := p.Submit(ctx, TaskKey{"late", ElementID{ID: "1"}}, 0, Job{Work: finishedWork})
 	if adm != Started {
 		t.Fatalf("starting the late key's element again: %v", adm)
 	}
 	wait(t, again)
 	for i := 0; i < 3; i++ {
-		clock.advance(stale + time.Second)
+		clock.advance(2 * stale)
 		if got := p.EvictIdle(clock.Now().Add(-stale)); len(got) != 0 {
 			t.Fatalf("eviction %d took %v; the late key came back and is spared", i+2, got)
 		}
 		p.Touch("late", false)
 	}
-	clock.advance(5*time.Minute + time.Second)
+	clock.advance(2 * time.Minute) // within twice its lateness, 126 s
+	if got := p.EvictIdle(clock.Now().Add(-stale)); len(got) != 0 {
+		t.Fatalf("eviction took %v within the spared key's spare period", got)
+	}
+	clock.advance(7 * time.Second) // untouched for 127 s: it moved away
 	if got := p.EvictIdle(clock.Now().Add(-stale)); len(got) != 1 || got[0] != again {
-		t.Errorf("after Gone untouched, eviction took %v, want the spared key's task", got)
+		t.Errorf("after twice its lateness untouched, eviction took %v, want the spared key's task", got)
 	}
 	if got := p.Held(); got != 0 {
 		t.Errorf("places taken = %d, want 0", got)

@@ -204,7 +204,7 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait ti
 	}
 	job, k := f.job(el), el.task()
 	t, adm, err := pool.Submit(ctx, k, wait, job)
-	if adm == state.NoRoom && err == nil && f.evictIdle(ctx, pool) {
+	if adm == state.NoRoom && err == nil && f.evictIdle(ctx, pool) && pool.HasRoom(el.owner) {
 		t, adm, err = pool.Submit(ctx, k, 0, job)
 	}
 	if adm != state.Started {
@@ -217,9 +217,10 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait ti
 }
 
 // evictIdle removes, at most once a second, the work of owners that showed
-// no sign of life for the stale period (see state.Pool.EvictIdle), and
-// reports whether it freed any place. It is called for room only: when an
-// element finds no place. A quiet owner's finished results stay as long as
+// no sign of life for the stale period, and their waits for room and the
+// places kept for them (see state.Pool.EvictIdle); it reports whether it
+// ran, and the caller looks for room again. It is called for room only: when
+// an element finds no place. A quiet owner's finished results stay as long as
 // nobody needs their places, so a key whose callbacks come late still finds
 // them (a sweep on a timer would evict them, and a late key would call again
 // and again without ever committing).
@@ -229,9 +230,8 @@ func (f *core) evictIdle(ctx context.Context, pool *state.Pool) bool {
 		return false
 	}
 	f.lastEvict = now
-	evicted := pool.EvictIdle(now.Add(-f.staleAfter()))
-	f.reportEvicted(ctx, evicted)
-	return len(evicted) > 0
+	f.reportEvicted(ctx, pool.EvictIdle(now.Add(-f.staleAfter())))
+	return true
 }
 
 // reportEvicted counts evicted tasks and tells the listener.

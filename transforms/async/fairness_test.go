@@ -94,3 +94,26 @@ func TestQueuedKeyGetsFreedPlace(t *testing.T) {
 		t.Errorf("b's queued element %d did not start at b's first callback after w's commit", b)
 	}
 }
+
+// TestElementTakesPlaceKeptForGoneKey: a place kept for a key that waited
+// for room and then went quiet past the stale period (it moved to another
+// worker) is taken back by the first element that finds no room, which
+// starts in it at once.
+func TestElementTakesPlaceKeptForGoneKey(t *testing.T) {
+	name := t.Name()
+	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithMaxWait(0))
+	f := h.stream()
+	h.process(f, "b", 1)
+	h.process(f, "gone", 1) // no room: queued, and the key waits for a place
+	if got := len(h.st("gone").queued()); got != 1 {
+		t.Fatalf("gone's queue holds %d elements, want 1", got)
+	}
+	book.open(gateID(name, "b", 1))
+	h.waitFinished("b", 1)
+	mustFire(t, h, f, "b") // b's place frees, and is kept for gone
+	h.clock.Advance(h.c.staleAfter() + time.Second)
+	h.process(f, "m", 1)
+	if len(h.pendingOf("m", 1)) == 0 {
+		t.Errorf("m's element did not start in the place kept for the key gone quiet (queued: %d)", len(h.st("m").queued()))
+	}
+}

@@ -959,9 +959,13 @@ func TestSimulator(t *testing.T) {
 // since; they stay as seeds.) With WithOrdered, callbacks that failed
 // after committing a key's earliest element left the unbuffered tasks they
 // had started for the next ones running, beyond one per key (75531422; it
-// shows in about a third of its runs, as goroutines are scheduled).
+// shows in about a third of its runs, as goroutines are scheduled). A key
+// that came back to a worker after an eviction and then moved away for good
+// kept its finished result and a place kept for it there for Moved (ten
+// stale periods), and a key waiting on that worker for room got none
+// (24414277).
 func TestSimulatorRegressions(t *testing.T) {
-	for _, seed := range []uint64{87109, 2431133, 3729849, 8433735, 75531422} {
+	for _, seed := range []uint64{87109, 2431133, 3729849, 8433735, 75531422, 24414277} {
 		if problems := runSchedule(t, newSchedule(seed)); len(problems) > 0 {
 			t.Errorf("seed %d: %s", seed, strings.Join(problems, "; "))
 		}
