@@ -698,7 +698,9 @@ func (p *Pool) Remove(t *Task) {
 // never commit. The owner stays spared while the pool remembers it (while it
 // holds tasks, and for Config.Forget after). An element so loses its call to
 // eviction at most once, as long as its owner's touches come no further
-// apart than twice the lateness it came back from; a spared owner that moved
+// apart than twice the lateness it came back from (a runner whose lateness
+// keeps growing costs it a call each time it more than doubles, a few
+// times before Gone bounds it); a spared owner that moved
 // away for good frees its places after that long, not after Gone, so the
 // owners waiting for them (see Waiting) get them within a time the runner's
 // own lateness sets.

@@ -43,9 +43,10 @@ type Cadence struct {
 	StaleAfter time.Duration
 	// Moved is how long a key may go without a callback on a worker before
 	// the worker takes it for moved to another worker for good, 10 ×
-	// StaleAfter: then even work that is spared from eviction goes (an
-	// ordered key's unbuffered task; a key that came back after an
-	// eviction is spared for twice as long as it was away, at most this).
+	// StaleAfter: then an ordered key's unbuffered task goes even when no
+	// key needs room (eviction for room takes it after StaleAfter), and
+	// a key that came back after an eviction is spared from eviction for
+	// twice as long as it was away, at most this long.
 	Moved time.Duration
 	// Forget is how long a worker remembers a key that holds no work
 	// there (its arrivals, see busyWithin), max(4C, 4 s).

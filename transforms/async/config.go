@@ -121,7 +121,8 @@ func (c *config) staleAfter() time.Duration { return c.cadence().StaleAfter }
 
 // poolConfig is the shared pool's configuration: it remembers a key
 // without tasks for the cadence's Forget period, and spares the work of a
-// key that came back after an eviction until the cadence takes it for moved.
+// key that came back after an eviction for twice as long as it was away,
+// at most until the cadence takes it for moved.
 func (c *config) poolConfig(now func() time.Time) state.Config {
 	return state.Config{Parallelism: c.Parallelism, Buffer: c.Buffer, Hold: c.Held, Now: now,
 		Forget: c.cadence().Forget, Gone: c.cadence().Moved, Batch: c.batchConfig()}

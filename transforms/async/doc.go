@@ -185,20 +185,21 @@
 // are keys waiting before it. On bounded input ProcessElement waits for
 // room instead.
 //
-// Work of an owner that showed no sign of life for the stale period
-// (max(20 x callback frequency, 30 s)): a key that moved to another worker,
-// or a bundle that failed without a word to the transform (an earlier step
-// of its stage failed), is evicted when, and only when, a live owner needs
-// its place. A key that has a callback after its work was evicted is late,
-// not gone: its work is evicted again only once it has had no callback for
+// Work of an owner that showed no sign of life for the stale period (max(20
+// x callback frequency, 30 s)): a key that moved to another worker, or a
+// bundle that failed without a word to the transform (an earlier step of
+// its stage failed), is evicted when, and only when, a live owner needs its
+// place. A key that has a callback after its work was evicted is late, not
+// gone: its work is evicted again only once it has had no callback for
 // twice as long as it was away (at most ten stale periods), so each of its
 // elements is called again for eviction at most once while its callbacks
 // come no later than that, and the places of a key that then moved away
-// free within a time its own lateness sets. A bundle whose own method fails, or whose emit panics (a later
-// step failed), releases its work at once: Beam Go drops a failed bundle's
-// DoFn instance and never calls its Teardown. A process keeps a transform's
-// pool and listener for ReleaseAfter (10 minutes) after the last use, once
-// nothing in it is running (state.Registry).
+// free within a time its own lateness sets. A bundle whose own method
+// fails, or whose emit panics (a later step failed), releases its work at
+// once: Beam Go drops a failed bundle's DoFn instance and never calls its
+// Teardown. A process keeps a transform's pool and listener for
+// ReleaseAfter (10 minutes) after the last use, once nothing in it is
+// running (state.Registry).
 //
 // # Order, priority, events
 //

@@ -111,6 +111,10 @@ func TestElementTakesPlaceKeptForGoneKey(t *testing.T) {
 	book.open(gateID(name, "b", 1))
 	h.waitFinished("b", 1)
 	mustFire(t, h, f, "b") // b's place frees, and is kept for gone
+	p, _ := h.c.pool()
+	if p.Len() != 0 || !p.HasRoom(h.owner("gone")) || p.HasRoom(h.owner("m")) {
+		t.Fatalf("before m: the pool holds %d tasks, a place kept for gone %v, room for m %v; want 0, true, false", p.Len(), p.HasRoom(h.owner("gone")), p.HasRoom(h.owner("m")))
+	}
 	h.clock.Advance(h.c.staleAfter() + time.Second)
 	h.process(f, "m", 1)
 	if len(h.pendingOf("m", 1)) == 0 {
