@@ -55,6 +55,7 @@ var (
 	errorRate   = flag.Float64("error_rate", 0, "share of calls the loopback service fails with 500, from 0 to 1")
 	svcCapacity = flag.Int("service_capacity", 0, "the loopback service serves this many calls at once, queues as many more (latency grows), and answers 503 with Retry-After past that (0: no limit)")
 	svcRate     = flag.Int("service_rate", 0, "the loopback service answers 429 with Retry-After past this many calls in a second (0: no limit)")
+	svcShed     = flag.Float64("overload_rate", 0, "share of calls the loopback service answers 503 with Retry-After at random, whatever the load (a service that sheds a little), from 0 to 1")
 	svcLater    = flag.Int("service_capacity_later", 0, "with --service_capacity: the capacity from --service_capacity_at on")
 	svcLaterAt  = flag.Duration("service_capacity_at", 0, "when (after the service's start) --service_capacity_later applies")
 	rateLimit   = flag.Float64("rate_limit", 0, "calls started per second per worker, at most (0: no limit)")
@@ -62,6 +63,7 @@ var (
 	sharedRate  = flag.Float64("shared_rate_limit", 0, "calls started per second by all workers together, kept in Redis (--redis); 0: no limit")
 	redisAddr   = flag.String("redis", os.Getenv("ASYNCBEAM_REDIS"), "Redis host:port for --shared_rate_limit (default $ASYNCBEAM_REDIS)")
 	rateKey     = flag.String("rate_key", "asyncbeam:enrich", "the Redis bucket of --shared_rate_limit: jobs with the same key share the rate")
+	overloadAt  = flag.Float64("overload_threshold", 0, "share of refused attempts above which each worker paces its calls (async.WithOverloadThreshold; 0: the transform's default, 0.2)")
 	adaptive    = flag.String("adaptive", "", "MIN,MAX: let the calls at once move between MIN and MAX from the service's latency and overload answers (replaces --concurrency)")
 	callTimeout = flag.Duration("call_timeout", 5*time.Second, "deadline of one attempt of a call (0: none)")
 	maxAttempts = flag.Int("max_attempts", 3, "attempts per record before it is written to failures.jsonl")
@@ -136,7 +138,7 @@ func run(ctx context.Context) error {
 	url := *serviceURL
 	var svc *service
 	if url == "" {
-		limits := serviceLimits{Capacity: *svcCapacity, Rate: *svcRate, CapacityLater: *svcLater, CapacityLaterAt: *svcLaterAt}
+		limits := serviceLimits{Capacity: *svcCapacity, Rate: *svcRate, CapacityLater: *svcLater, CapacityLaterAt: *svcLaterAt, Shed: *svcShed}
 		if svc, err = startService(*latency, *itemCost, *errorRate, limits); err != nil {
 			return err
 		}
@@ -172,7 +174,7 @@ func run(ctx context.Context) error {
 		fmt.Println(metricsLine(res))
 		calls = callFiguresOf(res)
 	}
-	if svc != nil && (*rateLimit > 0 || *sharedRate > 0 || *svcCapacity > 0 || *svcRate > 0) {
+	if svc != nil && (*rateLimit > 0 || *sharedRate > 0 || *svcCapacity > 0 || *svcRate > 0 || *svcShed > 0) {
 		fmt.Print(serviceLines(svc))
 	}
 	if err := summarize(inIDs, out, wall, svc, calls); err != nil {
@@ -225,6 +227,9 @@ func asyncOptions() ([]async.Option, error) {
 		opts = append(opts, async.WithAdaptiveParallelism(lo, hi))
 	} else {
 		opts = append(opts, async.WithParallelism(*concurrency))
+	}
+	if *overloadAt != 0 {
+		opts = append(opts, async.WithOverloadThreshold(*overloadAt))
 	}
 	if *rateLimit > 0 {
 		opts = append(opts, async.WithRateLimit(*rateLimit, burstFor(*rateLimit)))

@@ -62,18 +62,22 @@ var regions = map[string]string{
 }
 
 // serviceLimits are the loopback service's capacity and rate (zero: none),
-// and a later capacity from a time after its start.
+// a later capacity from a time after its start, and the share of calls it
+// sheds at random (answers 503, whatever the load).
 type serviceLimits struct {
 	Capacity        int
 	Rate            int
 	CapacityLater   int
 	CapacityLaterAt time.Duration
+	Shed            float64
 }
 
 func (l serviceLimits) validate() error {
 	switch {
 	case l.Capacity < 0 || l.Rate < 0 || l.CapacityLater < 0:
 		return fmt.Errorf("--service_capacity=%d, --service_rate=%d, --service_capacity_later=%d: want numbers >= 0", l.Capacity, l.Rate, l.CapacityLater)
+	case !(l.Shed >= 0 && l.Shed <= 1):
+		return fmt.Errorf("--overload_rate=%v: want a share between 0 and 1", l.Shed)
 	case l.CapacityLater > 0 && (l.Capacity == 0 || l.CapacityLaterAt <= 0):
 		return fmt.Errorf("--service_capacity_later=%d needs --service_capacity and --service_capacity_at > 0", l.CapacityLater)
 	}
@@ -206,6 +210,10 @@ func (s *service) arrive(r *http.Request) (done func()) {
 func (s *service) serve(w http.ResponseWriter, r *http.Request, latency time.Duration) bool {
 	if !s.underRate() {
 		s.refuse(w, http.StatusTooManyRequests, "rate limit exceeded")
+		return false
+	}
+	if s.limits.Shed > 0 && rand.Float64() < s.limits.Shed {
+		s.refuse(w, http.StatusServiceUnavailable, "shed")
 		return false
 	}
 	if s.serving != nil {

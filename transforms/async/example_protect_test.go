@@ -28,6 +28,23 @@ func ExampleWithAdaptiveParallelism() {
 	// Output: ok
 }
 
+// A service that sheds up to a tenth of its calls with 503 at random,
+// whatever the load: each worker paces its attempts only once the service
+// refuses more than 30% of them (the default is 20%), and then sends about
+// 1/(1 - 0.3) times what it accepts.
+func ExampleWithOverloadThreshold() {
+	p, s := beam.NewPipelineWithRoot()
+	labels := async.ParDo(s, &slowLabel{SleepMs: 5}, input(s, 100, 10),
+		async.WithOverloadThreshold(0.3), async.WithMaxAttempts(5))
+	passert.Count(s, labels, "labels", 100)
+	if err := ptest.Run(p); err != nil {
+		fmt.Println("pipeline failed:", err)
+		return
+	}
+	fmt.Println("ok")
+	// Output: ok
+}
+
 // At most 200 calls a second start on each worker, in bursts of at most 10.
 // async.WithSharedRateLimit caps all workers together instead, through
 // Redis.

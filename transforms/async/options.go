@@ -52,7 +52,7 @@ type settings struct {
 
 func defaultSettings() settings {
 	return settings{parallelism: DefaultParallelism, freq: DefaultCallbackFrequency, maxWait: DefaultMaxWait, maxAttempts: 1, backoff: DefaultBackoff,
-		protect: protection{BudgetShare: guard.DefaultBudgetShare}}
+		protect: protection{BudgetShare: guard.DefaultBudgetShare, OverloadThreshold: DefaultOverloadThreshold}}
 }
 
 // WithParallelism sets the most calls of the wrapped fn that run at once in

@@ -2,6 +2,7 @@ package async_test
 
 import (
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -81,6 +82,10 @@ func TestTryParDoConstructionErrors(t *testing.T) {
 		{"adaptive max below min", &slowLabel{}, true, []async.Option{async.WithAdaptiveParallelism(8, 4)}, "want 1 <= min <= max"},
 		{"adaptive and fixed", &slowLabel{}, true, []async.Option{async.WithParallelism(16), async.WithAdaptiveParallelism(1, 32)}, "keep one"},
 		{"negative budget", &slowLabel{}, true, []async.Option{async.WithRetryBudget(-0.1)}, "want a share >= 0"},
+		{"overload threshold 0", &slowLabel{}, true, []async.Option{async.WithOverloadThreshold(0)}, "WithOverloadThreshold(0): want a share of refused attempts between 0 and 1"},
+		{"overload threshold 1", &slowLabel{}, true, []async.Option{async.WithOverloadThreshold(1)}, "WithOverloadThreshold(1): want"},
+		{"overload threshold negative", &slowLabel{}, true, []async.Option{async.WithOverloadThreshold(-0.2)}, "WithOverloadThreshold(-0.2): want"},
+		{"overload threshold NaN", &slowLabel{}, true, []async.Option{async.WithOverloadThreshold(math.NaN())}, "WithOverloadThreshold(NaN): want"},
 		{"cache size 0", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{TTL: time.Minute})}, "WithCache: Size 0: want > 0"},
 		{"cache without TTL", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10})}, "WithCache: TTL 0s: want > 0"},
 		{"cache key fn of wrong type", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10, TTL: time.Minute, KeyFn: strings.ToUpper})}, "want func(int) string"},

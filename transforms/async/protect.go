@@ -35,12 +35,13 @@ const KindOverloaded = "overloaded"
 
 // Overloaded marks err as the service saying "too much" (HTTP 429 or 503, a
 // quota, a full queue): the attempt fails with kind "overloaded", and
-// besides the element's own retry the whole pool slows down: the worker's
-// throttle paces attempts so that it sends at most 1 + half the retry
-// budget's share (1.05 by default) times what the service accepts
-// (client-side adaptive throttling, guard.Throttle), an adaptive limit
-// shrinks, and retries of overloaded attempts spend the retry budget
-// (WithRetryBudget). Overloaded(nil) is nil.
+// besides the element's own retry the whole pool may slow down: once the
+// service refuses more than WithOverloadThreshold's share of what a worker
+// sends, the worker's throttle paces attempts so that it sends at most
+// 1/(1 - that share) times what the service accepts (client-side adaptive
+// throttling, guard.Throttle); an adaptive limit shrinks; and retries of
+// overloaded attempts spend the retry budget (WithRetryBudget).
+// Overloaded(nil) is nil.
 func Overloaded(err error) error { return guard.Overloaded(err, 0) }
 
 // OverloadedRetryAfter is Overloaded for a service that said how long to
@@ -164,9 +165,9 @@ func WithAdaptiveParallelism(min, max int) Option {
 // until the budget has one. While the service refuses less, retries go on
 // (and still count in the window). So retries add at most share of the first
 // attempts, plus the floor, while the budget binds; not over a whole run
-// (BENCHMARKS.md measures both). The worker's throttle follows the same
-// share (see Overloaded). Retries after other errors are not budgeted. Must
-// be >= 0. Default: guard.DefaultBudgetShare (0.1).
+// (BENCHMARKS.md measures both). The worker's throttle has its own
+// threshold (WithOverloadThreshold). Retries after other errors are not
+// budgeted. Must be >= 0. Default: guard.DefaultBudgetShare (0.1).
 func WithRetryBudget(share float64) Option {
 	return func(s *settings) {
 		if !(share >= 0) || math.IsInf(share, 0) {
@@ -174,6 +175,35 @@ func WithRetryBudget(share float64) Option {
 			return
 		}
 		s.protect.BudgetShare = share
+	}
+}
+
+// DefaultOverloadThreshold is WithOverloadThreshold's default: a worker
+// paces its attempts once the service refuses more than a fifth of them.
+const DefaultOverloadThreshold = 0.2
+
+// WithOverloadThreshold sets the share of a worker's attempts that the
+// service may refuse with overload (Overloaded), over the last 10 s
+// (guard.ThrottleWindow), before the worker's throttle paces every attempt
+// of the transform to 1/(1 - share) times what the service accepted over the
+// last 2 s (1.25 times at the default); the pace ends once the service
+// accepts what it is sent again. Set it above the share a healthy service
+// refuses whatever the load (a flaky backend, a load balancer shedding a
+// little): such a service accepts a share of what it gets, not a rate, and
+// a pace set from what it accepts would shrink at every turn, down to an
+// attempt a second. Lower protects an overloaded service sooner and sends
+// it fewer refused attempts. While the throttle paces, the service keeps
+// refusing about share of what it is sent, above the half of
+// WithRetryBudget's share at which the budget binds: retries of refused
+// attempts then wait for the budget (raise it with the threshold if they
+// should not). Must be in (0, 1). Default: DefaultOverloadThreshold (0.2).
+func WithOverloadThreshold(share float64) Option {
+	return func(s *settings) {
+		if !(share > 0 && share < 1) {
+			s.errs = append(s.errs, fmt.Errorf("WithOverloadThreshold(%v): want a share of refused attempts between 0 and 1, such as 0.2", share))
+			return
+		}
+		s.protect.OverloadThreshold = share
 	}
 }
 
@@ -185,6 +215,17 @@ type protection struct {
 	Shared                   *guard.SharedRateConfig
 	AdaptiveMin, AdaptiveMax int
 	BudgetShare              float64
+	// OverloadThreshold is WithOverloadThreshold's share; zero (a config
+	// made without the options) means the default.
+	OverloadThreshold float64
+}
+
+// throttleK is the multiplier of the worker's throttle (guard.ThrottleK).
+func (p protection) throttleK() float64 {
+	if !(p.OverloadThreshold > 0 && p.OverloadThreshold < 1) {
+		return guard.ThrottleK(DefaultOverloadThreshold)
+	}
+	return guard.ThrottleK(p.OverloadThreshold)
 }
 
 // resolve checks the combination with the other settings: adaptive
@@ -216,7 +257,7 @@ func (f *core) newGate() state.Gate {
 	// the policies' windows pass with the rest of the transform's time.
 	now := f.clock.Now
 	cfg := guard.Config{
-		Throttle: guard.NewThrottle(guard.ThrottleKFor(p.BudgetShare)),
+		Throttle: guard.NewThrottle(p.throttleK()),
 		Budget:   guard.NewBudget(p.BudgetShare, guard.DefaultBudgetFloor, now()),
 		Classify: classify,
 		Now:      now,

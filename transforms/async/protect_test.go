@@ -90,3 +90,29 @@ func TestClassifyAndPreviousError(t *testing.T) {
 func stateEnvelope(attempts int, kind string) state.Envelope {
 	return state.Envelope{Attempts: attempts, LastKind: kind, LastError: "last"}
 }
+
+// TestOverloadThreshold: the worker's throttle paces once the service
+// refuses more than WithOverloadThreshold's share, 0.2 by default and for a
+// config made without the options.
+func TestOverloadThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		opts  []Option
+		wantK float64
+	}{
+		{"default", nil, 1.25},
+		{"a half", []Option{WithOverloadThreshold(0.5)}, 2},
+		{"a tenth", []Option{WithOverloadThreshold(0.1)}, 1 / 0.9},
+	} {
+		set, err := resolve(tc.opts)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if got := set.protect.throttleK(); got < tc.wantK-1e-9 || got > tc.wantK+1e-9 {
+			t.Errorf("%s: throttle K = %v, want %v", tc.name, got, tc.wantK)
+		}
+	}
+	if got := (protection{}).throttleK(); got != guard.ThrottleK(DefaultOverloadThreshold) {
+		t.Errorf("a config without the threshold: K = %v, want the default's %v", got, guard.ThrottleK(DefaultOverloadThreshold))
+	}
+}

@@ -166,11 +166,11 @@ func (g *Guard) wait(ctx context.Context) error {
 
 // overloadedNow says whether the retry budget binds: while the service has
 // refused more than half the budget's share of the attempts answered in the
-// last two seconds (always, without a throttle to tell). The throttle's
-// pace keeps refusals near that share (ThrottleKFor), so the budget may
-// bind and let go by turns there; either way retries stay within it, as
-// they number about the refusals. Once the service refuses less, retries go
-// on.
+// last two seconds (always, without a throttle to tell). A throttle that
+// paces keeps refusals near its own threshold (ThrottleK), above that
+// share at the transform's defaults, so the budget binds while it paces;
+// either way retries stay within it, as they number about the refusals.
+// Once the service refuses less, retries go on.
 func (g *Guard) overloadedNow() bool {
 	if g.cfg.Throttle == nil {
 		return true

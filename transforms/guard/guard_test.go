@@ -131,7 +131,7 @@ func fmtWrap(err error) error { return errors.Join(errors.New("call failed"), er
 
 func TestGuardBudgetBindsOnlyWhileTheServiceRefuses(t *testing.T) {
 	c := &clock{now: time.Unix(1_000_000, 0)}
-	th := NewThrottle(ThrottleKFor(0.1))
+	th := NewThrottle(ThrottleK(0.2))
 	g := New(Config{Budget: NewBudget(0.1, 0.1, c.now), Throttle: th, Now: c.Now}) // 1 retry in the window
 	overloaded := Overloaded(errors.New("503"), 0)
 	retry := func() bool {

@@ -221,3 +221,89 @@ func TestThrottleRefusedLooksAtTheLastTwoSeconds(t *testing.T) {
 		t.Errorf("refused 3 s later, all accepted since = %.3f; want 0", got)
 	}
 }
+
+// sendAgainst drives a throttle of multiplier k for d from start with a
+// pool that offers an attempt every millisecond whenever the throttle lets
+// it, against a service that refuses each attempt for which refuse says
+// so; it returns the attempts accepted, and sent, a second over the last
+// quarter of d, and whether the throttle ever paced.
+func sendAgainst(k float64, start time.Time, d time.Duration, refuse func(now time.Time, i int) bool) (accepted, sent float64, paced bool) {
+	th := NewThrottle(k)
+	now, end := start, start.Add(d)
+	acc, all := 0, 0
+	for i := 0; now.Before(end); i++ {
+		turn := th.Admit(now, true)
+		for !turn.Booked && turn.Wait > 0 {
+			now = now.Add(turn.Wait)
+			turn = th.Admit(now, false)
+		}
+		now = now.Add(turn.Wait)
+		ok := !refuse(now, i)
+		th.Observe(now, ok)
+		paced = paced || th.Pace(now) > 0
+		if now.After(end.Add(-d / 4)) {
+			all++
+			if ok {
+				acc++
+			}
+		}
+		now = now.Add(time.Millisecond)
+	}
+	return float64(acc) / (d / 4).Seconds(), float64(all) / (d / 4).Seconds(), paced
+}
+
+// TestThrottleRandomRefusals: a service that refuses a share of attempts at
+// random, whatever their rate, keeps the pool at what it accepts of 1,000 a
+// second while the share is under the throttle's threshold; above it the
+// pace shrinks at every turn (the service accepts a share, not a rate),
+// which is why the threshold must lie above a healthy service's refusals.
+// A service that accepts a rate (a capacity of 300 a second) is sent K
+// times that rate.
+func TestThrottleRandomRefusals(t *testing.T) {
+	start := time.Unix(1_000_000, 0)
+	// The last attempt of every n is refused.
+	every := func(n int) func(time.Time, int) bool { return func(_ time.Time, i int) bool { return i%n == n-1 } }
+	for _, tc := range []struct {
+		name        string
+		threshold   float64
+		refuse      func(time.Time, int) bool
+		least, most float64 // accepted a second at the end
+		paced       bool
+	}{
+		{"5% refused, threshold 0.2", 0.2, every(20), 940, 960, false},
+		{"12.5% refused, threshold 0.2", 0.2, every(8), 865, 885, false},
+		{"10% refused, the former threshold 0.0476 (K 1.05): the pace shrinks", 1 - 1/1.05, every(10), 0, 100, true},
+		{"25% refused, threshold 0.2: the pace shrinks", 0.2, every(4), 0, 100, true},
+	} {
+		got, _, paced := sendAgainst(ThrottleK(tc.threshold), start, 2*time.Minute, tc.refuse)
+		if got < tc.least || got > tc.most || paced != tc.paced {
+			t.Errorf("%s: %.0f accepted a second at the end (paced %v), want %.0f to %.0f (paced %v)", tc.name, got, paced, tc.least, tc.most, tc.paced)
+		}
+	}
+	// A capacity: the service accepts at most 300 attempts in each second.
+	perSecond := map[int64]int{}
+	capacity := func(now time.Time, _ int) bool {
+		s := now.Unix()
+		perSecond[s]++
+		return perSecond[s] > 300
+	}
+	accepted, sent, _ := sendAgainst(ThrottleK(0.2), start, time.Minute, capacity)
+	if accepted < 270 || accepted > 310 || sent < 300*1.25*0.9 || sent > 300*1.25*1.1 {
+		t.Errorf("a capacity of 300/s: %.0f accepted and %.0f sent a second at the end, want about 300 and 375 (K = 1.25)", accepted, sent)
+	}
+}
+
+// TestThrottleNeedsASample: one refusal as the first answer after a lull
+// starts no pace; ten refusals do.
+func TestThrottleNeedsASample(t *testing.T) {
+	start := time.Unix(1_000_000, 0)
+	th := NewThrottle(ThrottleK(0.2))
+	th.Observe(start, false)
+	if got := th.Pace(start); got != 0 {
+		t.Errorf("after one refusal: pace %.1f/s, want none", got)
+	}
+	observeOver(th, start, time.Second, 0, 9)
+	if got := th.Pace(start.Add(time.Second)); got != minPace {
+		t.Errorf("after ten refusals: pace %.1f/s, want a probe a second", got)
+	}
+}
