@@ -39,21 +39,21 @@
 //     group its input by key (one bundle at a time per key).
 //   - Unbounded input (stream.go): every accepted element is added to bag
 //     state under its key (one state for all the key's windows), the
-//     durable record of work in flight. The first ProcessElement of a key in
-//     each bundle reads the key's bag once and commits its finished results
-//     (turn.go, settle.go): it holds the same state as a timer callback
-//     and commits atomically with its bundle. A processing-time timer, held
-//     at the earliest pending element's event time, commits the key when
-//     timers.Cadence.Plan says: for a quiet key, on the commit grid (C/4,
-//     coarser while bundles are long) once its calls are expected to have
-//     finished; for a busy key, and
-//     at C < 1 s for a key's first element in the worker's first 4 s of
-//     setting timers while the pool has room (timers.Cadence.Plan), a
-//     backstop beyond its next bundle. No timer is set nearer than the
-//     runner's guard (timers.Runner.Guard), which grows while timers fall
-//     due inside their keys' bundles (the worker sees it at FinishBundle)
-//     and decays once they do not: a runner never fires the timer of a key
-//     in a bundle in progress, and prism re-queues it in a loop meanwhile.
+//     durable record of work in flight. The first ProcessElement of a key
+//     in each bundle reads the key's bag once and commits its finished
+//     results (turn.go, settle.go): it holds the same state as a timer
+//     callback and commits atomically with its bundle. A processing-time
+//     timer, held at the earliest pending element's event time, commits
+//     the key when timers.Cadence.Plan says: for a quiet key, on the
+//     commit grid (C/4, coarser while bundles are long) once its calls are
+//     expected to have finished; for a busy key, and at C < 1 s for a
+//     key's first element in the worker's first 4 s of setting timers
+//     while the pool has room (timers.Cadence.Plan), a backstop beyond its
+//     next bundle. No timer is set nearer than the runner's guard
+//     (timers.Runner.Guard), which grows while timers fall due inside
+//     their keys' bundles (the worker sees it at FinishBundle) and decays
+//     once they do not: a runner never fires the timer of a key in a
+//     bundle in progress, and prism re-queues it in a loop meanwhile.
 //     Elements that find no room wait in a second bag, summarized in the
 //     first, so that a commit never reads a key's backlog unless it can
 //     start some of it.
