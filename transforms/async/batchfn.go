@@ -14,7 +14,7 @@ import (
 )
 
 // expectedBatchShape is quoted by every error about a batch fn's signature.
-const expectedBatchShape = "ProcessBatch([ctx context.Context,] keys []K, values []V, emit func(i int, out O)) [error | ([]error, error)]"
+const expectedBatchShape = "ProcessBatch([ctx context.Context,] keys []K, values []V, emit func(i int, out O) | emit func(i int, k K2, v V2)) [error | ([]error, error)]"
 
 var errorsType = reflect.TypeOf([]error(nil))
 
@@ -23,8 +23,8 @@ func inspectBatchFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, er
 	return inspectForm(fn, fnForm{
 		accepts:     "a pointer to a registered struct with a method " + expectedBatchShape + ", or a registered function of that form",
 		what:        "batch fn",
-		checkFunc:   func(ft reflect.Type) (reflect.Type, error) { return checkBatch(ft, keyT, valT, "fn") },
-		checkStruct: func(pt reflect.Type) (reflect.Type, error) { return checkBatchStruct(pt, keyT, valT) },
+		checkFunc:   func(ft reflect.Type) (outputShape, error) { return checkBatch(ft, keyT, valT, "fn") },
+		checkStruct: func(pt reflect.Type) (outputShape, error) { return checkBatchStruct(pt, keyT, valT) },
 		batch:       true,
 	})
 }
@@ -32,43 +32,43 @@ func inspectBatchFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, er
 // checkBatchStruct checks a batch DoFn struct: ProcessBatch, Setup and
 // Teardown, Revert; not StartBundle or FinishBundle (a request has no
 // bundle of its own to start or finish).
-func checkBatchStruct(pt reflect.Type, keyT, valT reflect.Type) (reflect.Type, error) {
+func checkBatchStruct(pt reflect.Type, keyT, valT reflect.Type) (outputShape, error) {
 	m, ok := pt.MethodByName("ProcessBatch")
 	if !ok {
 		if _, ok := pt.MethodByName("ProcessElement"); ok {
-			return nil, fmt.Errorf("fn %v has ProcessElement but no ProcessBatch: use async.ParDo for it, or give it %s", pt, expectedBatchShape)
+			return outputShape{}, fmt.Errorf("fn %v has ProcessElement but no ProcessBatch: use async.ParDo for it, or give it %s", pt, expectedBatchShape)
 		}
-		return nil, fmt.Errorf("fn %v has no ProcessBatch method; want %s", pt, expectedBatchShape)
+		return outputShape{}, fmt.Errorf("fn %v has no ProcessBatch method; want %s", pt, expectedBatchShape)
 	}
 	out, err := checkBatch(methodType(m), keyT, valT, fmt.Sprintf("%v.ProcessBatch", pt))
 	if err != nil {
-		return nil, err
+		return outputShape{}, err
 	}
 	for _, name := range []string{"StartBundle", "FinishBundle"} {
 		if _, ok := pt.MethodByName(name); ok {
-			return nil, fmt.Errorf("fn %v has %s: a batch fn may have Setup and Teardown, not bundle methods (a request is not a bundle); move its work to Setup or ProcessBatch", pt, name)
+			return outputShape{}, fmt.Errorf("fn %v has %s: a batch fn may have Setup and Teardown, not bundle methods (a request is not a bundle); move its work to Setup or ProcessBatch", pt, name)
 		}
 	}
 	for _, name := range []string{"Setup", "Teardown"} {
 		if m, ok := pt.MethodByName(name); ok {
 			if err := checkLifecycle(name, methodType(m), nil); err != nil {
-				return nil, fmt.Errorf("fn %v: %w", pt, err)
+				return outputShape{}, fmt.Errorf("fn %v: %w", pt, err)
 			}
 		}
 	}
 	if m, ok := pt.MethodByName("Revert"); ok {
 		if err := checkRevert(methodType(m), keyT, valT); err != nil {
-			return nil, fmt.Errorf("fn %v: %w", pt, err)
+			return outputShape{}, fmt.Errorf("fn %v: %w", pt, err)
 		}
 	}
 	return out, nil
 }
 
 // checkBatch checks a ProcessBatch signature (without receiver) and returns
-// the output type O.
-func checkBatch(ft reflect.Type, keyT, valT reflect.Type, what string) (reflect.Type, error) {
-	bad := func(format string, args ...any) (reflect.Type, error) {
-		return nil, fmt.Errorf("%s has signature %v: %s; want %s with K=%v, V=%v", what, ft, fmt.Sprintf(format, args...), expectedBatchShape, keyT, valT)
+// what it outputs.
+func checkBatch(ft reflect.Type, keyT, valT reflect.Type, what string) (outputShape, error) {
+	bad := func(format string, args ...any) (outputShape, error) {
+		return outputShape{}, fmt.Errorf("%s has signature %v: %s; want %s with K=%v, V=%v", what, ft, fmt.Sprintf(format, args...), expectedBatchShape, keyT, valT)
 	}
 	if ft.Kind() != reflect.Func {
 		return bad("it is not a function")
@@ -84,8 +84,8 @@ func checkBatch(ft reflect.Type, keyT, valT reflect.Type, what string) (reflect.
 		return bad("the values parameter is %v but the input's values are %v", in[1], valT)
 	}
 	e := in[2]
-	if e.Kind() != reflect.Func || e.NumIn() != 2 || e.NumOut() != 0 || e.IsVariadic() || e.In(0).Kind() != reflect.Int {
-		return bad("the last parameter %v is not an emitter func(i int, out O)", e)
+	if e.Kind() != reflect.Func || e.NumIn() < 2 || e.NumIn() > 3 || e.NumOut() != 0 || e.IsVariadic() || e.In(0).Kind() != reflect.Int {
+		return bad("the last parameter %v is not an emitter func(i int, out O) or func(i int, k K2, v V2)", e)
 	}
 	switch {
 	case ft.NumOut() == 0, ft.NumOut() == 1 && ft.Out(0) == errorType,
@@ -93,7 +93,10 @@ func checkBatch(ft reflect.Type, keyT, valT reflect.Type, what string) (reflect.
 	default:
 		return bad("it returns %d values; want nothing, an error, or ([]error, error)", ft.NumOut())
 	}
-	return e.In(1), nil
+	if e.NumIn() == 3 {
+		return outputShape{key: e.In(1), value: e.In(2)}, nil
+	}
+	return outputShape{value: e.In(1)}, nil
 }
 
 // batchCall is a batch fn's ProcessBatch, bound on a worker.
@@ -148,7 +151,7 @@ func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]an
 		ks.Index(i).Set(valueOf(keys[i], kt.Elem()))
 		vs.Index(i).Set(valueOf(values[i], vt.Elem()))
 	}
-	got := &batchOutputs{outs: make([][]any, n)}
+	got := &batchOutputs{outs: make([][]any, n), pairs: newPairEncoder(u.pairs)}
 	args = append(args, ks, vs, reflect.MakeFunc(ft.In(len(args)+2), got.emit))
 	defer got.close() // also after a panic
 	res := u.batch.call(args)
@@ -170,11 +173,13 @@ func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]an
 type batchOutputs struct {
 	mu       sync.Mutex
 	outs     [][]any
+	pairs    *pairEncoder // nil: the outputs are values of one type
 	stray    error
 	returned bool
 }
 
-// emit is the emitter ProcessBatch gets: func(i int, out O).
+// emit is the emitter ProcessBatch gets: func(i int, out O) or func(i int,
+// k K2, v V2).
 func (b *batchOutputs) emit(a []reflect.Value) []reflect.Value {
 	i := int(a[0].Int())
 	b.mu.Lock()
@@ -188,7 +193,18 @@ func (b *batchOutputs) emit(a []reflect.Value) []reflect.Value {
 		}
 		return nil
 	}
-	b.outs[i] = append(b.outs[i], a[1].Interface())
+	if b.pairs == nil {
+		b.outs[i] = append(b.outs[i], a[1].Interface())
+		return nil
+	}
+	p, err := b.pairs.pair(a[1].Interface(), a[2].Interface())
+	if err != nil {
+		if b.stray == nil {
+			b.stray = err
+		}
+		return nil
+	}
+	b.outs[i] = append(b.outs[i], p)
 	return nil
 }
 

@@ -269,12 +269,13 @@ func (f *core) job(el element) state.Job {
 // task's last attempt returns (see release in userFn).
 func (f *core) work(el element) state.Work {
 	limit, key, id := f.CallTimeout, el.key, el.eid.ID
+	in := callInput{key: key, value: el.value, ts: el.ts, window: el.eid.Window}
 	return func(ctx context.Context, attempt int) ([]any, error) {
 		n := el.done + attempt
 		ctx = withAttempt(ctx, n, f.Fallbacks)
 		ctx = context.WithValue(ctx, callKey{}, callInfo{f: f, key: key, id: id, attempt: n})
 		f.attemptBegins(el, attempt)
-		outputs, err := callWithin(ctx, limit, func(ctx context.Context) ([]any, error) { return f.user.call(ctx, key, el.value) })
+		outputs, err := callWithin(ctx, limit, func(ctx context.Context) ([]any, error) { return f.user.call(ctx, in) })
 		if err == nil {
 			f.event(EventSucceeded, key, id, n, nil)
 		}

@@ -47,17 +47,24 @@ func TryParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...Op
 }
 
 // TryParDo applies fn to every element of col, a PCollection<KV<K, V>>,
-// asynchronously, and returns the PCollection<O> of what fn emits.
+// asynchronously, and returns the PCollection<O> of what fn emits or
+// returns (PCollection<KV<K2, V2>> for pairs).
 //
-// fn is a pointer to a registered DoFn struct whose ProcessElement has the
-// form
+// fn is a pointer to a registered DoFn struct whose ProcessElement has one
+// of the forms beam.ParDo takes over KV input:
 //
-//	ProcessElement([ctx context.Context,] key K, value V, emit func(O)) [error]
+//	ProcessElement([ctx context.Context,] [w beam.Window,] [t beam.EventTime,] key K, value V, emit func(O)) [error]
+//	ProcessElement([ctx context.Context,] [w beam.Window,] [t beam.EventTime,] key K, value V, emit func(K2, V2)) [error]
+//	ProcessElement([ctx context.Context,] [w beam.Window,] [t beam.EventTime,] key K, value V) (O [, error])
+//	ProcessElement([ctx context.Context,] [w beam.Window,] [t beam.EventTime,] key K, value V) (K2, V2 [, error])
 //
 // (with optional Setup, StartBundle, FinishBundle and Teardown), or a
-// top-level function of the same form. The error names what to change when
-// col is not a KV, fn has another shape or is not registered, the key coder
-// is not deterministic, or an option is invalid.
+// top-level function of one of these forms. w and t are the element's
+// window and event time, and every output is in that window at that time,
+// as a plain ParDo's would be. One output only: a fn with several emitters
+// or side inputs is refused. The error names what to change when col is not
+// a KV, fn has another shape or is not registered, the key coder is not
+// deterministic, or an option is invalid.
 //
 // An element that fails for good fails its key's commit with the cause; use
 // TryParDoWithFailures to receive such elements as data instead.
@@ -110,6 +117,11 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 	}
 	if unrestorable.IsValid() { // never called, so never reverted
 		if outs[1], err = beam.TryFlatten(s, outs[1], unrestorable); err != nil {
+			return nil, err
+		}
+	}
+	if spec.Pairs != nil {
+		if outs[0], err = splitPairs(s, *spec.Pairs, outs[0]); err != nil {
 			return nil, err
 		}
 	}

@@ -38,9 +38,6 @@ func paramsAfterContext(ft reflect.Type) []reflect.Type {
 	return in
 }
 
-// expectedShape is quoted by every error about the wrapped fn's signature.
-const expectedShape = "ProcessElement([ctx context.Context,] key K, value V, emit func(O)) [error]"
-
 // userSpec is the serialisable description of the wrapped fn: either a
 // registered DoFn struct (its type and the JSON of its exported fields) or a
 // registered function.
@@ -50,6 +47,8 @@ type userSpec struct {
 	Func *beam.EncodedFunc `json:",omitempty"`
 	// Batch: the fn is BatchParDo's, with ProcessBatch (batchfn.go).
 	Batch bool `json:",omitempty"`
+	// Pairs: the fn outputs key-value pairs of these types (shape.go).
+	Pairs *pairTypes `json:",omitempty"`
 }
 
 // hasRevert reports whether the wrapped fn is a DoFn struct with a Revert
@@ -62,24 +61,19 @@ func (s userSpec) hasRevert() bool {
 	return ok
 }
 
-// signature is what analysis of the wrapped fn found.
-type signature struct {
-	output reflect.Type // O of emit func(O)
-}
-
 // inspectFn checks fn against the input's key and value types and returns the
 // spec that will be shipped to workers and the output type.
 func inspectFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) {
 	return inspectForm(fn, fnForm{
 		accepts: "a pointer to a registered DoFn struct or a registered function of the form " + expectedShape,
 		what:    "fn",
-		checkFunc: func(ft reflect.Type) (reflect.Type, error) {
-			sig, err := checkProcess(ft, keyT, valT, "fn")
-			return sig.output, err
+		checkFunc: func(ft reflect.Type) (outputShape, error) {
+			shape, err := analyzeProcess(ft, keyT, valT, "fn")
+			return shape.out, err
 		},
-		checkStruct: func(pt reflect.Type) (reflect.Type, error) {
-			sig, err := checkStruct(pt, keyT, valT)
-			return sig.output, err
+		checkStruct: func(pt reflect.Type) (outputShape, error) {
+			shape, err := checkStruct(pt, keyT, valT)
+			return shape.out, err
 		},
 	})
 }
@@ -90,46 +84,60 @@ type fnForm struct {
 	accepts string // what a fn may be, in errors
 	what    string // the fn, as registeredStruct names it
 	// checkFunc and checkStruct check a function's type, or a struct
-	// pointer's type, and return the output type.
-	checkFunc, checkStruct func(reflect.Type) (reflect.Type, error)
+	// pointer's type, and return what it outputs.
+	checkFunc, checkStruct func(reflect.Type) (outputShape, error)
 	batch                  bool
 }
 
 // inspectForm checks fn, a registered function or a pointer to a registered
 // struct, against form, and returns the spec that will be shipped to
-// workers and the output type.
+// workers and the type of the outputs the transform's DoFns emit: O, or
+// kvOutput for key-value pairs (spec.Pairs).
 func inspectForm(fn any, form fnForm) (userSpec, reflect.Type, error) {
+	spec, out, err := inspectShape(fn, form)
+	if err != nil {
+		return userSpec{}, nil, err
+	}
+	if !out.pairs() {
+		return spec, out.value, nil
+	}
+	spec.Pairs = &pairTypes{Key: beam.EncodedType{T: out.key}, Value: beam.EncodedType{T: out.value}}
+	return spec, kvOutputType, nil
+}
+
+// inspectShape is inspectForm before the outputs' type is decided.
+func inspectShape(fn any, form fnForm) (userSpec, outputShape, error) {
 	if fn == nil {
-		return userSpec{}, nil, fmt.Errorf("fn is nil: pass %s", form.accepts)
+		return userSpec{}, outputShape{}, fmt.Errorf("fn is nil: pass %s", form.accepts)
 	}
 	v := reflect.ValueOf(fn)
 	switch {
 	case v.Kind() == reflect.Func:
 		out, err := form.checkFunc(v.Type())
 		if err != nil {
-			return userSpec{}, nil, err
+			return userSpec{}, outputShape{}, err
 		}
 		encoded, err := encodeFunc("fn", fn)
 		if err != nil {
-			return userSpec{}, nil, err
+			return userSpec{}, outputShape{}, err
 		}
 		return userSpec{Func: encoded, Batch: form.batch}, out, nil
 	case v.Kind() == reflect.Ptr && v.Type().Elem().Kind() == reflect.Struct:
 		t, err := registeredStruct(form.what, v)
 		if err != nil {
-			return userSpec{}, nil, err
+			return userSpec{}, outputShape{}, err
 		}
 		out, err := form.checkStruct(v.Type())
 		if err != nil {
-			return userSpec{}, nil, err
+			return userSpec{}, outputShape{}, err
 		}
 		spec, err := structSpec(fn, t)
 		spec.Batch = form.batch
 		return spec, out, err
 	case v.Kind() == reflect.Struct:
-		return userSpec{}, nil, fmt.Errorf("fn is a %v value: pass a pointer (&%v{...}) so that its methods are found", v.Type(), v.Type().Name())
+		return userSpec{}, outputShape{}, fmt.Errorf("fn is a %v value: pass a pointer (&%v{...}) so that its methods are found", v.Type(), v.Type().Name())
 	default:
-		return userSpec{}, nil, fmt.Errorf("fn is a %v: want %s", v.Type(), form.accepts)
+		return userSpec{}, outputShape{}, fmt.Errorf("fn is a %v: want %s", v.Type(), form.accepts)
 	}
 }
 
@@ -165,38 +173,6 @@ func registeredStruct(what string, v reflect.Value) (reflect.Type, error) {
 	return t, nil
 }
 
-// checkProcess checks a ProcessElement signature (without receiver).
-func checkProcess(ft reflect.Type, keyT, valT reflect.Type, what string) (signature, error) {
-	bad := func(format string, args ...any) (signature, error) {
-		return signature{}, fmt.Errorf("%s has signature %v: %s; want %s with K=%v, V=%v", what, ft, fmt.Sprintf(format, args...), expectedShape, keyT, valT)
-	}
-	in := paramsAfterContext(ft)
-	if len(in) != 3 {
-		return bad("it takes %d parameters after the optional context, want 3", len(in))
-	}
-	if !keyT.AssignableTo(in[0]) {
-		return bad("the key parameter is %v but the input's keys are %v", in[0], keyT)
-	}
-	if !valT.AssignableTo(in[1]) {
-		return bad("the value parameter is %v but the input's values are %v", in[1], valT)
-	}
-	out, ok := emitterOutput(in[2])
-	if !ok {
-		return bad("the last parameter %v is not an emitter func(O)", in[2])
-	}
-	if err := checkReturnsOnlyError(ft); err != nil {
-		return bad("%v", err)
-	}
-	return signature{output: out}, nil
-}
-
-func emitterOutput(t reflect.Type) (reflect.Type, bool) {
-	if t.Kind() != reflect.Func || t.NumIn() != 1 || t.NumOut() != 0 || t.IsVariadic() {
-		return nil, false
-	}
-	return t.In(0), true
-}
-
 func checkReturnsOnlyError(ft reflect.Type) error {
 	switch {
 	case ft.NumOut() == 0:
@@ -210,34 +186,33 @@ func checkReturnsOnlyError(ft reflect.Type) error {
 // lifecycle lists the optional methods forwarded to the wrapped DoFn.
 var lifecycle = []string{"Setup", "StartBundle", "FinishBundle", "Teardown"}
 
-func checkStruct(pt reflect.Type, keyT, valT reflect.Type) (signature, error) {
+func checkStruct(pt reflect.Type, keyT, valT reflect.Type) (procShape, error) {
 	m, ok := pt.MethodByName("ProcessElement")
 	if !ok {
 		if _, ok := pt.MethodByName("ProcessBatch"); ok {
-			return signature{}, fmt.Errorf("fn %v has ProcessBatch but no ProcessElement: use async.BatchParDo for it", pt)
+			return procShape{}, fmt.Errorf("fn %v has ProcessBatch but no ProcessElement: use async.BatchParDo for it", pt)
 		}
-		return signature{}, fmt.Errorf("fn %v has no ProcessElement method; want %s", pt, expectedShape)
+		return procShape{}, fmt.Errorf("fn %v has no ProcessElement method; want %s", pt, expectedShape)
 	}
-	sig, err := checkProcess(methodType(m), keyT, valT, fmt.Sprintf("%v.ProcessElement", pt))
+	shape, err := analyzeProcess(methodType(m), keyT, valT, fmt.Sprintf("%v.ProcessElement", pt))
 	if err != nil {
-		return signature{}, err
+		return procShape{}, err
 	}
-	emitT := reflect.FuncOf([]reflect.Type{sig.output}, nil, false)
 	for _, name := range lifecycle {
 		m, ok := pt.MethodByName(name)
 		if !ok {
 			continue
 		}
-		if err := checkLifecycle(name, methodType(m), emitT); err != nil {
-			return signature{}, fmt.Errorf("fn %v: %w", pt, err)
+		if err := checkLifecycle(name, methodType(m), shape.emitT); err != nil {
+			return procShape{}, fmt.Errorf("fn %v: %w", pt, err)
 		}
 	}
 	if m, ok := pt.MethodByName("Revert"); ok {
 		if err := checkRevert(methodType(m), keyT, valT); err != nil {
-			return signature{}, fmt.Errorf("fn %v: %w", pt, err)
+			return procShape{}, fmt.Errorf("fn %v: %w", pt, err)
 		}
 	}
-	return sig, nil
+	return shape, nil
 }
 
 // methodType drops the receiver from a method's func type.
@@ -254,16 +229,18 @@ func methodType(m reflect.Method) reflect.Type {
 	return reflect.FuncOf(in, out, false)
 }
 
+// checkLifecycle checks an optional method; emitT is ProcessElement's
+// emitter, which StartBundle and FinishBundle may take too (nil: none).
 func checkLifecycle(name string, ft reflect.Type, emitT reflect.Type) error {
 	want := name + "([ctx context.Context]) [error]"
-	if name == "StartBundle" || name == "FinishBundle" {
+	if (name == "StartBundle" || name == "FinishBundle") && emitT != nil {
 		want = fmt.Sprintf("%s([ctx context.Context,] [emit %v]) [error]", name, emitT)
 	}
 	i := 0
 	if i < ft.NumIn() && ft.In(i) == contextType {
 		i++
 	}
-	if i < ft.NumIn() && ft.In(i) == emitT && (name == "StartBundle" || name == "FinishBundle") {
+	if i < ft.NumIn() && emitT != nil && ft.In(i) == emitT && (name == "StartBundle" || name == "FinishBundle") {
 		i++
 	}
 	if i != ft.NumIn() || checkReturnsOnlyError(ft) != nil {
@@ -276,13 +253,15 @@ func checkLifecycle(name string, ft reflect.Type, emitT reflect.Type) error {
 // before and FinishBundle after, per element) runs concurrently on the pool's
 // goroutines. Teardown waits for the last running call: see close.
 type userFn struct {
-	name    string
-	process func(args []reflect.Value) error
-	procT   reflect.Type             // ProcessElement's type, without receiver
+	name string
+	// invoke calls ProcessElement and returns its results.
+	invoke  func(args []reflect.Value) []any
+	procT   reflect.Type // ProcessElement's type, without receiver
+	shape   procShape
+	pairs   *pairTypes               // the outputs' types when they are pairs
 	methods map[string]reflect.Value // present lifecycle methods
 	revertM reflect.Value            // the compensation method, if any
-	emitT   reflect.Type
-	batch   batchCall // a batch fn's ProcessBatch (spec.Batch)
+	batch   batchCall                // a batch fn's ProcessBatch (spec.Batch)
 
 	mu      sync.Mutex
 	refs    int
@@ -306,22 +285,19 @@ func newUserFn(spec userSpec) (*userFn, error) {
 	switch {
 	case spec.Func != nil:
 		fn := spec.Func.Fn
-		process := func(args []reflect.Value) error {
+		invoke := func(args []reflect.Value) []any {
 			in := make([]any, len(args))
 			for i, a := range args {
 				in[i] = a.Interface()
 			}
-			out := fn.Call(in)
-			if len(out) == 0 || out[0] == nil {
-				return nil
-			}
-			return out[0].(error)
+			return fn.Call(in)
 		}
-		u := &userFn{name: fn.Name(), process: process, procT: fn.Type(), methods: map[string]reflect.Value{}, emitT: lastIn(fn.Type())}
+		u := &userFn{name: fn.Name(), invoke: invoke, procT: fn.Type(), pairs: spec.Pairs, methods: map[string]reflect.Value{}}
 		if spec.Batch {
 			u.batch = newBatchCall(spec, reflect.Value{})
+			return u, nil
 		}
-		return u, nil
+		return u, u.analyze()
 	case spec.Type != nil:
 		ptr := reflect.New(spec.Type.T)
 		if spec.JSON != "" {
@@ -329,27 +305,42 @@ func newUserFn(spec userSpec) (*userFn, error) {
 				return nil, fmt.Errorf("async: rebuilding wrapped DoFn %v: %w", spec.Type.T, err)
 			}
 		}
-		u := &userFn{name: spec.Type.T.String(), methods: map[string]reflect.Value{}}
-		if spec.Batch {
-			u.batch = newBatchCall(spec, ptr)
-			u.procT = u.batch.ft
-		} else {
-			m := ptr.MethodByName("ProcessElement")
-			u.process = func(args []reflect.Value) error { return resultError(m.Call(args)) }
-			u.procT, u.emitT = m.Type(), lastIn(m.Type())
-		}
+		u := &userFn{name: spec.Type.T.String(), pairs: spec.Pairs, methods: map[string]reflect.Value{}}
 		for _, name := range lifecycle {
 			if m := ptr.MethodByName(name); m.IsValid() {
 				u.methods[name] = m
 			}
 		}
 		u.revertM = ptr.MethodByName("Revert")
-		return u, nil
+		if spec.Batch {
+			u.batch = newBatchCall(spec, ptr)
+			u.procT = u.batch.ft
+			return u, nil
+		}
+		m := ptr.MethodByName("ProcessElement")
+		u.invoke = func(args []reflect.Value) []any { return interfaces(m.Call(args)) }
+		u.procT = m.Type()
+		return u, u.analyze()
 	}
 	return nil, fmt.Errorf("async: the transform carries no wrapped fn")
 }
 
-func lastIn(ft reflect.Type) reflect.Type { return ft.In(ft.NumIn() - 1) }
+// analyze reads the shape of ProcessElement, checked at construction.
+func (u *userFn) analyze() (err error) {
+	if u.shape, err = analyzeProcess(u.procT, nil, nil, u.name+".ProcessElement"); err != nil {
+		return fmt.Errorf("async: rebuilding the wrapped fn: %w", err)
+	}
+	return nil
+}
+
+// interfaces returns the values of vs as interfaces.
+func interfaces(vs []reflect.Value) []any {
+	out := make([]any, len(vs))
+	for i, v := range vs {
+		out[i] = v.Interface()
+	}
+	return out
+}
 
 // setup forwards Setup.
 func (u *userFn) setup(ctx context.Context) error { return u.lifecycle(ctx, "Setup", nil) }
@@ -399,23 +390,63 @@ func (u *userFn) teardown(ctx context.Context) {
 }
 
 // call runs StartBundle, ProcessElement and FinishBundle for one element and
-// returns everything they emitted.
-func (u *userFn) call(ctx context.Context, key, value any) ([]any, error) {
-	var outputs []any
-	emit := reflect.MakeFunc(u.emitT, func(args []reflect.Value) []reflect.Value {
-		outputs = append(outputs, args[0].Interface())
-		return nil
-	})
+// returns everything they emitted or ProcessElement returned.
+func (u *userFn) call(ctx context.Context, in callInput) ([]any, error) {
+	out := &callOutputs{pairs: newPairEncoder(u.pairs)}
+	var emit reflect.Value
+	if u.shape.emitT != nil {
+		emit = reflect.MakeFunc(u.shape.emitT, out.emit)
+	}
 	if err := u.lifecycle(ctx, "StartBundle", &emit); err != nil {
 		return nil, err
 	}
-	if err := u.process(keyValueArgs(u.procT, ctx, key, value, emit)); err != nil {
+	args, err := u.shape.args(u.procT, ctx, in, emit)
+	if err != nil {
 		return nil, err
+	}
+	res := u.invoke(args)
+	if u.shape.returnsError {
+		if err, _ := res[len(res)-1].(error); err != nil {
+			return nil, err
+		}
+	}
+	if u.shape.returned > 0 {
+		out.add(res[:u.shape.returned]...)
 	}
 	if err := u.lifecycle(ctx, "FinishBundle", &emit); err != nil {
 		return nil, err
 	}
-	return outputs, nil
+	return out.list, out.err
+}
+
+// callOutputs gathers one call's outputs: emitted (as Beam's emitters, not
+// safe for concurrent use) or returned.
+type callOutputs struct {
+	pairs *pairEncoder // nil: the outputs are values of one type
+	list  []any
+	err   error // the first output that could not be encoded
+}
+
+// emit is the emitter's body: func(O) or func(K2, V2).
+func (c *callOutputs) emit(args []reflect.Value) []reflect.Value {
+	c.add(interfaces(args)...)
+	return nil
+}
+
+// add adds one output: a value, or a key and a value.
+func (c *callOutputs) add(o ...any) {
+	if c.pairs == nil {
+		c.list = append(c.list, o[0])
+		return
+	}
+	p, err := c.pairs.pair(o[0], o[1])
+	if err != nil {
+		if c.err == nil {
+			c.err = err
+		}
+		return
+	}
+	c.list = append(c.list, p)
 }
 
 // revert calls the compensation method, if the fn has one, for an element
