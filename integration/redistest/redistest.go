@@ -1,7 +1,9 @@
-// Package redistest gives tests the Redis server they may use: the one
-// integration/redis.sh starts on loopback and names in ASYNCBEAM_REDIS.
-// .ci/run starts it and sets CI, so there a missing server fails the test;
-// elsewhere the test is skipped with the command that starts one.
+// Package redistest gives tests the Redis servers they may use: the one
+// integration/redis.sh starts on loopback and names in ASYNCBEAM_REDIS
+// (Addr), or one of the test's own, with a password and TLS (Start).
+// .ci/run starts the first, installs redis-server and sets CI, so there a
+// missing server fails the test; elsewhere the test is skipped with the
+// command that provides one.
 package redistest
 
 import (

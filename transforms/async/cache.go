@@ -48,11 +48,23 @@ type Cache struct {
 	// answers share one result (a customer's profile, whatever the record
 	// that asks for it). nil: the element's key and value together.
 	KeyFn any
-	// Redis (host:port), if not empty, shares results among all workers
-	// that name the same Prefix; a Redis that fails or is slow (250 ms)
-	// makes a lookup a miss and a store a no-op, counted in the metric
-	// shared_cache_errors: never a failed or wrong element.
+	// Redis, if not empty, shares results among all workers that name the
+	// same Prefix: host:port, or a URL, redis://[user@]host[:port][/db] or
+	// rediss://... for TLS. A Redis that fails or is slow (250 ms), or
+	// refuses the password, makes a lookup a miss and a store a no-op,
+	// counted in the metric shared_cache_errors (the first failure after a
+	// success is logged, naming its cause): never a failed or wrong element.
 	Redis, Prefix string
+	// PasswordEnv names the environment variable, or PasswordFile the
+	// absolute path of the file, that holds Redis's password on each
+	// worker: one of them, or neither for a server without a password. The
+	// options travel inside the pipeline graph, so a password in the URL
+	// is refused; these name where the worker reads it, for each new
+	// connection.
+	PasswordEnv, PasswordFile string
+	// CAFile, only with rediss://, is the absolute path on each worker of
+	// the PEM certificates that sign Redis's, instead of the system's roots.
+	CAFile string
 }
 
 // cacheSpec is Cache as the DoFn carries it to workers.
@@ -61,6 +73,14 @@ type cacheSpec struct {
 	TTL           time.Duration
 	KeyFn         *beam.EncodedFunc
 	Redis, Prefix string
+	// Where the worker reads Redis's password and CA (Cache's fields).
+	PasswordEnv, PasswordFile, CAFile string
+}
+
+// shared is the config of the Redis-shared cache.
+func (c *cacheSpec) shared() cache.SharedConfig {
+	return cache.SharedConfig{Addr: c.Redis, Prefix: c.Prefix, TTL: c.TTL,
+		PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}
 }
 
 // WithCache keeps the results of calls in each worker (and in Redis with
@@ -78,8 +98,9 @@ func WithCache(c Cache) Option {
 			s.errs = append(s.errs, fmt.Errorf("WithCache: Size %d: want > 0 results per worker", c.Size))
 		case c.TTL <= 0:
 			s.errs = append(s.errs, fmt.Errorf("WithCache: TTL %v: want > 0", c.TTL))
-		case c.Redis != "" || c.Prefix != "":
-			if err := (cache.SharedConfig{Addr: c.Redis, Prefix: c.Prefix, TTL: c.TTL}).Validate(); err != nil {
+		case c.Redis != "" || c.Prefix != "" || c.PasswordEnv != "" || c.PasswordFile != "" || c.CAFile != "":
+			if err := (cache.SharedConfig{Addr: c.Redis, Prefix: c.Prefix, TTL: c.TTL,
+				PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}).Validate(); err != nil {
 				s.errs = append(s.errs, fmt.Errorf("WithCache: %w", err))
 			}
 		}
@@ -97,7 +118,8 @@ func inspectCache(c *Cache, valT reflect.Type) (*cacheSpec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cacheSpec{Size: c.Size, TTL: c.TTL, KeyFn: keyFn, Redis: c.Redis, Prefix: c.Prefix}, nil
+	return &cacheSpec{Size: c.Size, TTL: c.TTL, KeyFn: keyFn, Redis: c.Redis, Prefix: c.Prefix,
+		PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}, nil
 }
 
 // resultCache is a transform's cache in one worker process: one per
@@ -149,7 +171,7 @@ func (f *core) resultCache() (*resultCache, error) {
 		}
 		rc := &resultCache{local: local}
 		if f.Cache.Redis != "" {
-			if rc.shared, err = cache.NewShared(cache.SharedConfig{Addr: f.Cache.Redis, Prefix: f.Cache.Prefix, TTL: f.Cache.TTL}); err != nil {
+			if rc.shared, err = cache.NewShared(f.Cache.shared()); err != nil {
 				return nil, err
 			}
 		}

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
@@ -10,13 +11,28 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/asyncbeam/asyncbeam/transforms/internal/redisconn"
 )
 
 // SharedConfig is a cache shared by every worker that names the same
-// Prefix on the same Redis server.
+// Prefix on the same Redis server. It holds no secret: it may travel in a
+// pipeline's graph.
 type SharedConfig struct {
-	// Addr is the Redis server, host:port.
+	// Addr is the Redis server: host:port, or a URL,
+	// redis://[user@]host[:port][/db] or rediss://... for TLS (with the
+	// system's roots, or CAFile's). A URL with a password is refused: see
+	// PasswordEnv.
 	Addr string
+	// PasswordEnv names the environment variable, or PasswordFile the
+	// absolute path of the file, that holds Redis's password on each
+	// worker (one of them, or neither for a server without a password). The
+	// worker reads it for each new connection.
+	PasswordEnv, PasswordFile string
+	// CAFile, only with rediss://, is the absolute path on each worker of
+	// the PEM certificates that sign the server's, instead of the system's
+	// roots.
+	CAFile string
 	// Prefix starts every key this cache writes; caches with the same
 	// Prefix share entries. Give each kind of lookup its own.
 	Prefix string
@@ -24,17 +40,22 @@ type SharedConfig struct {
 	TTL time.Duration
 }
 
-// Validate says what is wrong with c, if anything.
+// Validate says what is wrong with c, if anything, and what to change. It
+// does not read the password or the CA file: they are the workers'.
 func (c SharedConfig) Validate() error {
 	switch {
 	case c.Addr == "":
-		return errors.New("the Redis address is empty; give host:port")
+		return errors.New("the Redis address is empty; give host:port or a redis:// or rediss:// URL")
 	case c.Prefix == "":
 		return errors.New("the key prefix is empty; name the lookup this cache holds")
 	case c.TTL < time.Second:
 		return fmt.Errorf("the time to live %v must be at least 1s", c.TTL)
 	}
-	return nil
+	return c.conn().Validate()
+}
+
+func (c SharedConfig) conn() redisconn.Config {
+	return redisconn.Config{Addr: c.Addr, PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}
 }
 
 // sharedTimeout bounds every Redis round trip; downFor is how long the
@@ -49,10 +70,15 @@ const (
 // 250 ms makes the lookup a miss (the caller calls, as without a cache) and
 // the store a no-op, counted in Errors; the cache then leaves Redis alone
 // for a second, so that an outage costs no more than a few timeouts a
-// second. An entry is never half-written: a value is one SET.
+// second. A refused or unreadable password, or a failed TLS handshake, is
+// such a failure. The first failure after a success is logged (slog), one
+// line naming the cause (WRONGPASS, NOAUTH, the password's source); the
+// next ones only counted. An entry is never half-written: a value is one
+// SET.
 type Shared struct {
-	cfg SharedConfig
-	rdb *redis.Client
+	cfg    SharedConfig
+	rdb    *redis.Client
+	report redisconn.Reporter
 
 	hits, misses, errs atomic.Int64
 
@@ -60,14 +86,18 @@ type Shared struct {
 	downUntil time.Time
 }
 
-// NewShared connects lazily: no call is made until the first Get or Set.
+// NewShared connects lazily: no call is made, and no password or CA file
+// read, until the first Get or Set.
 func NewShared(cfg SharedConfig) (*Shared, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("shared cache: %w", err)
 	}
-	return &Shared{cfg: cfg, rdb: redis.NewClient(&redis.Options{Addr: cfg.Addr,
-		DialTimeout: sharedTimeout, ReadTimeout: sharedTimeout, WriteTimeout: sharedTimeout,
-		MaxRetries: -1, DialerRetries: 1})}, nil
+	rdb, err := cfg.conn().NewClient(sharedTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("shared cache: %w", err)
+	}
+	return &Shared{cfg: cfg, rdb: rdb, report: redisconn.Reporter{What: "shared cache", Config: cfg.conn(),
+		Fallback: "lookups are misses and stores are skipped while it fails, counted as errors (metric shared_cache_errors)"}}, nil
 }
 
 func (s *Shared) key(k Key) string { return s.cfg.Prefix + ":" + hex.EncodeToString(k[:]) }
@@ -91,12 +121,14 @@ func (s *Shared) Get(ctx context.Context, k Key) ([]byte, time.Duration, bool) {
 	v, getErr := get.Bytes()
 	switch {
 	case getErr == nil && ttl.Val() > 0:
+		s.report.Succeeded()
 		s.hits.Add(1)
 		return v, ttl.Val(), true
 	case errors.Is(getErr, redis.Nil) || (err == nil && ttl.Val() <= 0):
 		// Absent, or expiring as we look.
+		s.report.Succeeded()
 	case ctx.Err() == nil:
-		s.failed()
+		s.failed(cmp.Or(getErr, err))
 	}
 	s.misses.Add(1)
 	return nil, 0, false
@@ -109,8 +141,11 @@ func (s *Shared) Set(ctx context.Context, k Key, value []byte) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, sharedTimeout)
 	defer cancel()
-	if err := s.rdb.Set(rctx, s.key(k), value, s.cfg.TTL).Err(); err != nil && ctx.Err() == nil {
-		s.failed()
+	switch err := s.rdb.Set(rctx, s.key(k), value, s.cfg.TTL).Err(); {
+	case err == nil:
+		s.report.Succeeded()
+	case ctx.Err() == nil:
+		s.failed(err)
 	}
 }
 
@@ -134,8 +169,11 @@ func (s *Shared) SetMany(ctx context.Context, entries []Entry) {
 		}
 		return nil
 	})
-	if err != nil && ctx.Err() == nil {
-		s.failed()
+	switch {
+	case err == nil:
+		s.report.Succeeded()
+	case ctx.Err() == nil:
+		s.failed(err)
 	}
 }
 
@@ -145,8 +183,11 @@ func (s *Shared) isDown() bool {
 	return time.Now().Before(s.downUntil)
 }
 
-func (s *Shared) failed() {
+// failed counts a failed round trip, reports it, and keeps the cache away
+// from Redis for downFor.
+func (s *Shared) failed(err error) {
 	s.errs.Add(1)
+	s.report.Failed(err)
 	s.mu.Lock()
 	s.downUntil = time.Now().Add(downFor)
 	s.mu.Unlock()

@@ -14,13 +14,28 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
+
+	"github.com/asyncbeam/asyncbeam/transforms/internal/redisconn"
 )
 
 // SharedRateConfig is a rate limit shared by every process that names the
-// same bucket on the same Redis server.
+// same bucket on the same Redis server. It holds no secret: it may travel
+// in a pipeline's graph.
 type SharedRateConfig struct {
-	// Addr is the Redis server, host:port.
+	// Addr is the Redis server: host:port, or a URL,
+	// redis://[user@]host[:port][/db] or rediss://... for TLS (with the
+	// system's roots, or CAFile's). A URL with a password is refused: see
+	// PasswordEnv.
 	Addr string
+	// PasswordEnv names the environment variable, or PasswordFile the
+	// absolute path of the file, that holds Redis's password on each
+	// process (one of them, or neither for a server without a password).
+	// The process reads it for each new connection.
+	PasswordEnv, PasswordFile string
+	// CAFile, only with rediss://, is the absolute path on each process of
+	// the PEM certificates that sign the server's, instead of the system's
+	// roots.
+	CAFile string
 	// Key names the bucket; processes with the same Key share the rate.
 	Key string
 	// PerSecond and Burst are the bucket's rate and depth, for all
@@ -32,11 +47,12 @@ type SharedRateConfig struct {
 	Workers int
 }
 
-// Validate says what is wrong with c, if anything.
+// Validate says what is wrong with c, if anything, and what to change. It
+// does not read the password or the CA file: they are the workers'.
 func (c SharedRateConfig) Validate() error {
 	switch {
 	case c.Addr == "":
-		return errors.New("the Redis address is empty; give host:port")
+		return errors.New("the Redis address is empty; give host:port or a redis:// or rediss:// URL")
 	case c.Key == "":
 		return errors.New("the bucket key is empty; name the bucket every worker shares")
 	case !(c.PerSecond > 0) || math.IsInf(c.PerSecond, 0):
@@ -46,7 +62,11 @@ func (c SharedRateConfig) Validate() error {
 	case c.Workers < 0:
 		return fmt.Errorf("the workers %d must be >= 0", c.Workers)
 	}
-	return nil
+	return c.conn().Validate()
+}
+
+func (c SharedRateConfig) conn() redisconn.Config {
+	return redisconn.Config{Addr: c.Addr, PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}
 }
 
 // SharedRate is a token bucket kept in Redis (GCRA, one round trip per call):
@@ -60,10 +80,14 @@ func (c SharedRateConfig) Validate() error {
 // bucket of an even share: PerSecond divided by the number of processes
 // seen using the bucket in the last 10 s (Config.Workers before any
 // contact). Calls go on at about the shared rate as a whole; none is failed
-// or held indefinitely because of Redis.
+// or held indefinitely because of Redis. A refused or unreadable password,
+// or a failed TLS handshake, is such a failure. The first failure after a
+// success is logged (slog), one line naming the cause (WRONGPASS, NOAUTH,
+// the password's source); the next ones only counted (Errors).
 type SharedRate struct {
 	cfg      SharedRateConfig
 	rdb      *redis.Client
+	report   redisconn.Reporter
 	id       string
 	interval int64 // microseconds between calls
 	errs     atomic.Int64
@@ -93,9 +117,14 @@ redis.call('PEXPIRE', KEYS[2], 60000)
 return {wait, redis.call('ZCARD', KEYS[2])}
 `)
 
-// NewSharedRate connects lazily: no call is made until the first Wait.
+// NewSharedRate connects lazily: no call is made, and no password or CA
+// file read, until the first Wait.
 func NewSharedRate(cfg SharedRateConfig) (*SharedRate, error) {
 	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("shared rate: %w", err)
+	}
+	rdb, err := cfg.conn().NewClient(250 * time.Millisecond)
+	if err != nil {
 		return nil, fmt.Errorf("shared rate: %w", err)
 	}
 	host, _ := os.Hostname()
@@ -103,8 +132,9 @@ func NewSharedRate(cfg SharedRateConfig) (*SharedRate, error) {
 	rand.Read(b[:])
 	s := &SharedRate{
 		cfg: cfg,
-		rdb: redis.NewClient(&redis.Options{Addr: cfg.Addr, DialTimeout: 250 * time.Millisecond,
-			ReadTimeout: 250 * time.Millisecond, WriteTimeout: 250 * time.Millisecond, MaxRetries: -1, DialerRetries: 1}),
+		rdb: rdb,
+		report: redisconn.Reporter{What: "shared rate limit " + cfg.Key, Config: cfg.conn(),
+			Fallback: "calls take this process's share of the rate while it fails, counted as errors (metric shared_rate_errors)"},
 		id:       fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(b[:])),
 		interval: max(1, int64(math.Round(1e6/cfg.PerSecond))),
 		workers:  max(cfg.Workers, 1),
@@ -126,8 +156,13 @@ func (s *SharedRate) Wait(ctx context.Context) error {
 			return ctx.Err()
 		}
 		s.errs.Add(1)
+		if err == nil {
+			err = fmt.Errorf("the rate script answered %d values, not 2", len(res))
+		}
+		s.report.Failed(err)
 		return s.down(time.Now()).Wait(ctx)
 	}
+	s.report.Succeeded()
 	s.mu.Lock()
 	s.workers = max(int(res[1]), 1)
 	s.mu.Unlock()
