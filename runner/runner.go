@@ -19,39 +19,23 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
 
-// PrismExperiment turns off prism's splitting of slow bundles. Prism v2.77.0
-// splits a stateful bundle by handing its residual elements to a new bundle
-// and releasing their keys, even when the primary still holds elements of
-// the same key; the two bundles then run one key at once, and the later
-// commit of its bag state drops the other's writes. Measured here: one
-// element in ten runs lost from a key with two 4 MB values under the race
-// detector. Run adds it for prism; pass --experiments=prism_disable_sdf_split
-// yourself when you submit to a prism job server.
-const PrismExperiment = "prism_disable_sdf_split"
+// PrismExperiment turns off prism's splitting of slow bundles, which loses
+// the async transform's bag state: see async.PrismExperiment. Every async
+// transform adds it at construction when the runner is prism; pass
+// --experiments=prism_disable_sdf_split yourself when you submit to a prism
+// job server with --runner=universal or portable.
+const PrismExperiment = async.PrismExperiment
 
 // UsePrismExperiment adds PrismExperiment to --experiments when the runner
-// is prism. Run calls it; tests that run pipelines through ptest call it
-// before ptest.Main.
-func UsePrismExperiment() {
-	if Name() != "prism" {
-		return
-	}
-	for _, e := range jobopts.GetExperiments() {
-		if e == PrismExperiment {
-			return
-		}
-	}
-	if *jobopts.Experiments == "" {
-		*jobopts.Experiments = PrismExperiment
-	} else {
-		*jobopts.Experiments += "," + PrismExperiment
-	}
-}
+// is prism: it is async.UsePrismExperiment, which every async transform
+// calls when it is built. Run calls it too.
+func UsePrismExperiment() { async.UsePrismExperiment() }
 
 // Name returns the runner Run will use: the --runner flag, or "prism" when
 // it is empty or names the legacy Go direct runner.

@@ -9,12 +9,16 @@ import (
 )
 
 // Failure is the record of an element that failed for good, as written to the
-// failure output of ParDoWithFailures. Key and Value are the element's key and
-// value encoded with the input's coders (decode them with
-// beam.NewElementDecoder of the input's key and value types); KeyText and
-// ValueText print them for people.
+// failure output of ParDoWithFailures.
 type Failure struct {
-	Key, Value         []byte
+	// Key and Value are the element's key and value encoded with Beam's
+	// default coders for the input's K and V (beam.NewElementEncoder),
+	// whatever the input's windowing: DecodeFailure[K, V] gives them back.
+	Key, Value []byte
+	// KeyText and ValueText print them for people: JSON for a struct, a
+	// pointer to a struct, a map or a slice, a Go-quoted string for a
+	// []byte, Go's %v otherwise; a text longer than 1 KiB is cut there and
+	// ends with "…[cut: N bytes in all]".
 	KeyText, ValueText string
 	// ElementID is the element's identity within its key and window, in hex.
 	ElementID string
@@ -104,7 +108,7 @@ func (f *core) failureRecord(key any, kb []byte, env state.Envelope, kind string
 		return nil, err
 	}
 	return &Failure{
-		Key: kb, Value: env.Value, KeyText: fmt.Sprint(key), ValueText: fmt.Sprint(value),
+		Key: kb, Value: env.Value, KeyText: failureText(key), ValueText: failureText(value),
 		ElementID: hex.EncodeToString([]byte(env.ID)), Window: env.Window, Error: env.LastError, Kind: kind,
 		Attempts: env.Attempts, FirstAttemptUnixMs: env.FirstAttemptMs, LastAttemptUnixMs: env.LastAttemptMs,
 	}, nil

@@ -142,7 +142,7 @@ func WithMaxItemsHeld(n int) Option {
 //
 // Zero never waits. Must be >= 0. Default: DefaultMaxWait (0). A wait stalls
 // the input bundle, and prism (v2.77.0) splits a stalled bundle in a way that
-// loses bag state (see runner.PrismExperiment, which turns splitting off).
+// loses bag state (see PrismExperiment, which turns splitting off).
 // Raise it only on runners you have checked.
 func WithMaxWait(d time.Duration) Option {
 	return func(s *settings) {
@@ -154,14 +154,16 @@ func WithMaxWait(d time.Duration) Option {
 	}
 }
 
-// WithIDFn says which input records are one element: fn is a top-level
-// function func(V) string over the input's value type. Records of one key
-// and window with equal IDs that are pending at the same time are one
-// element: called once, output once; a record whose ID comes after the
-// first was committed is a new element. On bounded input the transform then
-// declares state, so that runners hand a key's records to one bundle at a
-// time (copies in concurrent bundles would not meet). Default: none, every
-// input record is an element of its own, as under a plain ParDo.
+// WithIDFn says which input records are one element: fn is a registered
+// top-level function func(V) string over the input's value type
+// (register.Function1x1(fn) in an init(); the error gives the line).
+// Records of one key and window with equal IDs that are pending at the same
+// time are one element: called once, output once; a record whose ID comes
+// after the first was committed is a new element. On bounded input the
+// transform then declares state, so that runners hand a key's records to
+// one bundle at a time (copies in concurrent bundles would not meet).
+// Default: none, every input record is an element of its own, as under a
+// plain ParDo.
 func WithIDFn(fn any) Option {
 	return func(s *settings) { s.idFn = fn }
 }
@@ -199,6 +201,9 @@ func encodeFunc(option string, fn any) (*beam.EncodedFunc, error) {
 	name := reflectx.FunctionName(fn)
 	if closureName.MatchString(name) {
 		return nil, fmt.Errorf("%s: %s is a closure or function literal; declare it as a top-level function", option, name)
+	}
+	if err := checkRegistered(option, fn); err != nil {
+		return nil, err
 	}
 	return &beam.EncodedFunc{Fn: reflectx.MakeFunc(fn)}, nil
 }

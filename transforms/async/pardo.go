@@ -79,6 +79,7 @@ func TryParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.
 // build validates everything and applies the stateful DoFn, which always has
 // two outputs: the results and the failures.
 func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []Option) ([]beam.PCollection, error) {
+	UsePrismExperiment() // prism splits bundles in a way that loses state: turn it off (prism.go)
 	if !col.IsValid() {
 		return nil, fmt.Errorf("the input PCollection is invalid (zero value?)")
 	}

@@ -58,7 +58,7 @@ func TestTryParDoConstructionErrors(t *testing.T) {
 		{"nil pointer", (*slowLabel)(nil), true, nil, "nil *async_test.slowLabel"},
 		{"struct value", slowLabel{}, true, nil, "pass a pointer"},
 		{"not registered", &unregistered{}, true, nil, "not registered"},
-		{"wrong shape", &wrongShape{}, true, nil, "ProcessElement([ctx context.Context,] key K, value V, emit func(O))"},
+		{"wrong shape", &wrongShape{}, true, nil, "ProcessElement([ctx context.Context,] [w beam.Window,] [t beam.EventTime,] key K, value V, emit func(O)"},
 		{"wrong Setup", &badSetup{}, true, nil, "Setup has signature"},
 		{"closure", func(k string, v int, emit func(string)) {}, true, nil, "closure"},
 		{"parallelism 0", &slowLabel{}, true, []async.Option{async.WithParallelism(0)}, "WithParallelism(0)"},

@@ -54,16 +54,29 @@ func OverloadedRetryAfter(err error, retryAfter time.Duration) error {
 // CheckResponse turns an HTTP response into the error a wrapped fn should
 // return: nil for 2xx; an overload (with the Retry-After header's wait,
 // in seconds or as a date) for 429 and 503; Permanent for other 4xx but 408,
-// which no retry can fix; a plain error otherwise. It does not read or close
-// the body.
+// which no retry can fix; a plain error otherwise.
+//
+// The error ends with the start of the response's body, what the service
+// said ("400 Bad Request: unknown sku"): at most 512 bytes, whitespace
+// folded, marked with "…" when cut. To get them it reads from resp.Body
+// (waiting for them, for the body's end or for the request's context) and
+// puts them back: resp.Body still reads the whole body from its start. It
+// never closes the body, and reads none of it for 2xx: the caller closes
+// it, as always (a defer resp.Body.Close() made before or after the call
+// closes the same connection). Mind what the service echoes in its errors:
+// the text goes wherever the error goes (logs, failure records).
 func CheckResponse(resp *http.Response) error {
 	code := resp.StatusCode
 	if code >= 200 && code < 300 {
 		return nil
 	}
-	err := fmt.Errorf("HTTP %s", resp.Status)
+	status := resp.Status
+	if said := bodyExcerpt(resp); said != "" {
+		status += ": " + said
+	}
+	err := fmt.Errorf("HTTP %s", status)
 	if r := resp.Request; r != nil && r.URL != nil {
-		err = fmt.Errorf("%s %s: %s", r.Method, r.URL.Redacted(), resp.Status)
+		err = fmt.Errorf("%s %s: %s", r.Method, r.URL.Redacted(), status)
 	}
 	switch {
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
@@ -105,8 +118,20 @@ func WithRateLimit(perSecond float64, burst int) Option {
 
 // SharedRateLimit is a rate limit for all workers together, kept in Redis.
 type SharedRateLimit struct {
-	// Redis is the server's host:port; every worker must reach it.
+	// Redis is the server, which every worker must reach: host:port, or a
+	// URL, redis://[user@]host[:port][/db] or rediss://... for TLS.
 	Redis string
+	// PasswordEnv names the environment variable, or PasswordFile the
+	// absolute path of the file, that holds Redis's password on each
+	// worker: one of them, or neither for a server without a password. The
+	// options travel inside the pipeline graph, so a password in the URL
+	// is refused; these name where the worker reads it, for each new
+	// connection. A refused or unreadable password is a Redis that cannot
+	// be reached (see WithSharedRateLimit), logged once, naming the cause.
+	PasswordEnv, PasswordFile string
+	// CAFile, only with rediss://, is the absolute path on each worker of
+	// the PEM certificates that sign Redis's, instead of the system's roots.
+	CAFile string
 	// Key names the bucket: every transform and pipeline that gives the
 	// same Key on the same server shares the rate (one per service called).
 	Key string
@@ -131,7 +156,8 @@ type SharedRateLimit struct {
 // Default: none.
 func WithSharedRateLimit(l SharedRateLimit) Option {
 	return func(s *settings) {
-		cfg := guard.SharedRateConfig{Addr: l.Redis, Key: l.Key, PerSecond: l.PerSecond, Burst: l.Burst, Workers: l.Workers}
+		cfg := guard.SharedRateConfig{Addr: l.Redis, Key: l.Key, PerSecond: l.PerSecond, Burst: l.Burst, Workers: l.Workers,
+			PasswordEnv: l.PasswordEnv, PasswordFile: l.PasswordFile, CAFile: l.CAFile}
 		if err := cfg.Validate(); err != nil {
 			s.errs = append(s.errs, fmt.Errorf("WithSharedRateLimit: %w", err))
 			return

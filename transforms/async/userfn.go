@@ -166,7 +166,7 @@ func registeredStruct(what string, v reflect.Value) (reflect.Type, error) {
 		return nil, fmt.Errorf("%s type %v is unnamed: declare a named struct type and register it", what, t)
 	} else if _, ok := runtime.LookupType(key); !ok {
 		if what == "fn" {
-			return nil, fmt.Errorf("fn type %v is not registered: call register.DoFn%s (or beam.RegisterType) for it in an init() function, before beam.Init", t, "NxM[...](&"+t.Name()+"{})")
+			return nil, fmt.Errorf("fn type %v is not registered: add %s to an init() function of package %s", t, strings.Join(doFnLines(t), " and "), t.PkgPath())
 		}
 		return nil, fmt.Errorf("%s type %v is not registered: call beam.RegisterType(reflect.TypeOf((*%s)(nil)).Elem()) in an init() function, before beam.Init", what, t, t.Name())
 	}

@@ -1,0 +1,232 @@
+package async
+
+// Registration of the user's functions and DoFn structs with Beam: whether
+// a function is registered, and the exact lines that register one, for the
+// errors that ask for them.
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+)
+
+// resolverMu serialises isRegistered's swaps of runtime.Resolver.
+var resolverMu sync.Mutex
+
+// noSymbols is a symbol resolver that finds nothing: with it,
+// runtime.ResolveFunction finds only the functions registered in its cache.
+type noSymbols struct{}
+
+func (noSymbols) Sym2Addr(name string) (uintptr, error) {
+	return 0, fmt.Errorf("%s is not registered", name)
+}
+
+// isRegistered reports whether fn, a top-level function, is registered with
+// Beam (register.FunctionNxM or beam.RegisterFunction), as Beam's vet runner
+// decides it: runtime.ResolveFunction without the symbol table. A worker
+// resolves an unregistered function from its binary's symbol table, which a
+// stripped binary (-ldflags=-s) lacks, and then fails at run time only; in
+// the launching process, a function some pipeline of that process already
+// resolved counts as registered. It swaps runtime.Resolver for the call,
+// under resolverMu, as the vet runner does.
+func isRegistered(fn any) bool {
+	resolverMu.Lock()
+	defer resolverMu.Unlock()
+	saved := runtime.Resolver
+	runtime.Resolver = noSymbols{}
+	defer func() { runtime.Resolver = saved }()
+	_, err := runtime.ResolveFunction(reflectx.FunctionName(fn), reflect.TypeOf(fn))
+	return err == nil
+}
+
+// checkRegistered returns an error, for option (what fn was given as),
+// that gives the exact lines registering fn when fn is not registered, or
+// says that a method value cannot be.
+func checkRegistered(option string, fn any) error {
+	name := reflectx.FunctionName(fn)
+	if strings.HasSuffix(name, "-fm") {
+		return fmt.Errorf("%s: %s is a method value, bound to its receiver; declare a top-level function and register it", option, strings.TrimSuffix(name, "-fm"))
+	}
+	if isRegistered(fn) {
+		return nil
+	}
+	short, home := shortFuncName(name)
+	return fmt.Errorf("%s: function %s is not registered with Beam, so a worker may not find it: add %s to an init() function of package %s",
+		option, name, strings.Join(functionLines(short, home, reflect.TypeOf(fn)), " and "), home)
+}
+
+// shortFuncName splits a function's symbol name (path/pkg.Name) into the
+// name its own package calls it by and its package's import path.
+func shortFuncName(symbol string) (short, pkgPath string) {
+	slash := strings.LastIndexByte(symbol, '/') + 1
+	dot := strings.IndexByte(symbol[slash:], '.')
+	if dot < 0 {
+		return symbol, ""
+	}
+	return symbol[slash+dot+1:], symbol[:slash+dot]
+}
+
+// functionLines are the lines that register the function named name (as
+// package home calls it) of type ft: register.FunctionNxM, then one
+// register line per emitter or iterator among its parameters.
+func functionLines(name, home string, ft reflect.Type) []string {
+	line := fmt.Sprintf("register.Function%dx%d(%s)", ft.NumIn(), ft.NumOut(), name)
+	if ft.IsVariadic() || ft.NumIn() > 10 || ft.NumOut() > 5 {
+		line = fmt.Sprintf("beam.RegisterFunction(%s)", name)
+	}
+	return append([]string{line}, paramLines(params(ft), home)...)
+}
+
+// doFnLines are the lines that register DoFn struct t, whose pointer type
+// pt has ProcessElement: register.DoFnNxM with its parameter and result
+// types, then its emitters and iterators; beam.RegisterType for a struct
+// that register.DoFnNxM does not fit.
+func doFnLines(t reflect.Type) []string {
+	home := t.PkgPath()
+	m, ok := reflect.PointerTo(t).MethodByName("ProcessElement")
+	if !ok || m.Type.IsVariadic() || m.Type.NumIn()-1 > 9 || m.Type.NumOut() > 5 {
+		return []string{fmt.Sprintf("beam.RegisterType(reflect.TypeOf((*%s)(nil)).Elem())", t.Name())}
+	}
+	ft := methodType(m)
+	var types []string
+	for _, p := range params(ft) {
+		types = append(types, goType(p, home))
+	}
+	for i := 0; i < ft.NumOut(); i++ {
+		types = append(types, goType(ft.Out(i), home))
+	}
+	line := fmt.Sprintf("register.DoFn%dx%d", ft.NumIn(), ft.NumOut())
+	if len(types) > 0 {
+		line += "[" + strings.Join(types, ", ") + "]"
+	}
+	line += "(&" + t.Name() + "{})"
+	return append([]string{line}, paramLines(params(ft), home)...)
+}
+
+// params are ft's parameter types.
+func params(ft reflect.Type) []reflect.Type {
+	in := make([]reflect.Type, ft.NumIn())
+	for i := range in {
+		in[i] = ft.In(i)
+	}
+	return in
+}
+
+// paramLines register the emitters (func(A[, B[, C]])) and iterators
+// (func(*A[, *B]) bool) among in, once each, as Beam's register package
+// spells them.
+func paramLines(in []reflect.Type, home string) []string {
+	var lines []string
+	seen := map[string]bool{}
+	for _, p := range in {
+		if p.Kind() != reflect.Func || p.IsVariadic() {
+			continue
+		}
+		var kind string
+		var args []string
+		switch {
+		case p.NumOut() == 0 && p.NumIn() >= 1 && p.NumIn() <= 3:
+			kind = "Emitter"
+			if p.NumIn() == 3 && p.In(0) != beam.EventTimeType {
+				continue // Emitter3 takes an event time first
+			}
+			for i := 0; i < p.NumIn(); i++ {
+				args = append(args, goType(p.In(i), home))
+			}
+		case p.NumOut() == 1 && p.Out(0).Kind() == reflect.Bool && p.NumIn() >= 1 && p.NumIn() <= 2:
+			kind = "Iter"
+			for i := 0; i < p.NumIn(); i++ {
+				if p.In(i).Kind() != reflect.Pointer {
+					args = nil
+					break
+				}
+				args = append(args, goType(p.In(i).Elem(), home))
+			}
+			if len(args) != p.NumIn() {
+				continue
+			}
+		default:
+			continue
+		}
+		line := fmt.Sprintf("register.%s%d[%s]()", kind, len(args), strings.Join(args, ", "))
+		if !seen[line] {
+			seen[line] = true
+			lines = append(lines, line)
+		}
+	}
+	return lines
+}
+
+// beamNames spell Beam's types as the beam package exports them.
+var beamNames = map[reflect.Type]string{
+	beam.EventTimeType:               "beam.EventTime",
+	reflect.TypeFor[beam.Window]():   "beam.Window",
+	reflect.TypeFor[beam.PaneInfo](): "beam.PaneInfo",
+	reflect.TypeFor[beam.T]():        "beam.T",
+	reflect.TypeFor[beam.U]():        "beam.U",
+	reflect.TypeFor[beam.V]():        "beam.V",
+	reflect.TypeFor[beam.W]():        "beam.W",
+	reflect.TypeFor[beam.X]():        "beam.X",
+	reflect.TypeFor[beam.Y]():        "beam.Y",
+	reflect.TypeFor[beam.Z]():        "beam.Z",
+	reflect.TypeFor[uint8]():         "byte",
+	reflect.TypeFor[any]():           "any",
+}
+
+// goType spells t as Go source in package home does: home's own types
+// unqualified, others by their package's name.
+func goType(t reflect.Type, home string) string {
+	if name, ok := beamNames[t]; ok {
+		return name
+	}
+	if t.Name() != "" {
+		if t.PkgPath() == "" || t.PkgPath() == home {
+			return t.Name()
+		}
+		return t.String()
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		return "*" + goType(t.Elem(), home)
+	case reflect.Slice:
+		return "[]" + goType(t.Elem(), home)
+	case reflect.Array:
+		return fmt.Sprintf("[%d]%s", t.Len(), goType(t.Elem(), home))
+	case reflect.Map:
+		return "map[" + goType(t.Key(), home) + "]" + goType(t.Elem(), home)
+	case reflect.Chan:
+		prefix := map[reflect.ChanDir]string{reflect.BothDir: "chan ", reflect.RecvDir: "<-chan ", reflect.SendDir: "chan<- "}[t.ChanDir()]
+		return prefix + goType(t.Elem(), home)
+	case reflect.Func:
+		return funcType(t, home)
+	}
+	return t.String()
+}
+
+// funcType spells a func type.
+func funcType(t reflect.Type, home string) string {
+	in := make([]string, t.NumIn())
+	for i := range in {
+		in[i] = goType(t.In(i), home)
+		if t.IsVariadic() && i == len(in)-1 {
+			in[i] = "..." + goType(t.In(i).Elem(), home)
+		}
+	}
+	out := make([]string, t.NumOut())
+	for i := range out {
+		out[i] = goType(t.Out(i), home)
+	}
+	s := "func(" + strings.Join(in, ", ") + ")"
+	switch len(out) {
+	case 0:
+		return s
+	case 1:
+		return s + " " + out[0]
+	}
+	return s + " (" + strings.Join(out, ", ") + ")"
+}
