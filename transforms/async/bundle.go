@@ -263,7 +263,7 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 				return err
 			}
 			fail(it.el.ts, fr)
-			f.metrics.failed.Inc(ctx, 1)
+			f.metrics.countFailed(ctx)
 		}
 		// Without WithOrdered a result is emitted at once; with it, when
 		// every earlier element of its key is decided (a failure decides
@@ -318,6 +318,7 @@ func (r *bundleRun) abandon(ctx context.Context, f *bundleFn) {
 	for _, t := range r.pool.ForOwner(r.id) {
 		r.pool.Remove(t)
 		f.metrics.cancelled.Inc(ctx, 1)
+		f.event(EventCancelled, f.decodeKey(t.Key.Element.Key), t.Key.Element.ID, t.Attempts(), nil)
 	}
 }
 

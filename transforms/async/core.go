@@ -191,7 +191,7 @@ func (f *core) commitOutputs(ctx context.Context, key any, id string, tsMs int64
 	if err := f.emitOutputs(tsMs, win, outputs, emit); err != nil {
 		return err
 	}
-	f.metrics.committed.Inc(ctx, 1)
+	f.metrics.countCommitted(ctx)
 	f.event(EventCommitted, key, id, attempts, nil)
 	return nil
 }
@@ -210,7 +210,6 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait ti
 	if adm != state.Started {
 		f.user.release()
 	} else {
-		f.metrics.started.Inc(ctx, 1)
 		t.AfterFinish(f.user.release)
 	}
 	return t, adm, err
@@ -245,7 +244,7 @@ func (f *core) reportEvicted(ctx context.Context, evicted []*state.Task) {
 
 // startUnbuffered starts the wrapped fn for one element without taking a
 // place (an ordered key's earliest element).
-func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, el element) (*state.Task, error) {
+func (f *core) startUnbuffered(_ context.Context, pool *state.Pool, el element) (*state.Task, error) {
 	if !f.user.acquire() {
 		return nil, fmt.Errorf("async: %s is already torn down", f.user.name)
 	}
@@ -253,7 +252,6 @@ func (f *core) startUnbuffered(ctx context.Context, pool *state.Pool, el element
 	if existing || err != nil {
 		f.user.release()
 	} else {
-		f.metrics.started.Inc(ctx, 1)
 		t.AfterFinish(f.user.release)
 	}
 	return t, err

@@ -210,7 +210,9 @@
 // deduplicated, progress) to a Listener on the worker: LogListener,
 // JSONLinesListener and TimingListener are ready ones. The wrapped fn can
 // report its progress with ReportProgress. Events describe this worker's
-// view: a callback that the runner retries reports its events again.
+// view: a callback that the runner retries reports its events again. The
+// transform's Beam metrics count the same transitions, on bounded and
+// unbounded input alike: the table above MetricAccepted says which.
 //
 // # Limits
 //

@@ -39,7 +39,7 @@ const (
 	// state, in one callback.
 	EventCommitted EventType = "committed"
 	// EventCancelled: local work was dropped because the element left bag
-	// state elsewhere, or its stale result was evicted.
+	// state elsewhere, its stale result was evicted, or its bundle failed.
 	EventCancelled EventType = "cancelled"
 	// EventRescheduled: an element in bag state that the worker did not
 	// know (a restart, a moved key, queued for room, a due retry) was started.
@@ -84,11 +84,13 @@ type Event struct {
 }
 
 // Listener receives the element events of a transform, in the worker process
-// that runs it. OnEvent is called on the goroutine where the transition
-// happens (a bundle's, or a call's in the pool), concurrently for different
-// elements, so it must be safe for concurrent use, and quick: it runs inside
-// the transform's work. A panic in OnEvent is recovered, logged once and
-// counted in the metric MetricListenerPanics; the element carries on.
+// that runs it; the transform's metrics count the same events (see the
+// table above MetricAccepted). OnEvent is called on the goroutine where the
+// transition happens (a bundle's, or a call's in the pool), concurrently
+// for different elements, so it must be safe for concurrent use, and quick:
+// it runs inside the transform's work. A panic in OnEvent is recovered,
+// logged once and counted in the metric MetricListenerPanics; the element
+// carries on.
 //
 // Give a listener with WithListener as a pointer to a named struct type
 // registered with beam.RegisterType: like the wrapped DoFn it is shipped to
@@ -212,9 +214,11 @@ func (f *core) events() *hub {
 	return v.(*hub)
 }
 
-// event sends one event about element id of key, if there is a listener.
-// fill sets the fields specific to the event's type.
+// event counts one event about element id of key (see countEvent) and
+// sends it, if there is a listener. fill sets the fields specific to the
+// event's type.
 func (f *core) event(typ EventType, key any, id string, attempt int, fill func(*Event)) {
+	f.countEvent(typ)
 	h := f.events()
 	if h == nil {
 		return

@@ -2,6 +2,7 @@ package async
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -10,30 +11,61 @@ import (
 )
 
 // Metric names, in the namespace of the transform's scope (for example
-// "root/async.ParDo", or the user's scope around it).
+// "root/async.ParDo", or the user's scope around it). Each counter of an
+// element's transitions counts the events of that transition (see Listener),
+// with or without a listener, on bounded and unbounded input alike:
+//
+//	metric            counts                                        equals the count of
+//	accepted          elements ProcessElement took                  EventAccepted
+//	started           attempts that called the fn (no cache hits)   EventStarted
+//	succeeded         attempts whose call returned no error         EventSucceeded
+//	retried           failed attempts that will be retried          EventRetrying
+//	failed            elements that failed for good                 EventFailed
+//	committed         elements whose outputs were emitted           EventCommitted
+//	finished          elements decided: committed + failed          EventCommitted + EventFailed
+//	rescheduled       elements from bag state whose attempt began   EventRescheduled
+//	cancelled         work dropped: element gone, bundle failed     EventCancelled, evictions aside
+//	evicted           work of an owner gone from the worker         EventCancelled of evictions
+//	deduplicated      copies of a pending element (WithIDFn)        EventDeduplicated
+//	progress_reports  ReportProgress calls                          EventProgress
+//	calls             calls of the fn the guard let through         EventStarted (BatchParDo: requests)
+//	cache_hits        attempts answered from the cache, not called  none (no EventStarted)
+//	cache_misses      attempts called for a lookup not cached       EventStarted, under WithCache
+//	requests          calls of ProcessBatch (BatchParDo)            calls
+//	request_items     elements sent in them                         EventStarted
+//	throttled         attempts that waited over 1 ms for the guard  none
+//
+// Every call ends one way, and every committed element was called or hit:
+// started = succeeded + retried + failed, and committed = succeeded +
+// cache_hits, in a run where no element fails without a call (a cache key
+// error, a task cancelled before its call) and no call is cut short (an
+// eviction, a restart). Counters are Beam's: what a failed bundle counted
+// is dropped from the committed values, while its events were sent.
 const (
-	MetricAccepted     = "accepted"        // elements ProcessElement took
-	MetricStarted      = "started"         // calls started (first attempts and restarts)
-	MetricFinished     = "finished"        // elements whose calls ended, with outputs or a final failure
-	MetricCommitted    = "committed"       // elements whose outputs were committed
-	MetricRescheduled  = "rescheduled"     // elements in bag state unknown to the worker, started by a callback
-	MetricCancelled    = "cancelled"       // local work dropped because its element left bag state
-	MetricEvicted      = "evicted"         // local work of keys gone from this worker, dropped; each is a call made again elsewhere
-	MetricDeduplicated = "deduplicated"    // copies of a pending element, run and emitted once
-	MetricRetried      = "retried"         // failed attempts that were retried
-	MetricFailed       = "failed"          // elements that failed for good
-	MetricInFlight     = "in_flight"       // gauge: local tasks of the transform in the worker
-	MetricQueued       = "queued"          // gauge: elements of the last committed key waiting in bag state
-	MetricLatency      = "call_latency_ms" // distribution: duration of the last attempt of each finished call
-	MetricCommitDelay  = "commit_delay_ms" // distribution: from a call finishing to its output's commit
+	MetricAccepted     = "accepted"     // elements ProcessElement took: EventAccepted
+	MetricStarted      = "started"      // attempts that called the wrapped fn: EventStarted
+	MetricSucceeded    = "succeeded"    // attempts whose call returned without error: EventSucceeded
+	MetricFinished     = "finished"     // elements committed or failed for good
+	MetricCommitted    = "committed"    // elements whose outputs were committed: EventCommitted
+	MetricRescheduled  = "rescheduled"  // elements from bag state unknown to the worker whose first attempt began: EventRescheduled
+	MetricCancelled    = "cancelled"    // local work dropped because its element left bag state, or its bundle failed: EventCancelled
+	MetricEvicted      = "evicted"      // local work of keys gone from this worker, dropped (EventCancelled); each is a call made again elsewhere
+	MetricDeduplicated = "deduplicated" // copies of a pending element, run and emitted once: EventDeduplicated
+	MetricRetried      = "retried"      // failed attempts that will be retried: EventRetrying
+	MetricFailed       = "failed"       // elements that failed for good: EventFailed
+
+	MetricInFlight    = "in_flight"       // gauge: local tasks of the transform in the worker
+	MetricQueued      = "queued"          // gauge: elements of the last committed key waiting in bag state
+	MetricLatency     = "call_latency_ms" // distribution: duration of the last attempt of each finished call
+	MetricCommitDelay = "commit_delay_ms" // distribution: from a call finishing to its output's commit
 	// MetricProgress is a distribution of the latest progress (per mille)
 	// of running calls that report it, sampled by their key's callbacks.
 	MetricProgress        = "call_progress_permille"
-	MetricProgressReports = "progress_reports" // ReportProgress calls of finished elements
+	MetricProgressReports = "progress_reports" // ReportProgress calls: EventProgress
 	MetricListenerPanics  = "listener_panics"  // panics of the event listener, contained
 	// Protecting the service (protect.go), counted by the worker's guard and
 	// published at callbacks.
-	MetricCalls            = "calls"              // attempts that passed the guard and called the fn
+	MetricCalls            = "calls"              // calls of the fn the guard let through: attempts (BatchParDo: requests)
 	MetricOverloaded       = "overloaded"         // attempts answered with overload (Overloaded)
 	MetricThrottled        = "throttled"          // attempts that waited over 1 ms in their slot for the throttle or the rate
 	MetricThrottledMs      = "throttled_ms"       // the time they waited, in all
@@ -41,26 +73,26 @@ const (
 	MetricSharedRateErrors = "shared_rate_errors" // calls that found the shared rate's Redis unreachable
 	MetricConcurrencyLimit = "concurrency_limit"  // gauge: the adaptive limit, or the fixed parallelism
 	// The result cache (cache.go, WithCache), published at callbacks.
-	MetricCacheHits         = "cache_hits"          // attempts answered from the cache, without a call
-	MetricCacheMisses       = "cache_misses"        // calls made (BatchParDo: elements sent) for a lookup the cache could not answer
+	MetricCacheHits         = "cache_hits"          // attempts answered from the cache, without a call (nor EventStarted)
+	MetricCacheMisses       = "cache_misses"        // attempts that called the fn (BatchParDo: elements sent) for a lookup the cache could not answer
 	MetricCacheEvictions    = "cache_evictions"     // results pushed out of a worker's cache for room
 	MetricSharedCacheErrors = "shared_cache_errors" // Redis round trips of the shared cache that failed
 	// BatchParDo's requests (batch.go), published at callbacks.
 	MetricRequests     = "requests"      // calls of ProcessBatch
-	MetricRequestItems = "request_items" // elements sent in them (a retried element counts again)
+	MetricRequestItems = "request_items" // elements sent in them (a retried element counts again): EventStarted
 	MetricBatchSize    = "batch_size"    // distribution: elements per request
 )
 
 // metrics are the transform's Beam metrics. Beam ignores updates made with a
 // context that is not a bundle's, so unit tests may pass any context.
 type metrics struct {
-	accepted, started, finished, committed, rescheduled, cancelled, evicted, deduplicated, retried, failed beam.Counter
-	progressReports, listenerPanics                                                                        beam.Counter
-	calls, overloaded, throttled, throttledMs, budgetWaits, sharedErrors                                   beam.Counter
-	cacheHits, cacheMisses, cacheEvictions, sharedCacheErrors                                              beam.Counter
-	requests, requestItems                                                                                 beam.Counter
-	inFlight, queued, limit                                                                                beam.Gauge
-	latency, commitDelay, progress, batchSize                                                              beam.Distribution
+	accepted, started, succeeded, finished, committed, rescheduled, cancelled, evicted, deduplicated, retried, failed beam.Counter
+	progressReports, listenerPanics                                                                                   beam.Counter
+	calls, overloaded, throttled, throttledMs, budgetWaits, sharedErrors                                              beam.Counter
+	cacheHits, cacheMisses, cacheEvictions, sharedCacheErrors                                                         beam.Counter
+	requests, requestItems                                                                                            beam.Counter
+	inFlight, queued, limit                                                                                           beam.Gauge
+	latency, commitDelay, progress, batchSize                                                                         beam.Distribution
 }
 
 func newMetrics(ns string) *metrics {
@@ -69,7 +101,7 @@ func newMetrics(ns string) *metrics {
 	}
 	c := func(name string) beam.Counter { return beam.NewCounter(ns, name) }
 	return &metrics{
-		accepted: c(MetricAccepted), started: c(MetricStarted), finished: c(MetricFinished),
+		accepted: c(MetricAccepted), started: c(MetricStarted), succeeded: c(MetricSucceeded), finished: c(MetricFinished),
 		committed: c(MetricCommitted), rescheduled: c(MetricRescheduled), cancelled: c(MetricCancelled), evicted: c(MetricEvicted),
 		deduplicated: c(MetricDeduplicated), retried: c(MetricRetried), failed: c(MetricFailed),
 		inFlight: beam.NewGauge(ns, MetricInFlight), queued: beam.NewGauge(ns, MetricQueued),
@@ -83,21 +115,91 @@ func newMetrics(ns string) *metrics {
 	}
 }
 
-// observeFinished records a finished task: its count, its last attempt's
-// latency, the retries it made locally, and its delay until commit.
+// observeFinished records a finished task: its last attempt's latency and
+// its delay until commit. What it counts is counted where its events are
+// sent (countCommitted, countFailed, eventCounts).
 func (m *metrics) observeFinished(ctx context.Context, t *state.Task, now time.Time) {
-	m.finished.Inc(ctx, 1)
-	if n := t.Attempts(); n > 1 {
-		m.retried.Inc(ctx, int64(n-1))
-	}
-	if _, reports := t.Progress(); reports > 0 {
-		m.progressReports.Inc(ctx, int64(reports))
-	}
 	started, finished := t.StartedAt(), t.FinishedAt()
 	if !started.IsZero() && !finished.IsZero() {
 		m.latency.Update(ctx, finished.Sub(started).Milliseconds())
 		m.commitDelay.Update(ctx, max(now.Sub(finished), 0).Milliseconds())
 	}
+}
+
+// countCommitted counts an element committed (EventCommitted), and
+// countFailed one failed for good (EventFailed): either is finished.
+func (m *metrics) countCommitted(ctx context.Context) {
+	m.committed.Inc(ctx, 1)
+	m.finished.Inc(ctx, 1)
+}
+
+func (m *metrics) countFailed(ctx context.Context) {
+	m.failed.Inc(ctx, 1)
+	m.finished.Inc(ctx, 1)
+}
+
+// eventCounts counts a transform's events that happen on the pool's
+// goroutines, where Beam metrics cannot be updated (an attempt begins,
+// succeeds, is retried, reports progress), in one worker process, with or
+// without a listener; a callback publishes them (publishEvents). The retries
+// decided by callbacks on unbounded input are counted here too, so that
+// one count means one thing on both paths.
+type eventCounts struct {
+	mu               sync.Mutex
+	total, published eventTally
+}
+
+// eventTally is one count per event type that eventCounts counts.
+type eventTally struct{ started, succeeded, retried, rescheduled, progress int64 }
+
+// countEvent counts one event of type typ, if eventCounts counts its type
+// (see event, which calls it for every event).
+func (f *core) countEvent(typ EventType) {
+	switch typ {
+	case EventStarted, EventSucceeded, EventRetrying, EventRescheduled, EventProgress:
+	default:
+		return // counted where it is sent, with its bundle
+	}
+	c := f.eventCounts()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch typ {
+	case EventStarted:
+		c.total.started++
+	case EventSucceeded:
+		c.total.succeeded++
+	case EventRetrying:
+		c.total.retried++
+	case EventRescheduled:
+		c.total.rescheduled++
+	case EventProgress:
+		c.total.progress++
+	}
+}
+
+// eventCounts returns this transform's event counts in this process.
+func (f *core) eventCounts() *eventCounts {
+	v, _ := f.reg().SharedValue(f.ID+"/counts", func() (any, error) { return &eventCounts{}, nil })
+	return v.(*eventCounts)
+}
+
+// publishEvents adds the events counted since the last publication to the
+// Beam metrics.
+func (f *core) publishEvents(ctx context.Context) {
+	c := f.eventCounts()
+	c.mu.Lock()
+	s, old := c.total, c.published
+	c.published = s
+	c.mu.Unlock()
+	if s == old {
+		return
+	}
+	m := f.metrics
+	m.started.Inc(ctx, s.started-old.started)
+	m.succeeded.Inc(ctx, s.succeeded-old.succeeded)
+	m.retried.Inc(ctx, s.retried-old.retried)
+	m.rescheduled.Inc(ctx, s.rescheduled-old.rescheduled)
+	m.progressReports.Inc(ctx, s.progress-old.progress)
 }
 
 // observeRunning samples the progress of a key's running calls.
@@ -108,7 +210,9 @@ func (m *metrics) observeRunning(ctx context.Context, t *state.Task) {
 }
 
 // publish adds what happened off the bundle's goroutines since the last
-// callback (listener panics) to the Beam metrics, with a bundle's context.
+// callback (events counted by eventCounts, listener panics, the guard's,
+// the cache's and the batches' counts) to the Beam metrics, with a
+// bundle's context.
 func (f *core) publish(ctx context.Context, pool *state.Pool) {
 	f.publishSharedSometimes(ctx, pool)
 	if f.Listener == nil {
@@ -123,7 +227,8 @@ func (f *core) publish(ctx context.Context, pool *state.Pool) {
 }
 
 // publishSharedSometimes publishes the counts kept by the transform's
-// per-process objects (the guard, the result cache, the batch counts) at
+// per-process objects (the event counts, the guard, the result cache, the
+// batch counts) at
 // most ten times a second per instance, since publish runs for every
 // element and each looks its object up; and whenever no call is
 // unfinished, so that the last counts of a pipeline are published by its
@@ -134,6 +239,7 @@ func (f *core) publishSharedSometimes(ctx context.Context, pool *state.Pool) {
 		return
 	}
 	f.lastGuardPublish = now
+	f.publishEvents(ctx)
 	f.publishGuard(ctx, pool)
 	if f.Cache != nil {
 		f.publishCache(ctx)

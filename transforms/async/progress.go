@@ -25,8 +25,7 @@ type callInfo struct {
 // transform gave the fn. The report reaches the transform's listener as an
 // EventProgress at once; the latest report of each running call is published
 // as the distribution MetricProgress (in per mille) by its key's callbacks
-// while it runs, and reports are counted in MetricProgressReports when the
-// element is committed or fails for good.
+// while it runs, and each report is counted in MetricProgressReports.
 //
 // It returns an error, and reports nothing, when ctx is not from a call of
 // an async transform or fraction is outside [0, 1] (or NaN).

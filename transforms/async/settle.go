@@ -160,10 +160,9 @@ func (k *keyTurn) commitTask(p *pending, t *state.Task, now time.Time) (*pending
 	}
 	if out.failure != nil {
 		k.fail(beam.EventTime(p.env.EventTimeMs), *out.failure)
-		f.metrics.failed.Inc(ctx, 1)
+		f.metrics.countFailed(ctx)
 		return nil, nil
 	}
-	f.metrics.retried.Inc(ctx, 1)
 	return &pending{raw: out.retry.Encode(), env: *out.retry}, nil
 }
 
@@ -196,9 +195,7 @@ func (k *keyTurn) startFromState(keep, toStart []*pending) (queued int, err erro
 		}
 		if adm != state.Started {
 			queued++
-			continue
 		}
-		k.fn.metrics.rescheduled.Inc(k.ctx, 1)
 	}
 	return queued, nil
 }
@@ -247,7 +244,6 @@ func (k *keyTurn) startQueued(head bool) error {
 		}
 		v.add(it.p)
 		v.added = append(v.added, it.p.raw)
-		f.metrics.rescheduled.Inc(k.ctx, 1)
 	}
 	if started > 0 || v.queueChanged {
 		rest := make([]*pending, 0, len(items)-started)
