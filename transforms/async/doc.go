@@ -229,5 +229,6 @@
 //     is in (a plain ParDo whose fn ignores windows is called once).
 //   - Prism (v2.77.0) splits slow stateful bundles in a way that can run two
 //     bundles of one key at once and drop bag state writes; run it with
-//     --experiments=prism_disable_sdf_split (runner.Run adds it).
+//     --experiments=prism_disable_sdf_split (every transform of this package
+//     adds it when built for prism; pass it yourself to a prism job server).
 package async

@@ -5,7 +5,7 @@ import (
 )
 
 // WithPriority sets a function from an element's value to its priority, a
-// top-level function func(V) int. When elements wait to start, higher
+// registered top-level function func(V) int. When elements wait to start, higher
 // priorities start first and equal priorities keep their arrival order
 // (TaskFlow's atom priority). It orders:
 //   - admitted elements waiting in the worker for a place in flight (see

@@ -186,7 +186,7 @@ func WithBackoff(b Backoff) Option {
 	}
 }
 
-// WithRetryIf sets which failed attempts are retried: fn is a top-level
+// WithRetryIf sets which failed attempts are retried: fn is a registered top-level
 // function func(error) bool, called with the attempt's error (timeouts and
 // panics included; Permanent errors are never retried). Default: retry every
 // error.

@@ -192,7 +192,7 @@ func (f *carryFn) ProcessElement(w beam.Window, ts beam.EventTime, key beam.X, v
 	if err != nil {
 		return fmt.Errorf("async: encoding key %v: %w", key, err)
 	}
-	fail(Failure{Key: kb, Value: vb, KeyText: fmt.Sprint(key), ValueText: fmt.Sprint(value), Window: windowText(w), Error: why.Error(), Kind: KindWindow})
+	fail(Failure{Key: kb, Value: vb, KeyText: failureText(key), ValueText: failureText(value), Window: windowText(w), Error: why.Error(), Kind: KindWindow})
 	return nil
 }
 
