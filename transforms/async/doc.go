@@ -4,8 +4,9 @@
 //
 //	out := async.ParDo(s, &myDoFn{...}, keyed, async.WithParallelism(64))
 //
-// keyed is a PCollection<KV<K, V>>; myDoFn is the DoFn you already have, with
-// ProcessElement([ctx,] K, V, emit func(O)) [error]; out is PCollection<O>.
+// keyed is a PCollection<KV<K, V>>; myDoFn is the DoFn you already have, in
+// any shape beam.ParDo takes over KV input (see TryParDo); out is
+// PCollection<O>, or PCollection<KV<K2, V2>> for a fn that outputs pairs.
 // Each output carries the event time and the window of the element it came
 // from, as a plain beam.ParDo's would.
 //
@@ -231,4 +232,14 @@
 //     bundles of one key at once and drop bag state writes; run it with
 //     --experiments=prism_disable_sdf_split (every transform of this package
 //     adds it when built for prism; pass it yourself to a prism job server).
+//   - Prism (v2.77.0) re-queues, in a loop, a processing-time timer that falls
+//     due while its key is in a bundle, so a busy key's timer is a backstop
+//     a few of its gaps ahead: when such a key's input stops, its last
+//     results wait for that backstop (0.5 to 3 s at the default C).
+//   - A hot key's callback reads its pending bag (at most WithMaxItemsHeld
+//     entries) and, when a place is free, its whole backlog: keep a hot
+//     key's backlog bounded (a source rate under capacity, or more keys).
+//   - Updating a running unbounded pipeline from a version whose state this
+//     one does not read (before windows were carried; back to one before
+//     the combined bag entries): drain the pipeline first.
 package async
