@@ -93,6 +93,8 @@ func TestDecodeFailure(t *testing.T) {
 			func(f Failure) (any, any, error) { return DecodeFailure[string, int](f) }, "", 0},
 		{"huge value, text cut", record(t, "k", strings.Repeat("v", 5000)),
 			func(f Failure) (any, any, error) { return DecodeFailure[string, string](f) }, "k", strings.Repeat("v", 5000)},
+		{"nil slice value (prints null, decodes empty)", record(t, "k", []string(nil)),
+			func(f Failure) (any, any, error) { return DecodeFailure[string, []string](f) }, "k", []string{}},
 		{"record built by hand, without texts", Failure{Key: record(t, "k", 1).Key, Value: record(t, "k", 1).Value},
 			func(f Failure) (any, any, error) { return DecodeFailure[string, int](f) }, "k", 1},
 	}

@@ -416,7 +416,10 @@ func (u *userFn) call(ctx context.Context, in callInput) ([]any, error) {
 	if err := u.lifecycle(ctx, "FinishBundle", &emit); err != nil {
 		return nil, err
 	}
-	return out.list, out.err
+	if out.err != nil {
+		return nil, Permanent(out.err) // the same outputs would fail again
+	}
+	return out.list, nil
 }
 
 // callOutputs gathers one call's outputs: emitted (as Beam's emitters, not
