@@ -25,9 +25,6 @@ type record struct {
 	Key      string
 }
 
-// recordKey is the cache key of --cache: a record's customer (its key).
-func recordKey(r record) string { return r.Key }
-
 // recordPriority is the async transform's priority function.
 func recordPriority(r record) int { return r.Priority }
 

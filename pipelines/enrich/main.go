@@ -80,8 +80,8 @@ var (
 	batchSize   = flag.Int("batch_size", 0, "send records to the service's batch endpoint, up to this many per call (async.BatchParDo; 0: one record per call)")
 	batchWait   = flag.Duration("batch_wait", 0, "with --batch_size: how long a batch that is not full waits for more records")
 	itemCost    = flag.Duration("batch_item_cost", 200*time.Microsecond, "latency the loopback service adds per record of a batch call, on top of --latency")
-	byCustomer  = flag.Bool("lookup_by_customer", false, "look up each record's customer (the --key_field value) profile and join it to the records by customer, instead of enriching each record by its own call; the loopback service's /enrich/profile answers, a --service_url must take {\"customer_id\": X} and answer a JSON object")
-	cacheFlag   = flag.String("cache", "", "SIZE,TTL: keep customer profiles in each worker (async.WithCache keyed by customer, such as 100000,10m); implies --lookup_by_customer")
+	byCustomer  = flag.Bool("lookup_by_customer", false, "look up each record's customer (the --key_field value) profile and join it to the records by customer, instead of enriching each record by its own call (without --cache: once per record, the uncached baseline); the loopback service's /enrich/profile answers, a --service_url must take {\"customer_id\": X} and answer a JSON object")
+	cacheFlag   = flag.String("cache", "", "SIZE,TTL: look profiles up with async.Enrich, one call per customer, keeping them in each worker (async.WithCache, such as 100000,10m); implies --lookup_by_customer")
 	sharedCache = flag.Bool("shared_cache", false, "with --cache: keep the profiles in Redis (--redis) too, shared by workers and runs")
 )
 
@@ -98,7 +98,8 @@ func init() {
 	register.Function1x2(failureJSON)
 	beam.RegisterType(reflect.TypeOf((*enrichBatchFn)(nil)).Elem())
 	register.DoFn4x1[context.Context, string, record, func(string), error](&profileFn{})
-	register.Function1x1(recordKey)
+	beam.RegisterType(reflect.TypeOf((*profileLookup)(nil)).Elem())
+	register.Function2x2[record, string, string, error](mergeProfile)
 	register.Function1x3(profileByCustomer)
 	register.Function1x3(failedLineByCustomer)
 	register.Function5x1(mergeProfiles)
@@ -201,7 +202,7 @@ func pipeline(inPath, url string, out files) (*beam.Pipeline, error) {
 	}
 	var enriched, failures beam.PCollection
 	if lookupForm() {
-		enriched, failures, err = lookupPipeline(s, keyed, url, opts)
+		enriched, failures, err = lookupPipeline(s, keyed, url, *cacheFlag != "", opts)
 	} else if *batchSize > 0 {
 		enriched, failures, err = async.TryBatchParDoWithFailures(s, &enrichBatchFn{clientOf(url)}, keyed, opts...)
 	} else {
@@ -279,8 +280,8 @@ func asyncOptions() ([]async.Option, error) {
 // them (lookup.go) rather than enriching each record by its own call.
 func lookupForm() bool { return *byCustomer || *cacheFlag != "" }
 
-// cacheOption is WithCache from --cache and --shared_cache: keyed by
-// customer, since a profile depends on the customer alone.
+// cacheOption is WithCache from --cache and --shared_cache, for
+// async.Enrich: profiles cached by customer, the records' key.
 func cacheOption() (async.Option, error) {
 	sizeText, ttlText, ok := strings.Cut(*cacheFlag, ",")
 	size, err := strconv.Atoi(sizeText)
@@ -288,7 +289,7 @@ func cacheOption() (async.Option, error) {
 	if !ok || err != nil || ttlErr != nil || size <= 0 || ttl <= 0 {
 		return nil, fmt.Errorf("--cache=%q: want SIZE,TTL with both > 0, such as 100000,10m", *cacheFlag)
 	}
-	c := async.Cache{Size: size, TTL: ttl, KeyFn: recordKey}
+	c := async.Cache{Size: size, TTL: ttl}
 	if *sharedCache {
 		if *redisAddr == "" {
 			return nil, fmt.Errorf("--shared_cache needs --redis host:port (integration/redis.sh starts one)")

@@ -291,7 +291,7 @@ func (f *core) emitResult(ctx context.Context, el element, t *state.Task, emit f
 // comes here (flush starts its element again). When the pool's retry policy
 // declined a retry, its verdict stands (el.verdict, with the reason when
 // WithRetryIf panicked). An error the policy never saw (a rate gate that
-// failed before an attempt, a cache key that could not be made) is decided
+// failed before an attempt, Enrich's join of a cached answer) is decided
 // here, once: if a retry is still due, the bundle fails and is retried
 // whole, as before any attempt was made; if not, it is the element's
 // failure. Without a failure output every final failure fails the bundle.

@@ -11,9 +11,10 @@ package async
 // cache changes which calls are made, never what is committed or how
 // often.
 //
-// Values are the outputs of one call encoded with the output coder, so a
-// hit decodes its own copy, and the Redis-shared cache holds the same bytes
-// for every worker. A cache that cannot decode what it holds (another
+// Values are the outputs of one call encoded with the output coder (for
+// Enrich, the lookup's answer in the answer's coder: the join runs after
+// the cache, per record), so a hit decodes its own copy, and the
+// Redis-shared cache holds the same bytes for every worker. A cache that cannot decode what it holds (another
 // version of the output type) is a miss.
 
 import (
@@ -43,10 +44,13 @@ type Cache struct {
 	// TTL is how long a result is used after its call (> 0; at least 1 s
 	// with Redis).
 	TTL time.Duration
-	// KeyFn, if not nil, is a registered top-level func(V) string giving
-	// the lookup an element's value stands for: elements with equal
-	// answers share one result (a customer's profile, whatever the record
-	// that asks for it). nil: the element's key and value together.
+	// KeyFn must be nil: ParDo, BatchParDo and Enrich refuse it. It used
+	// to cache one element's outputs for every element with the same
+	// KeyFn value, which gave records each other's outputs. The cache of
+	// ParDo and BatchParDo is keyed by the whole element (key and value);
+	// to look something up by part of a record and merge it in, key the
+	// records by the lookup key and use Enrich, whose cache is keyed by
+	// that key.
 	KeyFn any
 	// Redis, if not empty, shares results among all workers that name the
 	// same Prefix: host:port, or a URL, redis://[user@]host[:port][/db] or
@@ -71,7 +75,6 @@ type Cache struct {
 type cacheSpec struct {
 	Size          int
 	TTL           time.Duration
-	KeyFn         *beam.EncodedFunc
 	Redis, Prefix string
 	// Where the worker reads Redis's password and CA (Cache's fields).
 	PasswordEnv, PasswordFile, CAFile string
@@ -90,7 +93,9 @@ func (c *cacheSpec) shared() cache.SharedConfig {
 // lookup being called right now on the worker wait for that call instead
 // of calling again (single flight), holding no slot. Only successes are
 // cached. Use it for calls whose answer depends only on the lookup, not on
-// when it is made (within TTL).
+// when it is made (within TTL). Under ParDo and BatchParDo the lookup is the
+// whole element (its key and value); under Enrich it is the element's key,
+// and the cache holds the lookup's answer, joined into each record.
 func WithCache(c Cache) Option {
 	return func(s *settings) {
 		switch {
@@ -109,17 +114,14 @@ func WithCache(c Cache) Option {
 	}
 }
 
-// inspectCache checks WithCache's key function against the value type.
-func inspectCache(c *Cache, valT reflect.Type) (*cacheSpec, error) {
+// inspectCache is WithCache's Cache as the DoFn carries it (KeyFn was
+// refused by build).
+func inspectCache(c *Cache) *cacheSpec {
 	if c == nil {
-		return nil, nil
+		return nil
 	}
-	keyFn, err := inspectValueFn("WithCache KeyFn", c.KeyFn, valT, reflect.TypeOf(""))
-	if err != nil {
-		return nil, err
-	}
-	return &cacheSpec{Size: c.Size, TTL: c.TTL, KeyFn: keyFn, Redis: c.Redis, Prefix: c.Prefix,
-		PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}, nil
+	return &cacheSpec{Size: c.Size, TTL: c.TTL, Redis: c.Redis, Prefix: c.Prefix,
+		PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}
 }
 
 // resultCache is a transform's cache in one worker process: one per
@@ -183,16 +185,28 @@ func (f *core) resultCache() (*resultCache, error) {
 	return v.(*resultCache), nil
 }
 
-// cacheKey is the lookup an element stands for.
-func (f *core) cacheKey(el element) (cache.Key, error) {
-	if f.Cache.KeyFn == nil {
-		return cache.KeyOf([]byte(el.eid.Key), el.vb), nil
+// cacheKey is the lookup an element stands for: its key for Enrich (the
+// lookup key), else its key and value.
+func (f *core) cacheKey(el element) cache.Key {
+	if f.User.Enrich != nil {
+		return cache.KeyOf([]byte(el.eid.Key))
 	}
-	k, err := callValueFn[string](f.Cache.KeyFn, "cache key", el.value)
-	if err != nil {
-		return cache.Key{}, err
+	if f.user != nil && (f.user.shape.takes(paramWindow) || f.user.shape.takes(paramTime)) {
+		// A fn that reads its element's window or time answers per window
+		// and time, not per key and value.
+		ts := binary.AppendVarint(nil, int64(el.ts))
+		return cache.KeyOf([]byte(el.eid.Key), el.vb, []byte(el.eid.Window), ts)
 	}
-	return cache.KeyOf([]byte(k)), nil
+	return cache.KeyOf([]byte(el.eid.Key), el.vb)
+}
+
+// cachedType is the type of what the cache holds: Enrich's answers, else
+// the outputs.
+func (f *core) cachedType() reflect.Type {
+	if f.User.Enrich != nil {
+		return f.User.Enrich.Answer.T
+	}
+	return f.OutputType.T
 }
 
 // cached wires the cache into an element's job: Lookup before each attempt,
@@ -205,13 +219,7 @@ func (f *core) cached(el element, job state.Job) state.Job {
 		}
 		return job
 	}
-	k, err := f.cacheKey(el)
-	if err != nil {
-		// The key function is the caller's bug: the element fails for good
-		// with it, without a call.
-		job.Lookup = func(context.Context) state.Lookup { return state.Lookup{Err: Permanent(err)} }
-		return job
-	}
+	k := f.cacheKey(el)
 	c := &cachedTask{f: f, rc: rc, k: k, el: el}
 	job.Lookup = c.lookup
 	work := job.Work
@@ -340,10 +348,10 @@ func (f *core) cacheGet(rc *resultCache, k cache.Key) ([]any, bool) {
 	return outs, err == nil
 }
 
-// encodeOutputs encodes one call's outputs: their count, then each output's
-// length and bytes in the output coder.
+// encodeOutputs encodes one call's outputs (Enrich: its answer): their
+// count, then each output's length and bytes in its coder.
 func (f *core) encodeOutputs(outs []any) ([]byte, error) {
-	enc := beam.NewElementEncoder(f.OutputType.T)
+	enc := beam.NewElementEncoder(f.cachedType())
 	b := binary.AppendUvarint(nil, uint64(len(outs)))
 	for _, o := range outs {
 		ob, err := encode(enc, o)
@@ -358,7 +366,7 @@ func (f *core) encodeOutputs(outs []any) ([]byte, error) {
 
 // decodeOutputs is encodeOutputs reversed.
 func (f *core) decodeOutputs(b []byte) ([]any, error) {
-	dec := beam.NewElementDecoder(f.OutputType.T)
+	dec := beam.NewElementDecoder(f.cachedType())
 	r := bytes.NewReader(b)
 	n, err := binary.ReadUvarint(r)
 	if err != nil || n > uint64(len(b)) {

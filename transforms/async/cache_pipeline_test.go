@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -95,15 +94,43 @@ func runProfiles(t *testing.T, svc *refusingService, n int, unbounded bool, opts
 	return counters
 }
 
+// lookupKeyed keys record v by its lookup, v % lookups.
+func lookupKeyed(_ string, v int) (int, int) { return v % lookups, v }
+
+func init() { register.Function2x2[string, int, int, int](lookupKeyed) }
+
+// runEnriched runs n records, keyed by their lookup, through async.Enrich
+// with a profileService lookup against svc and opts, bounded or not,
+// checks that each record is joined with its own lookup's answer, and
+// returns the transform's counters.
+func runEnriched(t *testing.T, svc *refusingService, n int, unbounded bool, opts ...async.Option) map[string]int64 {
+	t.Helper()
+	p, s := beam.NewPipelineWithRoot()
+	s = s.Scope("profiles")
+	col := beam.ParDo(s, lookupKeyed, inputOf(s, n, unbounded))
+	opts = append([]async.Option{async.WithParallelism(8), async.WithCallbackFrequency(200 * time.Millisecond)}, opts...)
+	out, failures := async.EnrichWithFailures(s, &profileService{URL: svc.URL, FailKey: -1}, col, joinProfile, opts...)
+	var want []any
+	for v := 0; v < n; v++ {
+		want = append(want, fmt.Sprintf("%d:v%d", v, v%lookups))
+	}
+	passert.Equals(s, out, want...)
+	passert.Empty(s, failures)
+	res := ptest.RunAndValidate(t, p)
+	counters, _ := guardCounters(res, "profiles")
+	return counters
+}
+
 // callsMade is how many calls svc answered.
 func callsMade(svc *refusingService) int {
 	all, _ := svc.starts()
 	return len(all)
 }
 
-// TestPipelineCacheCallsOncePerLookup: 300 elements standing for 30 lookups
-// make 30 calls with WithCache (single flight: copies in flight wait for
-// the one call), and have the outputs of an uncached run, on bounded and
+// TestPipelineCacheCallsOncePerLookup: 300 records standing for 30 lookups
+// make 300 calls through ParDo without a cache, and 30 through Enrich
+// with WithCache (single flight: copies in flight wait for the one call),
+// each record joined with its own lookup's answer, on bounded and
 // unbounded input.
 func TestPipelineCacheCallsOncePerLookup(t *testing.T) {
 	for _, unbounded := range []bool{false, true} {
@@ -116,14 +143,14 @@ func TestPipelineCacheCallsOncePerLookup(t *testing.T) {
 			}
 
 			svc := startRefusingService(t, false)
-			counters := runProfiles(t, svc, n, unbounded, async.WithCache(async.Cache{Size: 100, TTL: time.Minute, KeyFn: lookupOf}))
+			counters := runEnriched(t, svc, n, unbounded, async.WithCache(async.Cache{Size: 100, TTL: time.Minute}))
 			calls := callsMade(svc)
 			if calls < lookups || calls > lookups*11/10 {
 				t.Errorf("cached: %d calls; want one per lookup, %d (at most 10%% more)", calls, lookups)
 			}
 			hits, misses := counters[async.MetricCacheHits], counters[async.MetricCacheMisses]
 			if hits+misses != n || misses != int64(calls) {
-				t.Errorf("cache_hits %d + cache_misses %d; want %d elements in all, and misses = the %d calls", hits, misses, n, calls)
+				t.Errorf("cache_hits %d + cache_misses %d; want %d records in all, and misses = the %d calls", hits, misses, n, calls)
 			}
 		})
 	}
@@ -135,14 +162,14 @@ func TestPipelineCacheCallsOncePerLookup(t *testing.T) {
 func TestPipelineSharedCacheServesAnotherPipeline(t *testing.T) {
 	addr := redistest.Addr(t)
 	const n = 90
-	c := async.Cache{Size: 100, TTL: time.Minute, KeyFn: lookupOf, Redis: addr, Prefix: "test:" + uuid.NewString()}
+	c := async.Cache{Size: 100, TTL: time.Minute, Redis: addr, Prefix: "test:" + uuid.NewString()}
 	first := startRefusingService(t, false)
-	runProfiles(t, first, n, false, async.WithCache(c))
+	runEnriched(t, first, n, false, async.WithCache(c))
 	if got := callsMade(first); got < lookups || got > lookups*11/10 {
 		t.Errorf("first pipeline: %d calls; want about %d", got, lookups)
 	}
 	second := startRefusingService(t, false)
-	counters := runProfiles(t, second, n, false, async.WithCache(c))
+	counters := runEnriched(t, second, n, false, async.WithCache(c))
 	if got := callsMade(second); got != 0 {
 		t.Errorf("second pipeline: %d calls; want 0, every lookup in Redis", got)
 	}
@@ -157,7 +184,7 @@ func TestPipelineSharedCacheServesAnotherPipeline(t *testing.T) {
 func TestPipelineSharedCacheOutageCalls(t *testing.T) {
 	const n = 60
 	svc := startRefusingService(t, false)
-	counters := runProfiles(t, svc, n, false, async.WithCache(async.Cache{Size: 100, TTL: time.Minute, KeyFn: lookupOf,
+	counters := runEnriched(t, svc, n, false, async.WithCache(async.Cache{Size: 100, TTL: time.Minute,
 		Redis: "127.0.0.1:1", Prefix: "test:" + uuid.NewString()}))
 	if got := callsMade(svc); got < lookups || got > n {
 		t.Errorf("%d calls; want between %d (the worker's cache) and %d", got, lookups, n)
@@ -166,51 +193,3 @@ func TestPipelineSharedCacheOutageCalls(t *testing.T) {
 		t.Error("shared_cache_errors = 0; want the outage counted")
 	}
 }
-
-// lookupOrPanic is lookupOf, except that it panics for lookup 7: a key
-// function with a bug.
-func lookupOrPanic(v int) string {
-	if v%lookups == 7 {
-		panic(fmt.Sprintf("no key for %d", v))
-	}
-	return lookupOf(v)
-}
-
-func init() { register.Function1x1(lookupOrPanic) }
-
-// TestPipelineCacheKeyPanicIsAFailure: an element whose key function panics
-// is a failure record with the panic, never called; the others are served.
-func TestPipelineCacheKeyPanicIsAFailure(t *testing.T) {
-	const n = 60
-	svc := startRefusingService(t, false)
-	p, s := beam.NewPipelineWithRoot()
-	out, failures := async.ParDoWithFailures(s, &profileLookup{URL: svc.URL}, input(s, n, 7), async.WithParallelism(8),
-		async.WithCache(async.Cache{Size: 100, TTL: time.Minute, KeyFn: lookupOrPanic}))
-	var wantOut, wantFail []any
-	for v := 0; v < n; v++ {
-		body := fmt.Sprintf("v%d", v%lookups)
-		if v%lookups == 7 {
-			wantFail = append(wantFail, fmt.Sprintf("%d/permanent/1", v))
-			continue
-		}
-		wantOut = append(wantOut, body, "again "+body)
-	}
-	passert.Equals(s, out, wantOut...)
-	passert.Equals(s, beam.ParDo(s, keyPanicFailure, failures), wantFail...)
-	ptest.RunAndValidate(t, p)
-	_, byValue := svc.starts()
-	if _, called := byValue[7]; called || callsMade(svc) != lookups-1 {
-		t.Errorf("calls %d, lookup 7 called: %v; want %d calls, not lookup 7", callsMade(svc), called, lookups-1)
-	}
-}
-
-// keyPanicFailure prints a failure record's value, kind and attempts, and
-// checks that its error names the key function's panic.
-func keyPanicFailure(f async.Failure) string {
-	if !strings.Contains(f.Error, "cache key function") || !strings.Contains(f.Error, "no key for") {
-		return "unexpected error: " + f.Error
-	}
-	return fmt.Sprintf("%s/%s/%d", f.ValueText, f.Kind, f.Attempts)
-}
-
-func init() { register.Function1x1(keyPanicFailure) }

@@ -81,10 +81,6 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 	if err != nil {
 		return config{}, err
 	}
-	cacheSpec, err := inspectCache(set.cache, valT)
-	if err != nil {
-		return config{}, err
-	}
 	return config{
 		Name:              name,
 		ID:                uuid.NewString(),
@@ -107,7 +103,7 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 		PriorityFn:        priorityFn,
 		Listener:          listener,
 		Protect:           set.protect,
-		Cache:             cacheSpec,
+		Cache:             inspectCache(set.cache),
 		Batch:             newBatchSpec(set.batch),
 	}, nil
 }

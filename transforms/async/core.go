@@ -257,9 +257,11 @@ func (f *core) startUnbuffered(_ context.Context, pool *state.Pool, el element) 
 	return t, err
 }
 
-// job is what the pool runs for one element.
+// job is what the pool runs for one element: its call, with batching, the
+// result cache around it, and Enrich's join around that (the cache keeps
+// answers).
 func (f *core) job(el element) state.Job {
-	return f.cached(el, f.batchJob(el, state.Job{Work: f.work(el), Retry: f.inWorkerRetry(el), Priority: el.priority, Previous: el.previous}))
+	return f.joined(el, f.cached(el, f.batchJob(el, state.Job{Work: f.work(el), Retry: f.inWorkerRetry(el), Priority: el.priority, Previous: el.previous})))
 }
 
 // work is one element's call; attempt n of the task is attempt done+n of the

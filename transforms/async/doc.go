@@ -15,6 +15,12 @@
 // (state.BatchConfig) and counts requests, and each element keeps its own
 // commit, retries and failure record (batch.go, batchfn.go).
 //
+// Enrich looks something up by each record's key and merges the answer into
+// the record (Beam Python's Enrichment): one lookup per key, answers cached
+// per key, and a join per record (enrich.go).
+//
+//	out := async.Enrich(s, &customerLookup{...}, ordersByCustomer, joinOrder)
+//
 // # How it works
 //
 // Calls run on a pool of goroutines shared by all instances of the

@@ -13,11 +13,11 @@ import (
 
 // Each worker keeps up to 10,000 results for 10 minutes: an element whose
 // key and value were called before takes that call's outputs, with its own
-// timestamp and window, and copies in flight wait for the one call. When
-// the outputs depend on less than the whole element (a customer's profile,
-// whatever the record asking for it), Cache.KeyFn, a registered top-level
-// func(V) string, names that lookup. Cache.Redis and Cache.Prefix share the
-// results among workers.
+// timestamp and window, and copies in flight wait for the one call. To look
+// something up by part of a record (a customer's profile, whatever the
+// record asking for it) and merge it in, key the records by the lookup key
+// and use async.Enrich, whose cache is keyed by it. Cache.Redis and
+// Cache.Prefix share the results among workers.
 func ExampleWithCache() {
 	p, s := beam.NewPipelineWithRoot()
 	labels := async.ParDo(s, &slowLabel{SleepMs: 5}, input(s, 100, 10),

@@ -30,12 +30,12 @@ type Failure struct {
 	// Error is the text of the last attempt's error; Kind is one of KindError,
 	// KindTimeout, KindPanic, KindPermanent, KindOverloaded and KindWindow (an
 	// element whose window could not be restored: never called, Attempts 0).
-	// An element whose WithCache key function panicked is KindPermanent,
-	// never called, with Attempts 1.
+	// An Enrich record whose join failed or panicked is KindPermanent
+	// (after its lookup's answer, called or cached).
 	Error, Kind string
 	// Attempts is how many attempts were made, at least 1 but for KindWindow:
-	// a task that failed before its call (it waited past its deadline, its
-	// cache key could not be made) counts one.
+	// a task that failed before its call (it waited past its deadline, or
+	// its cached answer's join failed) counts one.
 	Attempts int
 	// FirstAttemptUnixMs and LastAttemptUnixMs are when the first and the
 	// last attempt started.

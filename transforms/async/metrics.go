@@ -37,8 +37,8 @@ import (
 //
 // Every call ends one way, and every committed element was called or hit:
 // started = succeeded + retried + failed, and committed = succeeded +
-// cache_hits, in a run where no element fails without a call (a cache key
-// error, a task cancelled before its call) and no call is cut short (an
+// cache_hits, in a run where no element fails without a call or after it
+// (Enrich's join, a task cancelled before its call) and no call is cut short (an
 // eviction, a restart). Counters are Beam's: what a failed bundle counted
 // is dropped from the committed values, while its events were sent.
 const (

@@ -1,6 +1,7 @@
 package async
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -79,6 +80,25 @@ func TryParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.
 // build validates everything and applies the stateful DoFn, which always has
 // two outputs: the results and the failures.
 func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []Option) ([]beam.PCollection, error) {
+	return buildWith(s, col, hasFailures, opts, func(keyT, valT reflect.Type, set *settings) (userSpec, reflect.Type, error) {
+		if set.cache != nil && set.cache.KeyFn != nil {
+			return userSpec{}, nil, errCacheKeyFn
+		}
+		if set.batch.on {
+			return inspectBatchFn(fn, keyT, valT)
+		}
+		return inspectFn(fn, keyT, valT)
+	})
+}
+
+// errCacheKeyFn refuses Cache.KeyFn on ParDo and BatchParDo.
+var errCacheKeyFn = errors.New("WithCache: KeyFn caches one element's outputs for every element with the same key function value, which gives records each other's outputs; " +
+	"to look something up by part of a record and merge it in, use async.Enrich (records keyed by the lookup key); without KeyFn the cache is keyed by the whole element")
+
+// buildWith is build with the wrapped fn inspected by inspect, which may
+// also adjust the settings (Enrich's default cache).
+func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Option,
+	inspect func(keyT, valT reflect.Type, set *settings) (userSpec, reflect.Type, error)) ([]beam.PCollection, error) {
 	UsePrismExperiment() // prism splits bundles in a way that loses state: turn it off (prism.go)
 	if !col.IsValid() {
 		return nil, fmt.Errorf("the input PCollection is invalid (zero value?)")
@@ -94,11 +114,7 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 	if err != nil {
 		return nil, err
 	}
-	inspect := inspectFn
-	if set.batch.on {
-		inspect = inspectBatchFn
-	}
-	spec, outT, err := inspect(fn, keyT, valT)
+	spec, outT, err := inspect(keyT, valT, &set)
 	if err != nil {
 		return nil, err
 	}

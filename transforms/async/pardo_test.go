@@ -88,7 +88,7 @@ func TestTryParDoConstructionErrors(t *testing.T) {
 		{"overload threshold NaN", &slowLabel{}, true, []async.Option{async.WithOverloadThreshold(math.NaN())}, "WithOverloadThreshold(NaN): want"},
 		{"cache size 0", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{TTL: time.Minute})}, "WithCache: Size 0: want > 0"},
 		{"cache without TTL", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10})}, "WithCache: TTL 0s: want > 0"},
-		{"cache key fn of wrong type", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10, TTL: time.Minute, KeyFn: strings.ToUpper})}, "want func(int) string"},
+		{"cache key fn refused", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10, TTL: time.Minute, KeyFn: strings.ToUpper})}, "use async.Enrich (records keyed by the lookup key)"},
 		{"shared cache without prefix", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10, TTL: time.Minute, Redis: "localhost:6379"})}, "WithCache: the key prefix is empty"},
 		{"shared cache TTL under a second", &slowLabel{}, true, []async.Option{async.WithCache(async.Cache{Size: 10, TTL: time.Millisecond, Redis: "localhost:6379", Prefix: "p"})}, "at least 1s"},
 		{"batch option on ParDo", &slowLabel{}, true, []async.Option{async.WithBatchSize(10)}, "WithBatchSize(10): batch options apply to async.BatchParDo"},

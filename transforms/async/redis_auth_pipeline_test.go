@@ -21,12 +21,12 @@ func TestPipelineSharedCacheWithRedisPassword(t *testing.T) {
 	t.Setenv("ASYNCBEAM_TEST_REDIS_PW", "right horse")
 	t.Setenv("ASYNCBEAM_TEST_REDIS_WRONG", "wrong horse")
 	const n = 90
-	c := async.Cache{Size: 100, TTL: time.Minute, KeyFn: lookupOf, Redis: "redis://default@" + srv.Addr + "/1",
+	c := async.Cache{Size: 100, TTL: time.Minute, Redis: "redis://default@" + srv.Addr + "/1",
 		PasswordEnv: "ASYNCBEAM_TEST_REDIS_PW", Prefix: "test:" + uuid.NewString()}
 	first := startRefusingService(t, false)
-	runProfiles(t, first, n, false, async.WithCache(c))
+	runEnriched(t, first, n, false, async.WithCache(c))
 	second := startRefusingService(t, false)
-	counters := runProfiles(t, second, n, false, async.WithCache(c))
+	counters := runEnriched(t, second, n, false, async.WithCache(c))
 	if got := callsMade(second); got != 0 {
 		t.Errorf("second pipeline: %d calls; want 0, every lookup in Redis", got)
 	}
@@ -37,7 +37,7 @@ func TestPipelineSharedCacheWithRedisPassword(t *testing.T) {
 	wrong := c
 	wrong.PasswordEnv = "ASYNCBEAM_TEST_REDIS_WRONG"
 	svc := startRefusingService(t, false)
-	counters = runProfiles(t, svc, n, false, async.WithCache(wrong))
+	counters = runEnriched(t, svc, n, false, async.WithCache(wrong))
 	if got := callsMade(svc); got < lookups {
 		t.Errorf("wrong password: %d calls; want at least %d, one per lookup (Redis is a miss)", got, lookups)
 	}

@@ -223,3 +223,15 @@ func init() {
 	register.Function3x1(emitterAndValue)
 	register.Function4x0(withPane)
 }
+
+// TestPipelineCacheKeepsWindowsApart: under WithCache, a fn that reads its
+// element's window answers each window of a sliding-window element on its
+// own (the copies share key, value and time), as beam.ParDo does.
+func TestPipelineCacheKeepsWindowsApart(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	records := shapeInputs[2].make(s) // sliding windows
+	got := async.ParDo(s, emitWithWindowAndTime, records, async.WithCache(async.Cache{Size: 100, TTL: time.Minute}))
+	want := beam.ParDo(s, emitWithWindowAndTime, records)
+	passert.Equals(s, described(s, got, false), described(s, want, false))
+	ptest.RunAndValidate(t, p)
+}

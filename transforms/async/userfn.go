@@ -49,12 +49,24 @@ type userSpec struct {
 	Batch bool `json:",omitempty"`
 	// Pairs: the fn outputs key-value pairs of these types (shape.go).
 	Pairs *pairTypes `json:",omitempty"`
+	// Enrich: the fn is Enrich's lookup, called with the key only (a
+	// struct's Lookup method), and answers are joined into records
+	// (enrich.go).
+	Enrich *enrichSpec `json:",omitempty"`
+}
+
+// method is the name of the struct method that is the wrapped fn's call.
+func (s userSpec) method() string {
+	if s.Enrich != nil {
+		return "Lookup"
+	}
+	return "ProcessElement"
 }
 
 // hasRevert reports whether the wrapped fn is a DoFn struct with a Revert
 // method.
 func (s userSpec) hasRevert() bool {
-	if s.Type == nil {
+	if s.Type == nil || s.Enrich != nil {
 		return false
 	}
 	_, ok := reflect.PointerTo(s.Type.T).MethodByName("Revert")
@@ -297,7 +309,7 @@ func newUserFn(spec userSpec) (*userFn, error) {
 			u.batch = newBatchCall(spec, reflect.Value{})
 			return u, nil
 		}
-		return u, u.analyze()
+		return u, u.analyze(spec)
 	case spec.Type != nil:
 		ptr := reflect.New(spec.Type.T)
 		if spec.JSON != "" {
@@ -317,17 +329,26 @@ func newUserFn(spec userSpec) (*userFn, error) {
 			u.procT = u.batch.ft
 			return u, nil
 		}
-		m := ptr.MethodByName("ProcessElement")
+		m := ptr.MethodByName(spec.method())
+		if !m.IsValid() {
+			return nil, fmt.Errorf("async: rebuilding wrapped fn %v: it has no %s method", spec.Type.T, spec.method())
+		}
 		u.invoke = func(args []reflect.Value) []any { return interfaces(m.Call(args)) }
 		u.procT = m.Type()
-		return u, u.analyze()
+		return u, u.analyze(spec)
 	}
 	return nil, fmt.Errorf("async: the transform carries no wrapped fn")
 }
 
-// analyze reads the shape of ProcessElement, checked at construction.
-func (u *userFn) analyze() (err error) {
-	if u.shape, err = analyzeProcess(u.procT, nil, nil, u.name+".ProcessElement"); err != nil {
+// analyze reads the shape of ProcessElement (or Enrich's lookup), checked
+// at construction.
+func (u *userFn) analyze(spec userSpec) (err error) {
+	if spec.Enrich != nil {
+		u.shape, err = analyzeLookup(u.procT, nil, u.name)
+	} else {
+		u.shape, err = analyzeProcess(u.procT, nil, nil, u.name+".ProcessElement")
+	}
+	if err != nil {
 		return fmt.Errorf("async: rebuilding the wrapped fn: %w", err)
 	}
 	return nil
