@@ -129,6 +129,30 @@ func init() { beam.RegisterType(reflect.TypeOf((*priceBatch)(nil)).Elem()) }
 
 // END step3
 
+// README step4
+// priceLookup is called once per SKU, joinPrice once per order.
+type priceLookup struct {
+	URL    string
+	client *http.Client
+}
+
+func (l *priceLookup) Setup() { l.client = &http.Client{Timeout: 10 * time.Second} }
+
+func (l *priceLookup) Lookup(ctx context.Context, sku string) (int64, error) {
+	var cents int64
+	err := getJSON(ctx, l.client, l.URL+"/price?sku="+url.QueryEscape(sku), &cents)
+	return cents, err
+}
+
+func joinPrice(o Order, cents int64) Priced { return Priced{Order: o, Cents: cents * int64(o.Qty)} }
+
+func init() {
+	beam.RegisterType(reflect.TypeOf((*priceLookup)(nil)).Elem())
+	register.Function2x1(joinPrice)
+}
+
+// END step4
+
 // pricingService answers /price?sku=S with a price in cents (its length ×
 // 100) and /prices?skus=A,B with a list; the SKU "gone" is unknown (400).
 func pricingService(t *testing.T) *httptest.Server {
@@ -234,6 +258,17 @@ func TestAdoptionWalkThrough(t *testing.T) {
 			async.WithBatchSize(50), async.WithBatchWait(20*time.Millisecond))
 		// END step3-pipeline
 		passert.Equals(s, beam.ParDo(s, pricedText, priced), wantPriced(9)...)
+		ptest.RunAndValidate(t, p)
+	})
+	t.Run("step4 enrichment", func(t *testing.T) {
+		p, s := beam.NewPipelineWithRoot()
+		keyed := beam.ParDo(s, bySKU, beam.CreateList(s, someOrders(n)))
+		// README step4-pipeline
+		priced, failures := async.EnrichWithFailures(s, &priceLookup{URL: srv.URL}, keyed, joinPrice,
+			async.WithCache(async.Cache{Size: 10_000, TTL: 5 * time.Minute}))
+		// END step4-pipeline
+		passert.Equals(s, beam.ParDo(s, pricedText, priced), wantPriced(n)...)
+		passert.Count(s, failures, "failures", n/10)
 		ptest.RunAndValidate(t, p)
 	})
 	t.Run("step5 unbounded", func(t *testing.T) {
