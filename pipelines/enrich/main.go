@@ -80,7 +80,7 @@ var (
 	batchSize   = flag.Int("batch_size", 0, "send records to the service's batch endpoint, up to this many per call (async.BatchParDo; 0: one record per call)")
 	batchWait   = flag.Duration("batch_wait", 0, "with --batch_size: how long a batch that is not full waits for more records")
 	itemCost    = flag.Duration("batch_item_cost", 200*time.Microsecond, "latency the loopback service adds per record of a batch call, on top of --latency")
-	byCustomer  = flag.Bool("lookup_by_customer", false, "look up each record's customer (the --key_field value) profile and join it to the records by customer, instead of enriching each record by its own call (without --cache: once per record, the uncached baseline); the loopback service's /enrich/profile answers, a --service_url must take {\"customer_id\": X} and answer a JSON object")
+	byCustomer  = flag.Bool("lookup_by_customer", false, "look up each record's customer (the --key_field value) profile and join it to the records by customer, instead of enriching each record by its own call, with async.Enrich (without --cache: async.WithoutCache, a lookup per record, the uncached baseline); the loopback service's /enrich/profile answers, a --service_url must take {\"customer_id\": X} and answer a JSON object")
 	cacheFlag   = flag.String("cache", "", "SIZE,TTL: look profiles up with async.Enrich, one call per customer, keeping them in each worker (async.WithCache, such as 100000,10m); implies --lookup_by_customer")
 	sharedCache = flag.Bool("shared_cache", false, "with --cache: keep the profiles in Redis (--redis) too, shared by workers and runs")
 )
@@ -97,15 +97,8 @@ func init() {
 	register.Emitter1[string]()
 	register.Function1x2(failureJSON)
 	beam.RegisterType(reflect.TypeOf((*enrichBatchFn)(nil)).Elem())
-	register.DoFn4x1[context.Context, string, record, func(string), error](&profileFn{})
 	beam.RegisterType(reflect.TypeOf((*profileLookup)(nil)).Elem())
 	register.Function2x2[record, string, string, error](mergeProfile)
-	register.Function1x3(profileByCustomer)
-	register.Function1x3(failedLineByCustomer)
-	register.Function5x1(mergeProfiles)
-	register.Iter1[record]()
-	register.Iter1[string]()
-	register.Iter1[int]()
 }
 
 func main() {

@@ -151,7 +151,7 @@ func (s *settings) resolveBatch() {
 	b := &s.batch
 	if !b.on {
 		if len(b.given) > 0 {
-			s.errs = append(s.errs, fmt.Errorf("%s: batch options apply to async.BatchParDo, whose fn takes many elements per call; async.ParDo calls its fn per element", b.given[0]))
+			s.errs = append(s.errs, fmt.Errorf("%s: batch options apply to async.BatchParDo and async.BatchEnrich, whose fn takes many elements per call; async.ParDo and async.Enrich call per element", b.given[0]))
 		}
 		return
 	}
@@ -255,6 +255,9 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 		if b.after != nil {
 			settled[i] = true
 			o, e = answerItem(b, items[i], o, e, func(en cache.Entry) { stored = append(stored, en) })
+		}
+		if e == nil && b.f.User.Enrich != nil {
+			o, e = b.f.User.Enrich.joinAnswer(b.el.value, o) // after the cache, which keeps answers
 		}
 		if e == nil {
 			b.f.event(EventSucceeded, b.el.key, b.el.eid.ID, b.el.done+items[i].Attempt, nil)

@@ -46,6 +46,8 @@ type batchService struct {
 	mu    sync.Mutex
 	sizes []int
 	seen  map[int]int // value -> requests that carried it
+	// repeats counts requests that carried a value more than once.
+	repeats int
 }
 
 func startBatchService(t *testing.T) *batchService {
@@ -59,8 +61,13 @@ func startBatchService(t *testing.T) *batchService {
 		s.mu.Lock()
 		s.sizes = append(s.sizes, len(values))
 		first := len(s.sizes) == 1
+		inRequest := map[int]bool{}
 		for _, v := range values {
 			s.seen[v]++
+			inRequest[v] = true
+		}
+		if len(inRequest) < len(values) {
+			s.repeats++
 		}
 		s.mu.Unlock()
 		if first {

@@ -105,8 +105,8 @@ type batchCall struct {
 	call func(args []reflect.Value) []any
 }
 
-// newBatchCall binds spec's ProcessBatch: the method of ptr, or spec's
-// function when ptr is not valid.
+// newBatchCall binds spec's ProcessBatch (BatchEnrich: LookupBatch): the
+// method of ptr, or spec's function when ptr is not valid.
 func newBatchCall(spec userSpec, ptr reflect.Value) batchCall {
 	if !ptr.IsValid() {
 		fn := spec.Func.Fn
@@ -118,7 +118,7 @@ func newBatchCall(spec userSpec, ptr reflect.Value) batchCall {
 			return fn.Call(in)
 		}}
 	}
-	m := ptr.MethodByName("ProcessBatch")
+	m := ptr.MethodByName(spec.batchMethod())
 	return batchCall{ft: m.Type(), call: func(args []reflect.Value) []any {
 		res := m.Call(args)
 		out := make([]any, len(res))
@@ -129,7 +129,8 @@ func newBatchCall(spec userSpec, ptr reflect.Value) batchCall {
 	}}
 }
 
-// callBatch calls ProcessBatch once for keys and values and returns each
+// callBatch calls ProcessBatch (BatchEnrich: LookupBatch, with the keys
+// only) once for keys and values and returns each
 // element's outputs and error, or the request's error: what ProcessBatch
 // returned as its error, a panic, or an answer that does not fit (a list of
 // errors of another length, an output for an element it was not given).
@@ -139,6 +140,9 @@ func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]an
 			outs, errs, err = nil, nil, &state.PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
+	if u.lookupBatch {
+		return u.callLookupBatch(ctx, keys)
+	}
 	ft := u.batch.ft
 	n := len(keys)
 	args := make([]reflect.Value, 0, 4)

@@ -114,6 +114,23 @@ func WithCache(c Cache) Option {
 	}
 }
 
+// WithoutCache makes each record of an Enrich or BatchEnrich its own
+// lookup: no answer is kept, and records of one key in flight together are
+// looked up apart. Use it where an answer may change from one record to the
+// next (stock levels, a live price). ParDo and BatchParDo cache nothing
+// without WithCache, so it changes nothing there. It cannot go with
+// WithCache.
+func WithoutCache() Option {
+	return func(s *settings) { s.noCache = true }
+}
+
+// resolveCache refuses WithCache with WithoutCache.
+func (s *settings) resolveCache() {
+	if s.noCache && s.cache != nil {
+		s.errs = append(s.errs, errors.New("WithCache and WithoutCache: give one of them"))
+	}
+}
+
 // inspectCache is WithCache's Cache as the DoFn carries it (KeyFn was
 // refused by build).
 func inspectCache(c *Cache) *cacheSpec {

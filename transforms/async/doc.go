@@ -17,7 +17,8 @@
 //
 // Enrich looks something up by each record's key and merges the answer into
 // the record (Beam Python's Enrichment): one lookup per key, answers cached
-// per key, and a join per record (enrich.go).
+// per key, and a join per record (enrich.go); BatchEnrich looks up many
+// keys per call (enrichbatch.go).
 //
 //	out := async.Enrich(s, &customerLookup{...}, ordersByCustomer, joinOrder)
 //

@@ -75,19 +75,21 @@ func EnrichWithFailures(s beam.Scope, lookup any, records beam.PCollection, join
 //	func(record R, answer A) (O, error)
 //
 // A lookup is made once per key, not per record: answers are cached per key
-// (WithCache; without it 10,000 answers for 10 minutes per worker), and records of a key whose lookup is in flight wait for it
-// (single flight) holding no call slot. Cache.KeyFn is refused: the cache
-// key is the record's key. A failed lookup is retried as the options say
-// (it is not cached) and fails each of its records; a join that returns an
-// error or panics fails its record for good (Permanent), never retried.
-// Every other Option (rate limits, retries, timeouts, windows, unbounded
-// input) works as under ParDo; batching (BatchParDo's options) does not
-// apply.
+// (WithCache; without it 10,000 answers for 10 minutes per worker), and
+// records of a key whose lookup is in flight wait for it (single flight)
+// holding no call slot. Cache.KeyFn is refused: the cache key is the
+// record's key. WithoutCache makes each record its own lookup, for answers
+// that may change from one record to the next. A failed lookup is retried
+// as the options say (it is not cached) and fails each of its records; a
+// join that returns an error or panics fails its record for good
+// (Permanent), never retried. Every other Option (rate limits, retries,
+// timeouts, windows, unbounded input) works as under ParDo; for a lookup
+// that takes many keys per call, see TryBatchEnrich.
 //
 // A record that fails for good fails its key's commit with the cause; use
 // TryEnrichWithFailures to receive such records as data.
 func TryEnrich(s beam.Scope, lookup any, records beam.PCollection, join any, opts ...Option) (beam.PCollection, error) {
-	outs, err := buildEnrich(s.Scope("async.Enrich"), lookup, records, join, false, opts)
+	outs, err := buildEnrich(s.Scope("async.Enrich"), lookup, records, join, false, false, opts)
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("async.Enrich: %w", err)
 	}
@@ -100,41 +102,72 @@ func TryEnrich(s beam.Scope, lookup any, records beam.PCollection, join any, opt
 // once, with Key the lookup key LK and Value the record R (DecodeFailure[LK,
 // R] reads them).
 func TryEnrichWithFailures(s beam.Scope, lookup any, records beam.PCollection, join any, opts ...Option) (out, failures beam.PCollection, err error) {
-	outs, err := buildEnrich(s.Scope("async.EnrichWithFailures"), lookup, records, join, true, opts)
+	outs, err := buildEnrich(s.Scope("async.EnrichWithFailures"), lookup, records, join, false, true, opts)
 	if err != nil {
 		return beam.PCollection{}, beam.PCollection{}, fmt.Errorf("async.EnrichWithFailures: %w", err)
 	}
 	return outs[0], outs[1], nil
 }
 
-// buildEnrich is build for Enrich: the lookup is the wrapped fn, and the
-// cache defaults to defaultEnrichCache.
-func buildEnrich(s beam.Scope, lookup any, records beam.PCollection, join any, hasFailures bool, opts []Option) ([]beam.PCollection, error) {
+// buildEnrich is build for Enrich and BatchEnrich (batch): the lookup is the
+// wrapped fn, and the cache defaults to defaultEnrichCache.
+func buildEnrich(s beam.Scope, lookup any, records beam.PCollection, join any, batch, hasFailures bool, opts []Option) ([]beam.PCollection, error) {
+	if batch {
+		opts = append([]Option{batched}, opts...)
+	}
 	return buildWith(s, records, hasFailures, opts, func(keyT, valT reflect.Type, set *settings) (userSpec, reflect.Type, error) {
 		switch {
-		case set.cache == nil:
+		case set.cache == nil && !set.noCache:
 			c := defaultEnrichCache()
 			set.cache = &c
-		case set.cache.KeyFn != nil:
+		case set.cache != nil && set.cache.KeyFn != nil:
 			return userSpec{}, nil, fmt.Errorf("WithCache: Enrich caches by the lookup key, the input's key; drop KeyFn")
 		}
-		return inspectEnrich(lookup, join, keyT, valT)
+		if set.batch.perKey {
+			return userSpec{}, nil, fmt.Errorf("WithBatchPerKey: a BatchEnrich request holds one element per lookup key already; drop it")
+		}
+		form := singleLookup
+		if batch {
+			form = batchLookup
+		}
+		return inspectEnrich(lookup, join, keyT, valT, form)
 	})
 }
 
-// inspectEnrich checks the lookup against the input's key type and the join
-// against the input's value type and the lookup's answer, and returns the
-// spec shipped to workers and the join's output type.
-func inspectEnrich(lookup, join any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) {
+// lookupForm is one form of Enrich's lookup: one key per call (Enrich) or
+// many (BatchEnrich).
+type lookupForm struct {
+	method  string   // the struct method
+	shape   string   // what a lookup may be, in errors
+	bundled []string // struct methods refused besides the lookup (bundle methods)
+	// answer checks the lookup's type (without receiver) against the
+	// input's key type and returns the answer's type A.
+	answer func(ft, keyT reflect.Type, what string) (reflect.Type, error)
+	batch  bool
+}
+
+var (
+	singleLookup = lookupForm{method: "Lookup", shape: lookupShape, answer: func(ft, keyT reflect.Type, what string) (reflect.Type, error) {
+		shape, err := analyzeLookup(ft, keyT, what)
+		return shape.out.value, err
+	}}
+	batchLookup = lookupForm{method: "LookupBatch", shape: lookupBatchShape, bundled: []string{"StartBundle", "FinishBundle"},
+		answer: analyzeLookupBatch, batch: true}
+)
+
+// inspectEnrich checks the lookup (of form) against the input's key type
+// and the join against the input's value type and the lookup's answer, and
+// returns the spec shipped to workers and the join's output type.
+func inspectEnrich(lookup, join any, keyT, valT reflect.Type, form lookupForm) (userSpec, reflect.Type, error) {
 	if lookup == nil {
-		return userSpec{}, nil, fmt.Errorf("lookup is nil: pass %s", lookupShape)
+		return userSpec{}, nil, fmt.Errorf("lookup is nil: pass %s", form.shape)
 	}
 	var spec userSpec
 	var answerT reflect.Type
 	v := reflect.ValueOf(lookup)
 	switch {
 	case v.Kind() == reflect.Func:
-		shape, err := analyzeLookup(v.Type(), keyT, "lookup")
+		a, err := form.answer(v.Type(), keyT, "lookup")
 		if err != nil {
 			return userSpec{}, nil, err
 		}
@@ -142,19 +175,23 @@ func inspectEnrich(lookup, join any, keyT, valT reflect.Type) (userSpec, reflect
 		if err != nil {
 			return userSpec{}, nil, err
 		}
-		spec, answerT = userSpec{Func: encoded}, shape.out.value
+		spec, answerT = userSpec{Func: encoded}, a
 	case v.Kind() == reflect.Ptr && v.Type().Elem().Kind() == reflect.Struct:
 		t, err := registeredStruct("lookup", v)
 		if err != nil {
 			return userSpec{}, nil, err
 		}
-		m, ok := v.Type().MethodByName("Lookup")
+		m, ok := v.Type().MethodByName(form.method)
 		if !ok {
-			return userSpec{}, nil, fmt.Errorf("lookup %v has no Lookup method; want %s", v.Type(), lookupShape)
+			return userSpec{}, nil, fmt.Errorf("lookup %v has no %s method; want %s", v.Type(), form.method, form.shape)
 		}
-		shape, err := analyzeLookup(methodType(m), keyT, fmt.Sprintf("%v.Lookup", v.Type()))
-		if err != nil {
+		if answerT, err = form.answer(methodType(m), keyT, fmt.Sprintf("%v.%s", v.Type(), form.method)); err != nil {
 			return userSpec{}, nil, err
+		}
+		for _, name := range form.bundled {
+			if _, ok := v.Type().MethodByName(name); ok {
+				return userSpec{}, nil, fmt.Errorf("lookup %v has %s: a batch lookup may have Setup and Teardown, not bundle methods (a request is not a bundle)", v.Type(), name)
+			}
 		}
 		for _, name := range lifecycle {
 			if m, ok := v.Type().MethodByName(name); ok {
@@ -166,14 +203,14 @@ func inspectEnrich(lookup, join any, keyT, valT reflect.Type) (userSpec, reflect
 		if spec, err = structSpec(lookup, t); err != nil {
 			return userSpec{}, nil, err
 		}
-		answerT = shape.out.value
 	default:
-		return userSpec{}, nil, fmt.Errorf("lookup is a %v: want %s", v.Type(), lookupShape)
+		return userSpec{}, nil, fmt.Errorf("lookup is a %v: want %s", v.Type(), form.shape)
 	}
 	joinFn, outT, err := inspectJoin(join, valT, answerT)
 	if err != nil {
 		return userSpec{}, nil, err
 	}
+	spec.Batch = form.batch
 	spec.Enrich = &enrichSpec{Join: joinFn, Answer: beam.EncodedType{T: answerT}}
 	return spec, outT, nil
 }

@@ -54,3 +54,37 @@ func ExampleEnrich() {
 	fmt.Println("ok")
 	// Output: ok
 }
+
+// customerTiers is a batch lookup (a multi-get): the tier of each customer
+// in one call, answers in the keys' order.
+func customerTiers(ctx context.Context, customers []string) ([]string, error) {
+	tiers := make([]string, len(customers))
+	for i, c := range customers {
+		tier, err := customerTier(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		tiers[i] = tier
+	}
+	return tiers, nil
+}
+
+func init() {
+	register.Function2x2[context.Context, []string, []string, error](customerTiers)
+}
+
+// The same enrichment with a lookup that takes up to 100 customers per
+// call: distinct customers are gathered into requests, each order is
+// joined with its own customer's answer.
+func ExampleBatchEnrich() {
+	p, s := beam.NewPipelineWithRoot()
+	orders := beam.ParDo(s, parseOrder, beam.Create(s, "c1:5", "c2:7", "c1:9"))
+	enriched := async.BatchEnrich(s, customerTiers, orders, orderWithTier, async.WithBatchSize(100))
+	passert.Equals(s, enriched, "5 (gold)", "7 (silver)", "9 (gold)")
+	if err := ptest.Run(p); err != nil {
+		fmt.Println("pipeline failed:", err)
+		return
+	}
+	fmt.Println("ok")
+	// Output: ok
+}

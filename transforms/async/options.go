@@ -43,6 +43,7 @@ type settings struct {
 	listener    Listener
 	protect     protection
 	cache       *Cache
+	noCache     bool // WithoutCache
 	batch       batchSettings
 	// parallelismSet: WithParallelism was given (it conflicts with
 	// WithAdaptiveParallelism).
@@ -179,6 +180,7 @@ func resolve(opts []Option) (settings, error) {
 		o(&s)
 	}
 	s.protect.resolve(&s)
+	s.resolveCache()
 	s.resolveBatch()
 	if s.buffer == 0 {
 		s.buffer = max(2*s.parallelism, 10)

@@ -63,6 +63,14 @@ func (s userSpec) method() string {
 	return "ProcessElement"
 }
 
+// batchMethod is the name of the struct method that is a batch fn's call.
+func (s userSpec) batchMethod() string {
+	if s.Enrich != nil {
+		return "LookupBatch"
+	}
+	return "ProcessBatch"
+}
+
 // hasRevert reports whether the wrapped fn is a DoFn struct with a Revert
 // method.
 func (s userSpec) hasRevert() bool {
@@ -274,6 +282,9 @@ type userFn struct {
 	methods map[string]reflect.Value // present lifecycle methods
 	revertM reflect.Value            // the compensation method, if any
 	batch   batchCall                // a batch fn's ProcessBatch (spec.Batch)
+	// lookupBatch: batch is BatchEnrich's LookupBatch, called with the
+	// keys only.
+	lookupBatch bool
 
 	mu      sync.Mutex
 	refs    int
@@ -306,7 +317,7 @@ func newUserFn(spec userSpec) (*userFn, error) {
 		}
 		u := &userFn{name: fn.Name(), invoke: invoke, procT: fn.Type(), pairs: spec.Pairs, methods: map[string]reflect.Value{}}
 		if spec.Batch {
-			u.batch = newBatchCall(spec, reflect.Value{})
+			u.batch, u.lookupBatch = newBatchCall(spec, reflect.Value{}), spec.Enrich != nil
 			return u, nil
 		}
 		return u, u.analyze(spec)
@@ -325,7 +336,7 @@ func newUserFn(spec userSpec) (*userFn, error) {
 		}
 		u.revertM = ptr.MethodByName("Revert")
 		if spec.Batch {
-			u.batch = newBatchCall(spec, ptr)
+			u.batch, u.lookupBatch = newBatchCall(spec, ptr), spec.Enrich != nil
 			u.procT = u.batch.ft
 			return u, nil
 		}
