@@ -152,6 +152,8 @@ type resultCache struct {
 	// lookup (a follower counts once, as a hit or as a miss when it leads;
 	// under BatchParDo, elements sent in a request).
 	hits, misses atomic.Int64
+	// shape is the cached types' description, in every key (cachetypes.go).
+	shape []byte
 
 	mu        sync.Mutex
 	published cacheStats
@@ -188,7 +190,7 @@ func (f *core) resultCache() (*resultCache, error) {
 		if err != nil {
 			return nil, err
 		}
-		rc := &resultCache{local: local}
+		rc := &resultCache{local: local, shape: f.cachedShape()}
 		if f.Cache.Redis != "" {
 			if rc.shared, err = cache.NewShared(f.Cache.shared()); err != nil {
 				return nil, err
@@ -203,18 +205,19 @@ func (f *core) resultCache() (*resultCache, error) {
 }
 
 // cacheKey is the lookup an element stands for: its key for Enrich (the
-// lookup key), else its key and value.
-func (f *core) cacheKey(el element) cache.Key {
+// lookup key), else its key and value; and the cached types' shape, so that
+// entries of another build of the transform are misses.
+func (f *core) cacheKey(el element, shape []byte) cache.Key {
 	if f.User.Enrich != nil {
-		return cache.KeyOf([]byte(el.eid.Key))
+		return cache.KeyOf(shape, []byte(el.eid.Key))
 	}
 	if f.user != nil && (f.user.shape.takes(paramWindow) || f.user.shape.takes(paramTime)) {
 		// A fn that reads its element's window or time answers per window
 		// and time, not per key and value.
 		ts := binary.AppendVarint(nil, int64(el.ts))
-		return cache.KeyOf([]byte(el.eid.Key), el.vb, []byte(el.eid.Window), ts)
+		return cache.KeyOf(shape, []byte(el.eid.Key), el.vb, []byte(el.eid.Window), ts)
 	}
-	return cache.KeyOf([]byte(el.eid.Key), el.vb)
+	return cache.KeyOf(shape, []byte(el.eid.Key), el.vb)
 }
 
 // cachedType is the type of what the cache holds: Enrich's answers, else
@@ -236,7 +239,7 @@ func (f *core) cached(el element, job state.Job) state.Job {
 		}
 		return job
 	}
-	k := f.cacheKey(el)
+	k := f.cacheKey(el, rc.shape)
 	c := &cachedTask{f: f, rc: rc, k: k, el: el}
 	job.Lookup = c.lookup
 	work := job.Work

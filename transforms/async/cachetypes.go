@@ -1,0 +1,78 @@
+package async
+
+// The shape of what a result cache holds, as part of every cache key: an
+// entry written by a build of the transform whose outputs (or answers, or
+// output pairs) had other types is a miss, never an entry decoded into the
+// wrong type. Redis outlives builds: a job redeployed with a field added to
+// its answer struct, under the same Prefix, would otherwise read entries
+// its coder decodes into wrong values, or fails to decode in a later step.
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+)
+
+// cachedShape describes the cached types: the answer's (Enrich), or the
+// outputs' and, for pairs, K2's and V2's.
+func (f *core) cachedShape() []byte {
+	var b strings.Builder
+	describeType(&b, f.cachedType(), map[reflect.Type]bool{})
+	if p := f.User.Pairs; p != nil && f.User.Enrich == nil {
+		b.WriteString("|")
+		describeType(&b, p.Key.T, map[reflect.Type]bool{})
+		b.WriteString("|")
+		describeType(&b, p.Value.T, map[reflect.Type]bool{})
+	}
+	return []byte(b.String())
+}
+
+// describeType writes t with every struct's exported fields, their names,
+// types and tags, recursively (seen cuts cycles): what a coder of t depends
+// on.
+func describeType(b *strings.Builder, t reflect.Type, seen map[reflect.Type]bool) {
+	if t == nil {
+		b.WriteString("nil")
+		return
+	}
+	if t.Name() != "" {
+		fmt.Fprintf(b, "%s.%s", t.PkgPath(), t.Name())
+	}
+	if seen[t] {
+		return
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Struct:
+		b.WriteString("{")
+		for i := 0; i < t.NumField(); i++ {
+			sf := t.Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			fmt.Fprintf(b, "%s %q:", sf.Name, sf.Tag)
+			describeType(b, sf.Type, seen)
+			b.WriteString(";")
+		}
+		b.WriteString("}")
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Chan:
+		fmt.Fprintf(b, "%v(", t.Kind())
+		if t.Kind() == reflect.Array {
+			fmt.Fprintf(b, "%d,", t.Len())
+		}
+		describeType(b, t.Elem(), seen)
+		b.WriteString(")")
+	case reflect.Map:
+		b.WriteString("map(")
+		describeType(b, t.Key(), seen)
+		b.WriteString(",")
+		describeType(b, t.Elem(), seen)
+		b.WriteString(")")
+	default:
+		if t.Name() == "" {
+			b.WriteString(t.String())
+		} else {
+			fmt.Fprintf(b, "(%v)", t.Kind())
+		}
+	}
+}

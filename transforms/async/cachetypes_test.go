@@ -1,0 +1,90 @@
+package async
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+)
+
+type answerV1 struct {
+	Price int
+	Note  string
+}
+
+type answerV2 struct { // answerV1 with a field added
+	Price int
+	Note  string
+	Tax   int
+}
+
+type answerRenamed struct { // answerV1 with a field renamed
+	Price int
+	Text  string
+}
+
+type answerTagged struct {
+	Price int `json:"p"`
+	Note  string
+}
+
+type tree struct {
+	Value    int
+	Children []*tree
+}
+
+// describe is describeType of t.
+func describe(t reflect.Type) string {
+	var b strings.Builder
+	describeType(&b, t, map[reflect.Type]bool{})
+	return b.String()
+}
+
+// TestDescribeTypeTellsCodersApart: types whose coders differ have
+// different descriptions, the same type always the same one, and a
+// recursive type ends.
+func TestDescribeTypeTellsCodersApart(t *testing.T) {
+	differ := []struct {
+		name string
+		a, b reflect.Type
+	}{
+		{"a field added", reflect.TypeOf(answerV1{}), reflect.TypeOf(answerV2{})},
+		{"a field renamed", reflect.TypeOf(answerV1{}), reflect.TypeOf(answerRenamed{})},
+		{"a tag changed", reflect.TypeOf(answerV1{}), reflect.TypeOf(answerTagged{})},
+		{"string and bytes", reflect.TypeOf(""), reflect.TypeOf([]byte(nil))},
+		{"int32 and int64", reflect.TypeOf(int32(0)), reflect.TypeOf(int64(0))},
+		{"slice of V1 and of V2", reflect.TypeOf([]answerV1{}), reflect.TypeOf([]answerV2{})},
+		{"map values", reflect.TypeOf(map[string]int{}), reflect.TypeOf(map[string]int64{})},
+		{"arrays of two lengths", reflect.TypeOf([2]int{}), reflect.TypeOf([3]int{})},
+	}
+	for _, tc := range differ {
+		if da, db := describe(tc.a), describe(tc.b); da == db {
+			t.Errorf("%s: %v and %v are both described %q; want different descriptions", tc.name, tc.a, tc.b, da)
+		}
+	}
+	for _, typ := range []reflect.Type{reflect.TypeOf(answerV1{}), reflect.TypeOf(&tree{}), reflect.TypeOf(kvOutput{})} {
+		if a, b := describe(typ), describe(typ); a != b || a == "" {
+			t.Errorf("%v described %q, then %q; want one non-empty description", typ, a, b)
+		}
+	}
+	if got := describe(reflect.TypeOf(tree{})); !strings.Contains(got, "Children") {
+		t.Errorf("tree described %q; want its fields", got)
+	}
+}
+
+// TestCachedShapeCoversPairs: a fn whose output pairs change type gets
+// another cache shape though its outputs are kvOutput either way.
+func TestCachedShapeCoversPairs(t *testing.T) {
+	shape := func(k, v reflect.Type) string {
+		f := &core{config: config{OutputType: &beam.EncodedType{T: reflect.TypeOf(kvOutput{})}}}
+		f.User.Pairs = &pairTypes{Key: beam.EncodedType{T: k}, Value: beam.EncodedType{T: v}}
+		return string(f.cachedShape())
+	}
+	a := shape(reflect.TypeOf(""), reflect.TypeOf(answerV1{}))
+	b := shape(reflect.TypeOf(""), reflect.TypeOf(answerV2{}))
+	c := shape(reflect.TypeOf(int64(0)), reflect.TypeOf(answerV1{}))
+	if a == b || a == c {
+		t.Errorf("shapes of pairs (string, V1) %q, (string, V2) %q, (int64, V1) %q; want all different", a, b, c)
+	}
+}
