@@ -19,6 +19,7 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/transforms/cache"
+	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
 // DefaultBatchSize is BatchParDo's batch size when WithBatchSize is not
@@ -292,43 +293,48 @@ type batchResult struct {
 }
 
 // batchStats counts a transform's requests in a worker process, for the
-// metrics (published at callbacks, like the guard's).
+// metrics (published at callbacks, like the guard's): the counts through a
+// ledger, the sizes for the distribution as they come (a failed bundle's
+// samples of it are lost).
 type batchStats struct {
-	mu    sync.Mutex
-	sizes []int64 // sizes of the requests made since the last publish
+	mu              sync.Mutex
+	requests, items int64
+	sizes           []int64 // sizes of the requests made since the last publish
+	published       *ledger.Ledger
 }
 
 func (b *batchStats) observe(n int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.requests++
+	b.items += int64(n)
 	b.sizes = append(b.sizes, int64(n))
 }
 
-func (b *batchStats) drain() []int64 {
+// drain returns the counts now and the sizes since the last drain.
+func (b *batchStats) drain() (counts, sizes []int64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	s := b.sizes
 	b.sizes = nil
-	return s
+	return []int64{b.requests, b.items}, s
 }
 
 // batchStats returns this transform's request counts in this process.
 func (f *core) batchStats() *batchStats {
-	v, _ := f.reg().SharedValue(f.ID+"/batch", func() (any, error) { return &batchStats{}, nil })
+	v, _ := f.reg().SharedValue(f.ID+"/batch", func() (any, error) { return &batchStats{published: ledger.New(2)}, nil })
 	return v.(*batchStats)
 }
 
 // publishBatches publishes the requests made since the last callback.
 func (f *core) publishBatches(ctx context.Context) {
-	sizes := f.batchStats().drain()
-	if len(sizes) == 0 {
-		return
-	}
-	var sum int64
+	b := f.batchStats()
+	counts, sizes := b.drain()
 	for _, n := range sizes {
 		f.metrics.batchSize.Update(ctx, n)
-		sum += n
 	}
-	f.metrics.requests.Inc(ctx, int64(len(sizes)))
-	f.metrics.requestItems.Inc(ctx, sum)
+	if d, any := f.tickets.take(b.published, counts); any {
+		f.metrics.requests.Inc(ctx, d[0])
+		f.metrics.requestItems.Inc(ctx, d[1])
+	}
 }

@@ -83,6 +83,7 @@ func (f *bundleFn) StartBundle(ctx context.Context, _ func(beam.EventTime, beam.
 		wait = f.waitPeriod
 	}
 	f.run = &bundleRun{id: uuid.NewString(), pool: pool, signal: make(chan struct{}, 1), items: map[state.ElementID]*bundleItem{}, waitPeriod: wait}
+	f.tickets.begin()
 	return nil
 }
 
@@ -198,11 +199,13 @@ func (f *bundleFn) releaseOnFailure(ctx context.Context, run *bundleRun, err *er
 	if r := recover(); r != nil {
 		run.abandon(ctx, f)
 		f.run = nil
+		f.tickets.release()
 		panic(r)
 	}
 	if *err != nil {
 		run.abandon(ctx, f)
 		f.run = nil
+		f.tickets.release() // the runner drops what this bundle published
 	}
 }
 
@@ -233,6 +236,7 @@ func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, b
 	}
 	f.publish(ctx, run.pool)
 	f.run = nil
+	f.tickets.finish() // the counts it published are final (publish.go)
 	return nil
 }
 
@@ -317,7 +321,7 @@ func (f *core) finalFailure(el element, t *state.Task, callErr error) (Failure, 
 func (r *bundleRun) abandon(ctx context.Context, f *bundleFn) {
 	for _, t := range r.pool.ForOwner(r.id) {
 		r.pool.Remove(t)
-		f.metrics.cancelled.Inc(ctx, 1)
+		f.countAbandoned() // this bundle's own counts are dropped with it
 		f.event(EventCancelled, f.decodeKey(t.Key.Element.Key), t.Key.Element.ID, t.Attempts(), nil)
 	}
 }

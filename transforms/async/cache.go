@@ -26,7 +26,6 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +33,7 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/transforms/cache"
+	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
 // Cache configures WithCache.
@@ -155,12 +155,13 @@ type resultCache struct {
 	// shape is the cached types' description, in every key (cachetypes.go).
 	shape []byte
 
-	mu        sync.Mutex
-	published cacheStats
+	published *ledger.Ledger // of cacheStats.vector
 }
 
 // cacheStats are the counts published as metrics.
 type cacheStats struct{ hits, misses, evictions, sharedErrors int64 }
+
+func (s cacheStats) vector() []int64 { return []int64{s.hits, s.misses, s.evictions, s.sharedErrors} }
 
 // stats returns the cache's counts now.
 func (c *resultCache) stats() cacheStats {
@@ -190,7 +191,7 @@ func (f *core) resultCache() (*resultCache, error) {
 		if err != nil {
 			return nil, err
 		}
-		rc := &resultCache{local: local, shape: f.cachedShape()}
+		rc := &resultCache{local: local, shape: f.cachedShape(), published: ledger.New(len(cacheStats{}.vector()))}
 		if f.Cache.Redis != "" {
 			if rc.shared, err = cache.NewShared(f.Cache.shared()); err != nil {
 				return nil, err
@@ -421,16 +422,12 @@ func (f *core) publishCache(ctx context.Context) {
 	if rc == nil {
 		return
 	}
-	rc.mu.Lock()
-	s, old := rc.stats(), rc.published
-	rc.published = s
-	rc.mu.Unlock()
-	if s == old {
+	d, any := f.tickets.take(rc.published, rc.stats().vector())
+	if !any {
 		return
 	}
 	m := f.metrics
-	m.cacheHits.Inc(ctx, s.hits-old.hits)
-	m.cacheMisses.Inc(ctx, s.misses-old.misses)
-	m.cacheEvictions.Inc(ctx, s.evictions-old.evictions)
-	m.sharedCacheErrors.Inc(ctx, s.sharedErrors-old.sharedErrors)
+	for i, counter := range []beam.Counter{m.cacheHits, m.cacheMisses, m.cacheEvictions, m.sharedCacheErrors} {
+		counter.Inc(ctx, d[i])
+	}
 }

@@ -50,6 +50,12 @@ type instance struct {
 	lastGuardPublish time.Time
 	// waitPeriod, when set, replaces the bundle path's waitPeriod (tests).
 	waitPeriod time.Duration
+	// counts is the transform's event counts in this process (publish.go),
+	// looked up in Setup: events are counted on the hot path.
+	counts *eventCounts
+	// tickets is this instance's open bundle as the publishing ledgers
+	// know it (publish.go); nil: publish as final at once (tests).
+	tickets *bundleTickets
 }
 
 // Setup rebuilds the wrapped fn, forwards its Setup, prepares coders, and
@@ -64,6 +70,8 @@ func (f *core) Setup(ctx context.Context) error {
 	}
 	f.user = u
 	f.metrics = newMetrics(f.Name)
+	f.counts = f.eventCounts()
+	f.tickets = newBundleTickets(f)
 	f.keyEnc = beam.NewElementEncoder(f.KeyType.T)
 	f.keyDec = beam.NewElementDecoder(f.KeyType.T)
 	f.valEnc = beam.NewElementEncoder(f.ValueType.T)

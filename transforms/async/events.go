@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
 // EventType names a transition in an element's life.
@@ -152,8 +154,8 @@ func WithListener(l Listener) Option {
 // they are counted here and published by the next callback.
 type hub struct {
 	listener    Listener
-	panics      atomic.Int64 // all so far
-	published   atomic.Int64 // how many of them the Beam counter has
+	panics      atomic.Int64   // all so far
+	published   *ledger.Ledger // of panics, as the Beam counter has them
 	loggedPanic atomic.Bool
 }
 
@@ -172,7 +174,7 @@ func newHub(spec *listenerSpec) (*hub, error) {
 			return nil, fmt.Errorf("async: Setup of listener %v: %w", spec.Type.T, err)
 		}
 	}
-	return &hub{listener: l}, nil
+	return &hub{listener: l, published: ledger.New(1)}, nil
 }
 
 // deliver calls the listener, containing a panic.

@@ -2,7 +2,6 @@ package async
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -40,7 +39,11 @@ import (
 // cache_hits, in a run where no element fails without a call or after it
 // (Enrich's join, a task cancelled before its call) and no call is cut short (an
 // eviction, a restart). Counters are Beam's: what a failed bundle counted
-// is dropped from the committed values, while its events were sent.
+// is dropped from the committed values, while its events were sent. Counts
+// made off the bundle's goroutines (started, succeeded, retried,
+// rescheduled, progress_reports, the guard's, the cache's, the requests),
+// and the work a failing bundle drops (cancelled), are published by a later
+// callback's bundle, and again by another if that one fails (publish.go).
 const (
 	MetricAccepted     = "accepted"     // elements ProcessElement took: EventAccepted
 	MetricStarted      = "started"      // attempts that called the wrapped fn: EventStarted
@@ -138,113 +141,9 @@ func (m *metrics) countFailed(ctx context.Context) {
 	m.finished.Inc(ctx, 1)
 }
 
-// eventCounts counts a transform's events that happen on the pool's
-// goroutines, where Beam metrics cannot be updated (an attempt begins,
-// succeeds, is retried, reports progress), in one worker process, with or
-// without a listener; a callback publishes them (publishEvents). The retries
-// decided by callbacks on unbounded input are counted here too, so that
-// one count means one thing on both paths.
-type eventCounts struct {
-	mu               sync.Mutex
-	total, published eventTally
-}
-
-// eventTally is one count per event type that eventCounts counts.
-type eventTally struct{ started, succeeded, retried, rescheduled, progress int64 }
-
-// countEvent counts one event of type typ, if eventCounts counts its type
-// (see event, which calls it for every event).
-func (f *core) countEvent(typ EventType) {
-	switch typ {
-	case EventStarted, EventSucceeded, EventRetrying, EventRescheduled, EventProgress:
-	default:
-		return // counted where it is sent, with its bundle
-	}
-	c := f.eventCounts()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch typ {
-	case EventStarted:
-		c.total.started++
-	case EventSucceeded:
-		c.total.succeeded++
-	case EventRetrying:
-		c.total.retried++
-	case EventRescheduled:
-		c.total.rescheduled++
-	case EventProgress:
-		c.total.progress++
-	}
-}
-
-// eventCounts returns this transform's event counts in this process.
-func (f *core) eventCounts() *eventCounts {
-	v, _ := f.reg().SharedValue(f.ID+"/counts", func() (any, error) { return &eventCounts{}, nil })
-	return v.(*eventCounts)
-}
-
-// publishEvents adds the events counted since the last publication to the
-// Beam metrics.
-func (f *core) publishEvents(ctx context.Context) {
-	c := f.eventCounts()
-	c.mu.Lock()
-	s, old := c.total, c.published
-	c.published = s
-	c.mu.Unlock()
-	if s == old {
-		return
-	}
-	m := f.metrics
-	m.started.Inc(ctx, s.started-old.started)
-	m.succeeded.Inc(ctx, s.succeeded-old.succeeded)
-	m.retried.Inc(ctx, s.retried-old.retried)
-	m.rescheduled.Inc(ctx, s.rescheduled-old.rescheduled)
-	m.progressReports.Inc(ctx, s.progress-old.progress)
-}
-
 // observeRunning samples the progress of a key's running calls.
 func (m *metrics) observeRunning(ctx context.Context, t *state.Task) {
 	if fraction, reports := t.Progress(); reports > 0 && t.Status() == state.Running {
 		m.progress.Update(ctx, int64(fraction*1000))
-	}
-}
-
-// publish adds what happened off the bundle's goroutines since the last
-// callback (events counted by eventCounts, listener panics, the guard's,
-// the cache's and the batches' counts) to the Beam metrics, with a
-// bundle's context.
-func (f *core) publish(ctx context.Context, pool *state.Pool) {
-	f.publishSharedSometimes(ctx, pool)
-	if f.Listener == nil {
-		return
-	}
-	if h := f.events(); h != nil {
-		total := h.panics.Load()
-		if old := h.published.Swap(total); total > old {
-			f.metrics.listenerPanics.Inc(ctx, total-old)
-		}
-	}
-}
-
-// publishSharedSometimes publishes the counts kept by the transform's
-// per-process objects (the event counts, the guard, the result cache, the
-// batch counts) at
-// most ten times a second per instance, since publish runs for every
-// element and each looks its object up; and whenever no call is
-// unfinished, so that the last counts of a pipeline are published by its
-// last callback (each does nothing when no count changed).
-func (f *core) publishSharedSometimes(ctx context.Context, pool *state.Pool) {
-	now := f.clock.Now()
-	if now.Sub(f.lastGuardPublish) < 100*time.Millisecond && pool.Unfinished() > 0 {
-		return
-	}
-	f.lastGuardPublish = now
-	f.publishEvents(ctx)
-	f.publishGuard(ctx, pool)
-	if f.Cache != nil {
-		f.publishCache(ctx)
-	}
-	if f.Batch != nil {
-		f.publishBatches(ctx)
 	}
 }

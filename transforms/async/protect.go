@@ -25,8 +25,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
+	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
 // KindOverloaded is the failure kind of an element whose last attempt was
@@ -271,9 +274,15 @@ func (p *protection) resolve(s *settings) {
 // the transform has published as Beam metrics.
 type guarded struct {
 	*guard.Guard
+	published *ledger.Ledger // of statsVector
+	// mu orders publications, so that the limit gauge ends at the last.
 	mu             sync.Mutex
-	published      guard.Stats
 	limitPublished bool
+}
+
+// statsVector is s as the ledger counts it.
+func statsVector(s guard.Stats) []int64 {
+	return []int64{s.Calls, s.Overloaded, s.Throttled, s.ThrottledTime.Milliseconds(), s.BudgetWaits, s.SharedErrors}
 }
 
 // newGate builds the guard of this transform in this worker process.
@@ -321,7 +330,7 @@ func (f *core) newGate() state.Gate {
 			}
 		}
 	}
-	return &guarded{Guard: guard.New(cfg)}
+	return &guarded{Guard: guard.New(cfg), published: ledger.New(len(statsVector(guard.Stats{})))}
 }
 
 // classify tells the guard how an attempt ended.
@@ -395,22 +404,18 @@ func (f *core) publishGuard(ctx context.Context, pool *state.Pool) {
 	if !ok {
 		return
 	}
-	// Read and publish under the lock: two instances publishing at once
-	// must not publish a negative difference.
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	s, old := g.Stats(), g.published
-	if s == old && g.limitPublished {
+	s := g.Stats()
+	d, any := f.tickets.take(g.published, statsVector(s))
+	if !any && g.limitPublished {
 		return // nothing new: no metric updates per element
 	}
-	g.published, g.limitPublished = s, true
+	g.limitPublished = true
 	m := f.metrics
-	m.calls.Inc(ctx, s.Calls-old.Calls)
-	m.overloaded.Inc(ctx, s.Overloaded-old.Overloaded)
-	m.throttled.Inc(ctx, s.Throttled-old.Throttled)
-	m.throttledMs.Inc(ctx, s.ThrottledTime.Milliseconds()-old.ThrottledTime.Milliseconds())
-	m.budgetWaits.Inc(ctx, s.BudgetWaits-old.BudgetWaits)
-	m.sharedErrors.Inc(ctx, s.SharedErrors-old.SharedErrors)
+	for i, counter := range []beam.Counter{m.calls, m.overloaded, m.throttled, m.throttledMs, m.budgetWaits, m.sharedErrors} {
+		counter.Inc(ctx, d[i])
+	}
 	limit := s.Limit
 	if limit == 0 {
 		limit = f.Parallelism

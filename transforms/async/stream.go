@@ -51,12 +51,15 @@ func newStreamFn(c core) *streamFn {
 // ProcessElement may wait for room up to WithMaxWait.
 func (f *streamFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) {
 	f.views = views{wait: f.MaxWait, began: f.clock.Now()}
+	f.tickets.begin()
 }
 
 // FinishBundle tells the pool's pace (timers.Pace) which of the bundle's
 // keys had a timer that fell due while the bundle held them: the runner
 // could not fire it, and the planner must set later timers further out.
+// The counts the bundle published become final (publish.go).
 func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) error {
+	f.tickets.finish()
 	if len(f.views.byOwner) == 0 {
 		return nil
 	}

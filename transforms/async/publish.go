@@ -1,0 +1,217 @@
+package async
+
+// Publishing what happens off the bundle's goroutines (events counted on
+// the pool's goroutines, the guard's, the cache's and the batches' counts,
+// listener panics) as Beam metrics of the bundles that commit them. Each
+// source is a per-process object with a ledger (transforms/internal/ledger):
+// a bundle takes the counts no other bundle holds, and they become final
+// when its FinishBundle returns without error; a bundle that fails, or
+// whose DoFn instance is dropped unfinished, gives them back to a later
+// bundle. A count is lost only when the runner fails a bundle after its
+// FinishBundle returned (another fused step failing later).
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
+)
+
+// bundleTickets is a DoFn instance's open bundle, as the ledgers know it:
+// its ticket and the ledgers it took counts from.
+type bundleTickets struct {
+	mu      sync.Mutex // a cleanup releases from another goroutine
+	open    ledger.Ticket
+	touched []*ledger.Ledger
+}
+
+// newBundleTickets returns owner's tickets, released when owner (a DoFn
+// instance, which Beam Go drops after a failed bundle) is collected with a
+// bundle open.
+func newBundleTickets[T any](owner *T) *bundleTickets {
+	b := &bundleTickets{}
+	runtime.AddCleanup(owner, (*bundleTickets).release, b)
+	return b
+}
+
+// begin opens a bundle, releasing one left open (an instance reused after
+// a failed bundle, which Beam Go does not do).
+func (b *bundleTickets) begin() {
+	if b == nil {
+		return
+	}
+	b.release()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.open = ledger.NewTicket()
+}
+
+// take takes for the open bundle what l holds of total that no bundle has
+// (every count now, at once final, outside a bundle).
+func (b *bundleTickets) take(l *ledger.Ledger, total []int64) ([]int64, bool) {
+	if b == nil {
+		return l.Take(0, total)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.open == 0 {
+		return l.Take(0, total)
+	}
+	delta, any := l.Take(b.open, total)
+	if any && !containsLedger(b.touched, l) {
+		b.touched = append(b.touched, l)
+	}
+	return delta, any
+}
+
+// finish makes the open bundle's counts final: its FinishBundle returned
+// without error.
+func (b *bundleTickets) finish() { b.end((*ledger.Ledger).Confirm) }
+
+// release gives the open bundle's counts back: it failed.
+func (b *bundleTickets) release() { b.end((*ledger.Ledger).Release) }
+
+func (b *bundleTickets) end(how func(*ledger.Ledger, ledger.Ticket)) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, l := range b.touched {
+		how(l, b.open)
+	}
+	b.open, b.touched = 0, nil
+}
+
+func containsLedger(ls []*ledger.Ledger, l *ledger.Ledger) bool {
+	for _, x := range ls {
+		if x == l {
+			return true
+		}
+	}
+	return false
+}
+
+// eventCounts counts a transform's events that happen on the pool's
+// goroutines, where Beam metrics cannot be updated (an attempt begins,
+// succeeds, is retried, reports progress), in one worker process, with or
+// without a listener; and the work a failed bundle dropped, whose own
+// counter updates the runner discards. The retries decided by callbacks on
+// unbounded input are counted here too, so that one count means one thing
+// on both paths.
+type eventCounts struct {
+	mu     sync.Mutex
+	total  eventTally
+	ledger *ledger.Ledger
+}
+
+// eventTally is one count per event type that eventCounts counts.
+type eventTally struct{ started, succeeded, retried, rescheduled, progress, abandoned int64 }
+
+func (t eventTally) vector() []int64 {
+	return []int64{t.started, t.succeeded, t.retried, t.rescheduled, t.progress, t.abandoned}
+}
+
+// countEvent counts one event of type typ, if eventCounts counts its type
+// (see event, which calls it for every event).
+func (f *core) countEvent(typ EventType) {
+	switch typ {
+	case EventStarted, EventSucceeded, EventRetrying, EventRescheduled, EventProgress:
+	default:
+		return // counted where it is sent, with its bundle
+	}
+	c := f.eventCounts()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch typ {
+	case EventStarted:
+		c.total.started++
+	case EventSucceeded:
+		c.total.succeeded++
+	case EventRetrying:
+		c.total.retried++
+	case EventRescheduled:
+		c.total.rescheduled++
+	case EventProgress:
+		c.total.progress++
+	}
+}
+
+// countAbandoned counts a task that a failing bundle dropped (cancelled),
+// for a later bundle to publish.
+func (f *core) countAbandoned() {
+	c := f.eventCounts()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total.abandoned++
+}
+
+// eventCounts returns this transform's event counts in this process: the
+// instance's, looked up once in Setup (countEvent runs for every event),
+// or from the registry.
+func (f *core) eventCounts() *eventCounts {
+	if f.counts != nil {
+		return f.counts
+	}
+	v, _ := f.reg().SharedValue(f.ID+"/counts", func() (any, error) {
+		return &eventCounts{ledger: ledger.New(len(eventTally{}.vector()))}, nil
+	})
+	return v.(*eventCounts)
+}
+
+// publishEvents publishes the events counted off the bundle's goroutines.
+func (f *core) publishEvents(ctx context.Context) {
+	c := f.eventCounts()
+	c.mu.Lock()
+	total := c.total.vector()
+	c.mu.Unlock()
+	d, any := f.tickets.take(c.ledger, total)
+	if !any {
+		return
+	}
+	m := f.metrics
+	for i, counter := range []interface {
+		Inc(context.Context, int64)
+	}{m.started, m.succeeded, m.retried, m.rescheduled, m.progressReports, m.cancelled} {
+		counter.Inc(ctx, d[i])
+	}
+}
+
+// publish adds what happened off the bundle's goroutines since the last
+// callback to the Beam metrics, with a bundle's context.
+func (f *core) publish(ctx context.Context, pool *state.Pool) {
+	f.publishSharedSometimes(ctx, pool)
+	if f.Listener == nil {
+		return
+	}
+	if h := f.events(); h != nil {
+		if d, any := f.tickets.take(h.published, []int64{h.panics.Load()}); any {
+			f.metrics.listenerPanics.Inc(ctx, d[0])
+		}
+	}
+}
+
+// publishSharedSometimes publishes the counts kept by the transform's
+// per-process objects (the event counts, the guard, the result cache, the
+// batch counts) at most ten times a second per instance, since publish
+// runs for every element and each looks its object up; and whenever no
+// call is unfinished, so that the last counts of a pipeline are published
+// by its last callback (each does nothing when no count changed).
+func (f *core) publishSharedSometimes(ctx context.Context, pool *state.Pool) {
+	now := f.clock.Now()
+	if now.Sub(f.lastGuardPublish) < 100*time.Millisecond && pool.Unfinished() > 0 {
+		return
+	}
+	f.lastGuardPublish = now
+	f.publishEvents(ctx)
+	f.publishGuard(ctx, pool)
+	if f.Cache != nil {
+		f.publishCache(ctx)
+	}
+	if f.Batch != nil {
+		f.publishBatches(ctx)
+	}
+}

@@ -1,0 +1,57 @@
+package async
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
+)
+
+// TestBundleTicketsRepublishWhatAFailedBundleTook: counts taken by a
+// bundle that fails (released) or whose instance is dropped unfinished
+// (collected) are taken again by a later bundle; a finished bundle's are
+// never taken again.
+func TestBundleTicketsRepublishWhatAFailedBundleTook(t *testing.T) {
+	l := ledger.New(1)
+	total := []int64{5}
+	a, b := &bundleTickets{}, &bundleTickets{}
+	a.begin()
+	b.begin()
+	if d, _ := a.take(l, total); d[0] != 5 {
+		t.Fatalf("first bundle took %d; want 5", d[0])
+	}
+	if d, _ := b.take(l, total); d[0] != 0 {
+		t.Fatalf("second bundle took %d while the first holds them; want 0", d[0])
+	}
+	a.release() // the first bundle failed
+	if d, _ := b.take(l, total); d[0] != 5 {
+		t.Fatalf("second bundle took %d after the first failed; want 5", d[0])
+	}
+	b.finish()
+	a.begin()
+	if d, _ := a.take(l, total); d[0] != 0 {
+		t.Errorf("a bundle after the second finished took %d; want 0", d[0])
+	}
+
+	// An instance dropped with its bundle open: its cleanup releases.
+	func() {
+		owner := &core{}
+		owner.tickets = newBundleTickets(owner)
+		owner.tickets.begin()
+		if d, _ := owner.tickets.take(l, []int64{8}); d[0] != 3 {
+			t.Fatalf("dropped instance took %d; want 3", d[0])
+		}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		if d, _ := l.Take(0, []int64{8}); d[0] == 3 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the counts of a collected instance's open bundle were never released")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
