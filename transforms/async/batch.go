@@ -56,7 +56,8 @@ func BatchParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...
 // The []error, if not nil, has one entry per element: a non-nil entry fails
 // that element's attempt (its outputs are dropped) and the others succeed.
 // The last error fails the whole request: the attempt of every element in
-// it.
+// it. An output pair that cannot be encoded fails its element for good
+// (Permanent), not the request.
 //
 // Everything else is as under TryParDo, per element: each element is
 // committed exactly once with its own timestamp and window; a failed

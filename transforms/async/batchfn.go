@@ -179,6 +179,7 @@ type batchOutputs struct {
 	outs     [][]any
 	pairs    *pairEncoder // nil: the outputs are values of one type
 	stray    error
+	unfit    map[int]error // elements with an output pair that cannot be encoded
 	returned bool
 }
 
@@ -203,8 +204,13 @@ func (b *batchOutputs) emit(a []reflect.Value) []reflect.Value {
 	}
 	p, err := b.pairs.pair(a[1].Interface(), a[2].Interface())
 	if err != nil {
-		if b.stray == nil {
-			b.stray = err
+		// That element's fault, not the request's: it fails alone, for
+		// good (a retry would emit the same pair).
+		if b.unfit == nil {
+			b.unfit = map[int]error{}
+		}
+		if b.unfit[i] == nil {
+			b.unfit[i] = Permanent(err)
 		}
 		return nil
 	}
@@ -232,6 +238,11 @@ func (b *batchOutputs) answer(errs []error, err error) ([][]any, []error, error)
 	}
 	if errs == nil {
 		errs = make([]error, n)
+	}
+	for i, e := range b.unfit {
+		if errs[i] == nil {
+			errs[i] = e
+		}
 	}
 	for i, e := range errs {
 		if e != nil {
