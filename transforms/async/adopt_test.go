@@ -31,7 +31,7 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
 
-// README step1
+// Order is an input record, Priced an output.
 type Order struct {
 	ID  int64
 	SKU string
@@ -43,6 +43,7 @@ type Priced struct {
 	Cents int64
 }
 
+// README step1
 // priceFn is the DoFn you already have: one blocking call per element.
 type priceFn struct {
 	URL    string
@@ -105,7 +106,6 @@ func init() { register.Function1x1(logFailure) }
 
 // END step2
 
-// README step3
 // priceBatch prices many orders in one request.
 type priceBatch struct {
 	URL    string
@@ -114,6 +114,7 @@ type priceBatch struct {
 
 func (f *priceBatch) Setup() { f.client = &http.Client{Timeout: 10 * time.Second} }
 
+// README step3
 func (f *priceBatch) ProcessBatch(ctx context.Context, skus []string, orders []Order, emit func(int, Priced)) error {
 	var cents []int64
 	if err := getJSON(ctx, f.client, f.URL+"/prices?skus="+url.QueryEscape(strings.Join(skus, ",")), &cents); err != nil {
@@ -129,7 +130,6 @@ func init() { beam.RegisterType(reflect.TypeOf((*priceBatch)(nil)).Elem()) }
 
 // END step3
 
-// README step4
 // priceLookup is called once per SKU, joinPrice once per order.
 type priceLookup struct {
 	URL    string
@@ -138,6 +138,7 @@ type priceLookup struct {
 
 func (l *priceLookup) Setup() { l.client = &http.Client{Timeout: 10 * time.Second} }
 
+// README step4
 func (l *priceLookup) Lookup(ctx context.Context, sku string) (int64, error) {
 	var cents int64
 	err := getJSON(ctx, l.client, l.URL+"/price?sku="+url.QueryEscape(sku), &cents)
