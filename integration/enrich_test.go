@@ -52,6 +52,8 @@ func TestEnrichOnEmbeddedPrism(t *testing.T) {
 			`records: in=2000 out=1996 failed=4 wall=.* failures: bad_input=4`},
 		{"batches to the batch endpoint, some failing whole", []string{"--batch_size=50", "--concurrency=4", "--error_rate=0.2", "--latency=5ms"},
 			`records: in=3000 out=\d+ failed=\d+ wall=.* requests=\d+ per_request=`},
+		{"customer profiles looked up in batches, cached (async.BatchEnrich)", []string{"--cache=100000,10m", "--batch_size=20", "--latency=5ms"},
+			`records: in=3000 out=3000 failed=0 wall=.* hit_rate=0\.9\d* requests=\d+ per_request=`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -69,11 +69,38 @@ func mergeRecord(r record, fields map[string]any) (string, error) {
 	return string(out), err
 }
 
+// profileBatchLookup is async.BatchEnrich's lookup (--batch_size): the
+// profile fields of many customers in one call, as JSON, one per customer.
+type profileBatchLookup struct{ serviceClient }
+
+func (f *profileBatchLookup) LookupBatch(ctx context.Context, customers []string) ([]string, error) {
+	body, err := json.Marshal(customers)
+	if err != nil {
+		return nil, async.Permanent(err)
+	}
+	answer, err := postJSON(ctx, f.client, f.ServiceURL, "profile service", body, 0, 64<<20)
+	if err != nil {
+		return nil, err
+	}
+	var profiles []json.RawMessage
+	if err := json.Unmarshal(answer, &profiles); err != nil {
+		return nil, fmt.Errorf("profile service answered a batch with invalid JSON: %w", err)
+	}
+	out := make([]string, len(profiles))
+	for i, p := range profiles {
+		out[i] = string(p)
+	}
+	return out, nil // a list of another length fails the request
+}
+
 // lookupPipeline is the lookup form's middle: it returns the enriched
 // records and the failure records.
-func lookupPipeline(s beam.Scope, keyed beam.PCollection, url string, cached bool, opts []async.Option) (enriched, failures beam.PCollection, err error) {
+func lookupPipeline(s beam.Scope, keyed beam.PCollection, url string, cached, batched bool, opts []async.Option) (enriched, failures beam.PCollection, err error) {
 	if !cached {
 		opts = append(opts, async.WithoutCache())
+	}
+	if batched {
+		return async.TryBatchEnrichWithFailures(s, &profileBatchLookup{clientOf(url)}, keyed, mergeProfile, opts...)
 	}
 	return async.TryEnrichWithFailures(s, &profileLookup{clientOf(url)}, keyed, mergeProfile, opts...)
 }

@@ -77,7 +77,7 @@ var (
 	frequency   = flag.Duration("callback_frequency", time.Second, "commit timer period for unbounded input")
 	httpTimeout = flag.Duration("http_timeout", 10*time.Second, "timeout of one HTTP call")
 	verbose     = flag.Bool("verbose", false, "show the runner's own log lines")
-	batchSize   = flag.Int("batch_size", 0, "send records to the service's batch endpoint, up to this many per call (async.BatchParDo; 0: one record per call)")
+	batchSize   = flag.Int("batch_size", 0, "send records to the service's batch endpoint, up to this many per call (async.BatchParDo; 0: one record per call); with --lookup_by_customer or --cache, look up that many customers per call (async.BatchEnrich)")
 	batchWait   = flag.Duration("batch_wait", 0, "with --batch_size: how long a batch that is not full waits for more records")
 	itemCost    = flag.Duration("batch_item_cost", 200*time.Microsecond, "latency the loopback service adds per record of a batch call, on top of --latency")
 	byCustomer  = flag.Bool("lookup_by_customer", false, "look up each record's customer (the --key_field value) profile and join it to the records by customer, instead of enriching each record by its own call, with async.Enrich (without --cache: async.WithoutCache, a lookup per record, the uncached baseline); the loopback service's /enrich/profile answers, a --service_url must take {\"customer_id\": X} and answer a JSON object")
@@ -98,6 +98,7 @@ func init() {
 	register.Function1x2(failureJSON)
 	beam.RegisterType(reflect.TypeOf((*enrichBatchFn)(nil)).Elem())
 	beam.RegisterType(reflect.TypeOf((*profileLookup)(nil)).Elem())
+	beam.RegisterType(reflect.TypeOf((*profileBatchLookup)(nil)).Elem())
 	register.Function2x2[record, string, string, error](mergeProfile)
 }
 
@@ -139,10 +140,12 @@ func run(ctx context.Context) error {
 		defer svc.stop(context.Background())
 		url = svc.url
 		switch {
-		case *batchSize > 0:
-			url += "/batch"
+		case lookupForm() && *batchSize > 0:
+			url += "/profile/batch"
 		case lookupForm():
 			url += "/profile"
+		case *batchSize > 0:
+			url += "/batch"
 		}
 	}
 	fmt.Printf("enrich: %d records from %s, key %q, service %s, runner %s\n", len(inIDs), inPath, *keyField, url, runner.Name())
@@ -195,7 +198,7 @@ func pipeline(inPath, url string, out files) (*beam.Pipeline, error) {
 	}
 	var enriched, failures beam.PCollection
 	if lookupForm() {
-		enriched, failures, err = lookupPipeline(s, keyed, url, *cacheFlag != "", opts)
+		enriched, failures, err = lookupPipeline(s, keyed, url, *cacheFlag != "", *batchSize > 0, opts)
 	} else if *batchSize > 0 {
 		enriched, failures, err = async.TryBatchParDoWithFailures(s, &enrichBatchFn{clientOf(url)}, keyed, opts...)
 	} else {
@@ -242,9 +245,6 @@ func asyncOptions() ([]async.Option, error) {
 		opts = append(opts, c)
 	} else if *sharedCache {
 		return nil, fmt.Errorf("--shared_cache needs --cache SIZE,TTL")
-	}
-	if *batchSize > 0 && lookupForm() {
-		return nil, fmt.Errorf("--batch_size does not go with --lookup_by_customer or --cache (yet): the profile lookup is one call per record")
 	}
 	if *batchSize > 0 {
 		opts = append(opts, async.WithBatchSize(*batchSize), async.WithBatchWait(*batchWait))

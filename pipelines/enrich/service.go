@@ -20,7 +20,10 @@ import (
 // (the error rate) answers 500 instead. POST /enrich/batch takes a JSON
 // list of records and answers a list, one entry per record (its fields, or
 // {"error": ...} for one that is not a JSON object), after the latency plus
-// the per-item cost for each record: one call, many records.
+// the per-item cost for each record: one call, many records. POST
+// /enrich/profile takes {"customer_id": X} and answers X's profile; POST
+// /enrich/profile/batch takes a JSON list of customer IDs and answers a
+// list of profiles, one per ID.
 //
 // With a capacity (serviceLimits) it serves at most that many calls at once
 // at its latency, queues as many more (their latency grows by the wait), and
@@ -110,6 +113,7 @@ func startService(latency, itemCost time.Duration, errorRate float64, limits ser
 	mux.HandleFunc("POST /enrich", s.enrich)
 	mux.HandleFunc("POST /enrich/batch", s.enrichBatch)
 	mux.HandleFunc("POST /enrich/profile", s.profile)
+	mux.HandleFunc("POST /enrich/profile/batch", s.profileBatch)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	s.wg.Add(1)
 	go func() {
@@ -176,6 +180,27 @@ func (s *service) profile(w http.ResponseWriter, r *http.Request) {
 	if s.serve(w, r, s.latency) {
 		json.NewEncoder(w).Encode(customerProfile(req.Customer))
 	}
+}
+
+// profileBatch answers the profiles of a list of customers, in its order
+// (--lookup_by_customer with --batch_size).
+func (s *service) profileBatch(w http.ResponseWriter, r *http.Request) {
+	done := s.arrive(r)
+	defer done()
+	var customers []string
+	if err := json.NewDecoder(r.Body).Decode(&customers); err != nil {
+		http.Error(w, "want a JSON list of customer IDs: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.items.Add(int64(len(customers)))
+	if !s.serve(w, r, s.latency+time.Duration(len(customers))*s.itemCost) {
+		return
+	}
+	out := make([]map[string]any, len(customers))
+	for i, c := range customers {
+		out[i] = customerProfile(c)
+	}
+	json.NewEncoder(w).Encode(out)
 }
 
 // customerProfile is the part of enrich that depends on the customer only.
