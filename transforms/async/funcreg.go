@@ -15,32 +15,78 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 )
 
-// resolverMu serialises isRegistered's swaps of runtime.Resolver.
-var resolverMu sync.Mutex
+// isRegistered checks a function through Beam's global runtime.Resolver,
+// which Beam reads without any lock of ours (runtime.ResolveFunction, on
+// workers and on prism's in-process workers), so a check must not swap it.
+// Instead init installs, once, checkingResolver over the resolver there was:
+// it passes every symbol through, except the names being checked, which it
+// denies. Contract for anyone else replacing runtime.Resolver: do it before
+// building or running pipelines, as Beam's own unguarded global demands;
+// the first check after a replacement wraps the new resolver (one more
+// write). The vet runner swaps it for a resolver that finds nothing and
+// puts back the one it saved, which is ours.
 
-// noSymbols is a symbol resolver that finds nothing: with it,
-// runtime.ResolveFunction finds only the functions registered in its cache.
-type noSymbols struct{}
+// checkMu guards checking and the wrapping of runtime.Resolver. Sym2Addr
+// takes it under Beam's resolver lock; isRegistered never holds it while
+// calling into Beam, so the two locks are never taken the other way round.
+var checkMu sync.Mutex
 
-func (noSymbols) Sym2Addr(name string) (uintptr, error) {
-	return 0, fmt.Errorf("%s is not registered", name)
+// checking counts, for each symbol name, the checks of it in progress.
+var checking = map[string]int{}
+
+// checkingResolver forwards Sym2Addr to next except for the names under
+// check. Which names those are is package state, not the resolver's, so any
+// checkingResolver, even one a vet run puts back, denies them.
+type checkingResolver struct{ next runtime.SymbolResolver }
+
+func (r *checkingResolver) Sym2Addr(name string) (uintptr, error) {
+	checkMu.Lock()
+	denied := checking[name] > 0
+	checkMu.Unlock()
+	if denied {
+		return 0, fmt.Errorf("%s not found: its registration is being checked; register it with the beam/register package", name)
+	}
+	return r.next.Sym2Addr(name)
+}
+
+func init() { wrapResolver() }
+
+// wrapResolver installs a checkingResolver over runtime.Resolver unless it
+// is one already. It runs in init, before any worker can read the
+// resolver, and again only if someone has replaced it. The caller holds
+// checkMu, or is init.
+func wrapResolver() {
+	if _, ok := runtime.Resolver.(*checkingResolver); !ok {
+		runtime.Resolver = &checkingResolver{next: runtime.Resolver}
+	}
 }
 
 // isRegistered reports whether fn, a top-level function, is registered with
 // Beam (register.FunctionNxM or beam.RegisterFunction), as Beam's vet runner
 // decides it: runtime.ResolveFunction without the symbol table. A worker
 // resolves an unregistered function from its binary's symbol table, which a
-// stripped binary (-ldflags=-s) lacks, and then fails at run time only; in
-// the launching process, a function some pipeline of that process already
-// resolved counts as registered. It swaps runtime.Resolver for the call,
-// under resolverMu, as the vet runner does.
+// stripped binary (-ldflags=-s) lacks, and then fails at run time only.
+// In the launching process, a function that a pipeline run there already
+// resolved from the symbol table (Beam caches what it resolves) counts as
+// registered; a check itself never resolves one, since the resolver denies
+// the name under check. For the same reason, a worker of this process that
+// resolves that very name from the symbol table during the check fails as
+// on a stripped binary: only an unregistered, not yet resolved function,
+// the kind the check rejects, can meet this. Checks may run concurrently.
 func isRegistered(fn any) bool {
-	resolverMu.Lock()
-	defer resolverMu.Unlock()
-	saved := runtime.Resolver
-	runtime.Resolver = noSymbols{}
-	defer func() { runtime.Resolver = saved }()
-	_, err := runtime.ResolveFunction(reflectx.FunctionName(fn), reflect.TypeOf(fn))
+	name := reflectx.FunctionName(fn)
+	checkMu.Lock()
+	wrapResolver()
+	checking[name]++
+	checkMu.Unlock()
+	defer func() {
+		checkMu.Lock()
+		if checking[name]--; checking[name] == 0 {
+			delete(checking, name)
+		}
+		checkMu.Unlock()
+	}()
+	_, err := runtime.ResolveFunction(name, reflect.TypeOf(fn))
 	return err == nil
 }
 

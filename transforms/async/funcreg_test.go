@@ -5,9 +5,12 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 )
 
@@ -169,3 +172,75 @@ func fnErr(fn any) error {
 func (l *lineItem) text(int) string { return l.SKU }
 
 func unregisteredRetry(error) bool { return true }
+
+// symbolOnlyFn is never registered and never checked: the test below
+// resolves it from the symbol table, as a worker resolves an unregistered
+// function.
+func symbolOnlyFn(v int) string { return "" }
+
+// TestRegisteredWhileResolving checks functions while other goroutines
+// resolve functions as Beam's workers do, reading runtime.Resolver without
+// our lock: the checks must not race with them (go test -race) nor hide
+// the symbol table from them.
+func TestRegisteredWhileResolving(t *testing.T) {
+	symbol := reflectx.FunctionName(symbolOnlyFn)
+	_, err := runtime.Resolver.Sym2Addr(symbol)
+	haveSymbols := err == nil // false unless go test is given -ldflags=-s=false
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// A cache miss: ResolveFunction reads runtime.Resolver.
+			if _, err := runtime.ResolveFunction(symbol, reflect.TypeOf(symbolOnlyFn)); haveSymbols && err != nil {
+				t.Errorf("ResolveFunction(%s) during checks: %v", symbol, err)
+			}
+			for range 200 {
+				if _, err := runtime.ResolveFunction(reflectx.FunctionName(registeredKey), reflect.TypeOf(registeredKey)); err != nil {
+					t.Errorf("ResolveFunction(registeredKey) during checks: %v", err)
+					return
+				}
+				if _, err := runtime.Resolver.Sym2Addr(symbol); haveSymbols && err != nil {
+					t.Errorf("Resolver.Sym2Addr(%s) during checks: %v", symbol, err)
+					return
+				}
+			}
+		}()
+	}
+	for range 200 {
+		if !isRegistered(registeredKey) {
+			t.Fatal("isRegistered(registeredKey) = false")
+		}
+		if isRegistered(unregisteredKey) {
+			t.Fatal("isRegistered(unregisteredKey) = true")
+		}
+	}
+	wg.Wait()
+}
+
+// replacedFn is never registered; the test below checks it under a
+// resolver that finds every symbol, when the test binary has a symbol
+// table (go test strips it unless given -ldflags=-s=false).
+func replacedFn(v int) string { return "" }
+
+// TestRegisteredResolverReplaced replaces runtime.Resolver after init, as a
+// user or the vet runner may: a check must wrap the new resolver rather
+// than resolve the function from the symbol table, which would also cache
+// it and make it look registered from then on.
+func TestRegisteredResolverReplaced(t *testing.T) {
+	saved := runtime.Resolver
+	ours, ok := saved.(*checkingResolver)
+	if !ok {
+		t.Fatalf("runtime.Resolver is a %T; want the *checkingResolver that init installs", saved)
+	}
+	t.Cleanup(func() { runtime.Resolver = saved })
+	runtime.Resolver = ours.next // finds every symbol in the binary, if it has a symbol table
+	for i := range 2 {
+		if isRegistered(replacedFn) {
+			t.Fatalf("check %d: isRegistered(replacedFn) = true after runtime.Resolver was replaced", i+1)
+		}
+	}
+	if r, ok := runtime.Resolver.(*checkingResolver); !ok || r.next != ours.next {
+		t.Errorf("after a check, runtime.Resolver is %#v; want a *checkingResolver over the replacement", runtime.Resolver)
+	}
+}
