@@ -1,13 +1,10 @@
 package cache
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,31 +13,11 @@ import (
 	"github.com/asyncbeam/asyncbeam/integration/redistest"
 )
 
-// logTo sends s's log lines to a buffer the test reads.
-func logTo(s *Shared) *lockedBuffer {
-	b := &lockedBuffer{}
-	s.report.Logger = slog.New(slog.NewTextHandler(b, nil))
-	return b
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s := strings.TrimSpace(b.b.String()); s != "" {
-		return strings.Split(s, "\n")
-	}
-	return nil
+// logTo sends s's log lines to Logs the test reads.
+func logTo(s *Shared) *redistest.Logs {
+	logs, logger := redistest.NewLogs()
+	s.report.Logger = logger
+	return logs
 }
 
 func TestSharedWithRedisPassword(t *testing.T) {
@@ -76,7 +53,7 @@ func TestSharedWithRedisPassword(t *testing.T) {
 			if st := s.Stats(); st != (SharedStats{Hits: 1}) {
 				t.Errorf("stats = %+v; want 1 hit, no errors", st)
 			}
-			if l := logs.lines(); len(l) != 0 {
+			if l := logs.Lines(); len(l) != 0 {
 				t.Errorf("log lines %q; want none", l)
 			}
 		})
@@ -132,7 +109,7 @@ func TestSharedRefusedPasswordIsAMissLoggedOnce(t *testing.T) {
 			if st := s.Stats(); st.Errors < 2 || st.Hits != 0 {
 				t.Errorf("stats = %+v; want no hits and an error each time the cache went to Redis (at least 2)", st)
 			}
-			lines := logs.lines()
+			lines := logs.Lines()
 			if len(lines) != 1 {
 				t.Fatalf("log lines:\n%s\nwant exactly one", strings.Join(lines, "\n"))
 			}

@@ -1,13 +1,10 @@
 package guard
 
 import (
-	"bytes"
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,31 +13,11 @@ import (
 	"github.com/asyncbeam/asyncbeam/integration/redistest"
 )
 
-// logTo sends r's log lines to a buffer the test reads.
-func logTo(r *SharedRate) *lockedBuffer {
-	b := &lockedBuffer{}
-	r.report.Logger = slog.New(slog.NewTextHandler(b, nil))
-	return b
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *lockedBuffer) lines() []string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if s := strings.TrimSpace(b.b.String()); s != "" {
-		return strings.Split(s, "\n")
-	}
-	return nil
+// logTo sends r's log lines to Logs the test reads.
+func logTo(r *SharedRate) *redistest.Logs {
+	logs, logger := redistest.NewLogs()
+	r.report.Logger = logger
+	return logs
 }
 
 func TestSharedRateWithRedisPassword(t *testing.T) {
@@ -80,7 +57,7 @@ func TestSharedRateWithRedisPassword(t *testing.T) {
 			if got := r.Workers(); got != 1 {
 				t.Errorf("Workers() = %d; want 1, as Redis counted the users", got)
 			}
-			if l := logs.lines(); len(l) != 0 {
+			if l := logs.Lines(); len(l) != 0 {
 				t.Errorf("log lines %q; want none", l)
 			}
 		})
@@ -125,7 +102,7 @@ func TestSharedRateRefusedPasswordFallsBackLoggedOnce(t *testing.T) {
 			if r.Errors() < 2 {
 				t.Errorf("Errors() = %d; want a failure each time it went to Redis (at least 2)", r.Errors())
 			}
-			lines := logs.lines()
+			lines := logs.Lines()
 			if len(lines) != 1 {
 				t.Fatalf("log lines:\n%s\nwant exactly one", strings.Join(lines, "\n"))
 			}
