@@ -228,12 +228,8 @@ func postJSON(ctx context.Context, client *http.Client, url, what string, body [
 		return nil, err
 	}
 	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, limit))
-	if err != nil {
-		return nil, err
-	}
 	if err := async.CheckResponse(resp); err != nil {
-		return nil, fmt.Errorf("%s: %w (%s)", what, err, bytes.TrimSpace(answer))
+		return nil, fmt.Errorf("%s: %w", what, err) // with the start of the service's answer
 	}
-	return answer, nil
+	return io.ReadAll(io.LimitReader(resp.Body, limit))
 }
