@@ -304,6 +304,18 @@ func (c *cachedTask) lookup(ctx context.Context) (l state.Lookup) {
 		return state.Lookup{Wait: call.OnDone}
 	}
 	c.lead = call
+	// A call of k may have ended since the look above: its leader adds the
+	// value to the local cache before it ends the call, so a look now finds
+	// it. Without this second look the element would call again for a
+	// value the cache holds: the same lookup sent twice.
+	if v, ok := rc.local.Get(k); ok {
+		if outs, err := f.decodeOutputs(v); err == nil {
+			c.lead = nil
+			rc.flight.Finish(k, call, v, nil) // copies that joined it meanwhile take the value too
+			rc.hits.Add(1)
+			return state.Lookup{Hit: true, Outputs: outs}
+		}
+	}
 	if rc.shared != nil {
 		if v, ttl, ok := rc.shared.Get(ctx, k); ok {
 			if outs, err := f.decodeOutputs(v); err == nil {

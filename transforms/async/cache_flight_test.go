@@ -1,0 +1,89 @@
+package async
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// hookClock is a fixed clock whose next Now runs a hook first.
+type hookClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	hook func()
+}
+
+func (c *hookClock) Now() time.Time {
+	c.mu.Lock()
+	h := c.hook
+	c.hook = nil
+	c.mu.Unlock()
+	if h != nil {
+		h()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *hookClock) set(now time.Time, hook func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now, c.hook = now, hook
+}
+
+// TestCachedCopyDoesNotLeadWhenTheCallEndsAsItLooksUp: the leader of a
+// lookup's call ends it with a value while a copy of the lookup looks up,
+// after the copy found no live entry in the local cache and before it joins
+// the single flight. The copy takes that value; it does not lead a second
+// call (which would send the lookup again).
+func TestCachedCopyDoesNotLeadWhenTheCallEndsAsItLooksUp(t *testing.T) {
+	f := batchCore(t)
+	t0 := time.Unix(1000, 0)
+	clk := &hookClock{now: t0}
+	f.clock = clk
+	f.Cache = &cacheSpec{Size: 8, TTL: time.Minute}
+	ctx := context.Background()
+	el, err := f.prepare("k", 7, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := f.resultCache()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// An expired entry: a look into the local cache reads the clock (the
+	// hook) after it found the entry and before it reports the miss.
+	old, err := f.encodeOutputs([]any{"old"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc.local.Add(f.cacheKey(el, rc.shape), old, 0)
+	clk.set(t0.Add(2*time.Minute), nil)
+
+	lead := f.cached(el, state.Job{Item: &batchItem{f: f, el: el}})
+	if l := lead.Lookup(ctx); l.Abandon == nil {
+		t.Fatalf("the first copy does not lead: %+v", l)
+	}
+	copyJob := f.cached(el, state.Job{Item: &batchItem{f: f, el: el}})
+	clk.set(t0.Add(2*time.Minute), func() {
+		outs, err := lead.Item.(*batchItem).after(ctx, 1, func() ([]any, error) { return []any{"v"}, nil }, nil)
+		if err != nil || len(outs) != 1 {
+			t.Errorf("the lead's answer: %v, %v", outs, err)
+		}
+	})
+	l := copyJob.Lookup(ctx)
+	if l.Abandon != nil {
+		l.Abandon()
+		t.Fatalf("the copy leads a second call of the lookup, whose call ended with a value as it looked up")
+	}
+	if !l.Hit || len(l.Outputs) != 1 || l.Outputs[0] != "v" {
+		t.Errorf("the copy's lookup: %+v; want a hit with the lead's outputs [v]", l)
+	}
+	if n := rc.misses.Load(); n != 1 {
+		t.Errorf("%d calls made; want 1", n)
+	}
+}
