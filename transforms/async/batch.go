@@ -50,7 +50,8 @@ func BatchParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...
 //	ProcessBatch([ctx context.Context,] keys []K, values []V, emit func(i int, out O)) [error | ([]error, error)]
 //
 // (with optional Setup, Teardown and Revert, not StartBundle or
-// FinishBundle), or a registered top-level function of that form. One call
+// FinishBundle), or a registered top-level function of that form that does
+// not return []error (Beam cannot ship such a function: use a struct). One call
 // gets up to WithBatchSize elements, from any keys (WithBatchPerKey: from
 // one key), as parallel lists. emit(i, out) adds an output of element i.
 // The []error, if not nil, has one entry per element: a non-nil entry fails
@@ -105,7 +106,8 @@ type batchSettings struct {
 	given  []string // batch options given, for the error under ParDo
 }
 
-// WithBatchSize sets the most elements in one call of a BatchParDo's fn.
+// WithBatchSize sets the most elements in one call of a BatchParDo's fn
+// (BatchEnrich: keys in one call of its lookup).
 // Must be > 0. Default: DefaultBatchSize (50).
 func WithBatchSize(n int) Option {
 	return func(s *settings) {
@@ -118,8 +120,8 @@ func WithBatchSize(n int) Option {
 	}
 }
 
-// WithBatchWait sets how long a batch that is not full waits for more
-// elements after its first, before it asks for a call slot. Whatever the
+// WithBatchWait sets how long a batch (of BatchParDo or BatchEnrich) that
+// is not full waits for more elements after its first, before it asks for a call slot. Whatever the
 // wait, a batch goes on gathering until it has a slot: at capacity batches
 // fill without any wait. Default: 0 (no added latency); set it when the
 // service is cheaper per element in full batches than it is slow.
@@ -161,7 +163,7 @@ func (s *settings) resolveBatch() {
 		b.size = DefaultBatchSize
 	}
 	if len(s.fallbacks) > 0 {
-		s.errs = append(s.errs, errors.New("WithFallbacks does not apply to async.BatchParDo: the elements of one request are at different attempts; read the attempt per element from your own state, or use async.ParDo"))
+		s.errs = append(s.errs, errors.New("WithFallbacks does not apply to async.BatchParDo or async.BatchEnrich: the elements of one request are at different attempts; read the attempt per element from your own state, or use async.ParDo or async.Enrich"))
 	}
 	if s.buffer == 0 {
 		s.buffer = max(2*s.parallelism*b.size, 10)
@@ -237,7 +239,9 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 	for i, it := range items {
 		b := it.Item.(*batchItem)
 		members[i], keys[i], values[i] = b, b.el.key, b.el.value
-		b.f.attemptBegins(b.el, it.Attempt)
+	}
+	for i, it := range items { // after members is whole: a panic here still ends every lead
+		members[i].f.attemptBegins(members[i].el, it.Attempt)
 	}
 	f := members[0].f
 	f.batchStats().observe(len(items))

@@ -236,9 +236,8 @@ func (b *batchOutputs) answer(errs []error, err error) ([][]any, []error, error)
 	case errs != nil && len(errs) != n:
 		return nil, nil, fmt.Errorf("ProcessBatch returned %d errors for a request of %d elements; want one per element (nil for a success), or a nil list", len(errs), n)
 	}
-	if errs == nil {
-		errs = make([]error, n)
-	}
+	errs = append(make([]error, 0, n), errs...) // ours to change, not the fn's list
+	errs = errs[:n]
 	for i, e := range b.unfit {
 		if errs[i] == nil {
 			errs[i] = e

@@ -28,8 +28,8 @@ func (f *core) cachedShape() []byte {
 }
 
 // describeType writes t with every struct's exported fields, their names,
-// types and tags, recursively (seen cuts cycles): what a coder of t depends
-// on.
+// types and tags, recursively (seen, the named types met, cuts cycles):
+// what a coder of t depends on.
 func describeType(b *strings.Builder, t reflect.Type, seen map[reflect.Type]bool) {
 	if t == nil {
 		b.WriteString("nil")
@@ -37,11 +37,11 @@ func describeType(b *strings.Builder, t reflect.Type, seen map[reflect.Type]bool
 	}
 	if t.Name() != "" {
 		fmt.Fprintf(b, "%s.%s", t.PkgPath(), t.Name())
+		if seen[t] {
+			return // a cycle goes through a named type: cut it there
+		}
+		seen[t] = true
 	}
-	if seen[t] {
-		return
-	}
-	seen[t] = true
 	switch t.Kind() {
 	case reflect.Struct:
 		b.WriteString("{")

@@ -57,6 +57,15 @@ func TestDescribeTypeTellsCodersApart(t *testing.T) {
 		{"slice of V1 and of V2", reflect.TypeOf([]answerV1{}), reflect.TypeOf([]answerV2{})},
 		{"map values", reflect.TypeOf(map[string]int{}), reflect.TypeOf(map[string]int64{})},
 		{"arrays of two lengths", reflect.TypeOf([2]int{}), reflect.TypeOf([3]int{})},
+		{"a repeated unnamed field type changed", reflect.TypeOf(struct {
+			A []int
+			B []string
+			C []int
+		}{}), reflect.TypeOf(struct {
+			A []int
+			B []string
+			C []string
+		}{})},
 	}
 	for _, tc := range differ {
 		if da, db := describe(tc.a), describe(tc.b); da == db {

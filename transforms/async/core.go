@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -50,9 +51,10 @@ type instance struct {
 	lastGuardPublish time.Time
 	// waitPeriod, when set, replaces the bundle path's waitPeriod (tests).
 	waitPeriod time.Duration
-	// counts is the transform's event counts in this process (publish.go),
-	// looked up in Setup: events are counted on the hot path.
-	counts *eventCounts
+	// counts holds the transform's event counts in this process
+	// (publish.go), set in Setup and renewed by publishEvents: events are
+	// counted on the hot path, on the pool's goroutines.
+	counts *atomic.Pointer[eventCounts]
 	// tickets is this instance's open bundle as the publishing ledgers
 	// know it (publish.go); nil: publish as final at once (tests).
 	tickets *bundleTickets
@@ -70,7 +72,8 @@ func (f *core) Setup(ctx context.Context) error {
 	}
 	f.user = u
 	f.metrics = newMetrics(f.Name)
-	f.counts = f.eventCounts()
+	f.counts = &atomic.Pointer[eventCounts]{}
+	f.counts.Store(f.sharedEventCounts())
 	f.tickets = newBundleTickets(f)
 	f.keyEnc = beam.NewElementEncoder(f.KeyType.T)
 	f.keyDec = beam.NewElementDecoder(f.KeyType.T)
@@ -100,8 +103,19 @@ func (f *core) reg() *state.Registry {
 // restart) is seen at once.
 func (f *core) pool() (*state.Pool, error) {
 	cfg := f.poolConfig(f.clock.Now)
-	cfg.Gate = f.newGate
+	cfg.Gate = gateOf(f.config, f.clock, f.registry)
 	return f.reg().Shared(f.ID, cfg)
+}
+
+// gateOf builds the pool's gate from a core that shares nothing with a DoFn
+// instance: the pool lives as long as the process, and a gate that held the
+// instance would keep it from being collected (and its bundle tickets from
+// being released: publish.go).
+func gateOf(c config, clock timers.Clock, reg *state.Registry) func() state.Gate {
+	return func() state.Gate {
+		g := &core{config: c, instance: instance{clock: clock, registry: reg}}
+		return g.newGate()
+	}
 }
 
 // prepare encodes one input element (kb: its key, if already encoded),

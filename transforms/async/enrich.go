@@ -124,7 +124,7 @@ func buildEnrich(s beam.Scope, lookup any, records beam.PCollection, join any, b
 			return userSpec{}, nil, fmt.Errorf("WithCache: Enrich caches by the lookup key, the input's key; drop KeyFn")
 		}
 		if set.batch.perKey {
-			return userSpec{}, nil, fmt.Errorf("WithBatchPerKey: a BatchEnrich request holds one element per lookup key already; drop it")
+			return userSpec{}, nil, fmt.Errorf("WithBatchPerKey: a BatchEnrich request is a list of lookup keys, one call for many keys; drop it")
 		}
 		form := singleLookup
 		if batch {

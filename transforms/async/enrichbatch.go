@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
@@ -44,9 +45,11 @@ func BatchEnrichWithFailures(s beam.Scope, lookup any, records beam.PCollection,
 //	func([ctx context.Context,] keys []LK) ([]A, error)
 //	func([ctx context.Context,] keys []LK) ([]A, []error, error)
 //
-// answers[i] is the answer for keys[i]. The []error, if not nil, has one
-// entry per key: a non-nil entry fails that key's lookup, as a lookup's
-// error does under TryEnrich; the last error fails the whole request.
+// A function that returns []error cannot be shipped by Beam: use a struct
+// for that form. answers[i] is the answer for keys[i] (answers may be nil
+// when every key failed). The []error, if not nil, has one entry per key: a non-nil entry
+// fails that key's lookup, as a lookup's error does under TryEnrich; the
+// last error fails the whole request.
 //
 // A request holds up to WithBatchSize keys, gathered as TryBatchParDo
 // gathers elements (WithBatchWait). With the cache (the default, as under
@@ -129,6 +132,8 @@ func (u *userFn) callLookupBatch(ctx context.Context, keys []any) (outs [][]any,
 	}
 	answers := reflect.ValueOf(res[0])
 	switch {
+	case answers.Len() == 0 && n > 0 && len(errs) == n && !slices.Contains(errs, nil):
+		return make([][]any, n), errs, nil // every key failed: no answers needed
 	case answers.Len() != n:
 		return nil, nil, fmt.Errorf("%s returned %d answers; want %d, one per key, in the keys' order", u.name, answers.Len(), n)
 	case errs != nil && len(errs) != n:

@@ -32,6 +32,21 @@ func (l *bulkAnswers) LookupBatch(ctx context.Context, keys []int) ([]string, []
 // shortAnswers is a batch lookup that answers one key too few.
 func shortAnswers(keys []int) ([]string, error) { return make([]string, len(keys)-1), nil }
 
+// noAnswers fails every key, answering nothing.
+type noAnswers struct{}
+
+func (noAnswers) LookupBatch(keys []int) ([]string, []error, error) {
+	errs := make([]error, len(keys))
+	for i, k := range keys {
+		errs[i] = async.Permanent(fmt.Errorf("no answer for %d", k))
+	}
+	return nil, errs, nil
+}
+
+// lookupWithErrs is a batch lookup function with per-key errors, which
+// Beam cannot ship as a function.
+func lookupWithErrs(keys []int) ([]string, []error, error) { return nil, nil, nil }
+
 // lookupBatchTwo takes a parameter too many.
 func lookupBatchTwo(keys []int, extra string) []string { return nil }
 
@@ -50,6 +65,8 @@ func failureCause(f async.Failure) string { return f.Error }
 func init() {
 	beam.RegisterType(reflect.TypeOf((*bulkAnswers)(nil)).Elem())
 	register.Function1x2[[]int, []string, error](shortAnswers)
+	register.Function1x3[[]int, []string, []error, error](lookupWithErrs)
+	beam.RegisterType(reflect.TypeOf((*noAnswers)(nil)).Elem())
 	register.Function2x1[[]int, string, []string](lookupBatchTwo)
 	register.Function1x1(rejectedRecord)
 	register.Function1x1(failureCause)
@@ -156,6 +173,17 @@ func TestPipelineBatchEnrichShortAnswer(t *testing.T) {
 	ptest.RunAndValidate(t, p)
 }
 
+// TestPipelineBatchEnrichEveryKeyFailed: a batch lookup that fails every
+// key of a request may answer no list at all: each record fails with its
+// key's error.
+func TestPipelineBatchEnrichEveryKeyFailed(t *testing.T) {
+	p, s := beam.NewPipelineWithRoot()
+	out, failures := async.BatchEnrichWithFailures(s, &noAnswers{}, enrichInput(s, 3, false), joinProfile)
+	passert.Empty(s, out)
+	passert.Equals(s, beam.ParDo(s, failureCause, failures), "no answer for 0", "no answer for 1", "no answer for 2")
+	ptest.RunAndValidate(t, p)
+}
+
 // TestBatchEnrichErrorsSayWhatToChange: construction refuses what cannot
 // work.
 func TestBatchEnrichErrorsSayWhatToChange(t *testing.T) {
@@ -171,7 +199,8 @@ func TestBatchEnrichErrorsSayWhatToChange(t *testing.T) {
 		{"lookup struct without LookupBatch", &profileService{}, nil, true, "has no LookupBatch method"},
 		{"lookup of two params", lookupBatchTwo, nil, true, "it takes 2 parameters after the context; want the keys only"},
 		{"batch lookup under Enrich", shortAnswers, nil, false, "the key parameter is []int but the input's keys are int"},
-		{"WithBatchPerKey", &bulkAnswers{}, []async.Option{async.WithBatchPerKey()}, true, "WithBatchPerKey: a BatchEnrich request holds one element per lookup key already"},
+		{"a function returning []error", lookupWithErrs, nil, true, "Beam cannot ship function github.com/asyncbeam/asyncbeam/transforms/async_test.lookupWithErrs to workers"},
+		{"WithBatchPerKey", &bulkAnswers{}, []async.Option{async.WithBatchPerKey()}, true, "WithBatchPerKey: a BatchEnrich request is a list of lookup keys"},
 		{"WithCache and WithoutCache", &bulkAnswers{}, []async.Option{cache, async.WithoutCache()}, true, "WithCache and WithoutCache: give one of them"},
 	}
 	for _, tt := range tests {

@@ -27,10 +27,10 @@ import (
 //	evicted           work of an owner gone from the worker         EventCancelled of evictions
 //	deduplicated      copies of a pending element (WithIDFn)        EventDeduplicated
 //	progress_reports  ReportProgress calls                          EventProgress
-//	calls             calls of the fn the guard let through         EventStarted (BatchParDo: requests)
+//	calls             calls of the fn the guard let through         EventStarted (batches: requests)
 //	cache_hits        attempts answered from the cache, not called  none (no EventStarted)
 //	cache_misses      attempts called for a lookup not cached       EventStarted, under WithCache
-//	requests          calls of ProcessBatch (BatchParDo)            calls
+//	requests          calls of ProcessBatch or LookupBatch          calls
 //	request_items     elements sent in them                         EventStarted
 //	throttled         attempts that waited over 1 ms for the guard  none
 //
@@ -68,7 +68,7 @@ const (
 	MetricListenerPanics  = "listener_panics"  // panics of the event listener, contained
 	// Protecting the service (protect.go), counted by the worker's guard and
 	// published at callbacks.
-	MetricCalls            = "calls"              // calls of the fn the guard let through: attempts (BatchParDo: requests)
+	MetricCalls            = "calls"              // calls of the fn the guard let through: attempts (BatchParDo, BatchEnrich: requests)
 	MetricOverloaded       = "overloaded"         // attempts answered with overload (Overloaded)
 	MetricThrottled        = "throttled"          // attempts that waited over 1 ms in their slot for the throttle or the rate
 	MetricThrottledMs      = "throttled_ms"       // the time they waited, in all
@@ -77,11 +77,11 @@ const (
 	MetricConcurrencyLimit = "concurrency_limit"  // gauge: the adaptive limit, or the fixed parallelism
 	// The result cache (cache.go, WithCache), published at callbacks.
 	MetricCacheHits         = "cache_hits"          // attempts answered from the cache, without a call (nor EventStarted)
-	MetricCacheMisses       = "cache_misses"        // attempts that called the fn (BatchParDo: elements sent) for a lookup the cache could not answer
+	MetricCacheMisses       = "cache_misses"        // attempts that called the fn (BatchParDo, BatchEnrich: elements sent) for a lookup the cache could not answer
 	MetricCacheEvictions    = "cache_evictions"     // results pushed out of a worker's cache for room
 	MetricSharedCacheErrors = "shared_cache_errors" // Redis round trips of the shared cache that failed
 	// BatchParDo's requests (batch.go), published at callbacks.
-	MetricRequests     = "requests"      // calls of ProcessBatch
+	MetricRequests     = "requests"      // calls of ProcessBatch (BatchParDo) or LookupBatch (BatchEnrich)
 	MetricRequestItems = "request_items" // elements sent in them (a retried element counts again): EventStarted
 	MetricBatchSize    = "batch_size"    // distribution: elements per request
 )

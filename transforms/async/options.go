@@ -4,6 +4,7 @@ package async
 // retry.go) or priority (priority.go), their defaults and validation.
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -207,7 +208,13 @@ func encodeFunc(option string, fn any) (*beam.EncodedFunc, error) {
 	if err := checkRegistered(option, fn); err != nil {
 		return nil, err
 	}
-	return &beam.EncodedFunc{Fn: reflectx.MakeFunc(fn)}, nil
+	encoded := &beam.EncodedFunc{Fn: reflectx.MakeFunc(fn)}
+	if _, err := json.Marshal(encoded); err != nil {
+		// Beam's function encoding takes fewer types than a struct's
+		// methods do (no []error result, for one).
+		return nil, fmt.Errorf("%s: Beam cannot ship function %s to workers (%v); make it the method of a registered struct", option, name, err)
+	}
+	return encoded, nil
 }
 
 // inspectRetryIf checks the retry predicate.

@@ -8,7 +8,8 @@ package async
 // when its FinishBundle returns without error; a bundle that fails, or
 // whose DoFn instance is dropped unfinished, gives them back to a later
 // bundle. A count is lost only when the runner fails a bundle after its
-// FinishBundle returned (another fused step failing later).
+// FinishBundle returned (another fused step failing later); the batch_size
+// distribution's samples are lost with a failed bundle.
 
 import (
 	"context"
@@ -150,12 +151,19 @@ func (f *core) countAbandoned() {
 }
 
 // eventCounts returns this transform's event counts in this process: the
-// instance's, looked up once in Setup (countEvent runs for every event),
-// or from the registry.
+// instance's (countEvent runs for every event), or the registry's.
 func (f *core) eventCounts() *eventCounts {
 	if f.counts != nil {
-		return f.counts
+		if c := f.counts.Load(); c != nil {
+			return c
+		}
 	}
+	return f.sharedEventCounts()
+}
+
+// sharedEventCounts looks the event counts up in the registry, which drops
+// what is not looked up for a while (state.Registry).
+func (f *core) sharedEventCounts() *eventCounts {
 	v, _ := f.reg().SharedValue(f.ID+"/counts", func() (any, error) {
 		return &eventCounts{ledger: ledger.New(len(eventTally{}.vector()))}, nil
 	})
@@ -163,8 +171,14 @@ func (f *core) eventCounts() *eventCounts {
 }
 
 // publishEvents publishes the events counted off the bundle's goroutines.
+// It looks the counts up in the registry, which keeps them there while the
+// transform publishes, and points the instance at them should they have
+// been dropped and made anew meanwhile.
 func (f *core) publishEvents(ctx context.Context) {
-	c := f.eventCounts()
+	c := f.sharedEventCounts()
+	if f.counts != nil && f.counts.Load() != c {
+		f.counts.Store(c)
+	}
 	c.mu.Lock()
 	total := c.total.vector()
 	c.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
@@ -53,5 +54,37 @@ func TestBundleTicketsRepublishWhatAFailedBundleTook(t *testing.T) {
 			t.Fatal("the counts of a collected instance's open bundle were never released")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestAnInstanceThatMadeThePoolIsCollected: the pool, which lives as long
+// as the process, holds nothing of the DoFn instance that made it, so a
+// dropped instance is collected and its open bundle released.
+func TestAnInstanceThatMadeThePoolIsCollected(t *testing.T) {
+	reg := state.NewRegistry()
+	collected := make(chan struct{})
+	func() {
+		f := batchCore(t)
+		f.registry = reg
+		if _, err := f.pool(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := reg.Shared(f.ID, f.poolConfig(time.Now)); err != nil { // the gate is built
+			t.Fatal(err)
+		}
+		runtime.AddCleanup(f, func(ch chan struct{}) { close(ch) }, collected)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-collected:
+			runtime.KeepAlive(reg)
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("an instance that made its transform's pool is never collected: the pool holds it")
+		}
 	}
 }

@@ -59,14 +59,16 @@ func (f *streamFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z)
 // could not fire it, and the planner must set later timers further out.
 // The counts the bundle published become final (publish.go).
 func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) error {
-	f.tickets.finish()
 	if len(f.views.byOwner) == 0 {
+		f.tickets.finish()
 		return nil
 	}
 	pool, err := f.pool()
 	if err != nil {
+		f.tickets.release()
 		return err
 	}
+	f.tickets.finish()
 	var inForce []timers.Plan
 	for _, v := range f.views.byOwner {
 		if v.planned {
