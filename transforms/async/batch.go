@@ -50,8 +50,7 @@ func BatchParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...
 //	ProcessBatch([ctx context.Context,] keys []K, values []V, emit func(i int, out O)) [error | ([]error, error)]
 //
 // (with optional Setup, Teardown and Revert, not StartBundle or
-// FinishBundle), or a registered top-level function of that form that does
-// not return []error (Beam cannot ship such a function: use a struct). One call
+// FinishBundle), or a registered top-level function of that form. One call
 // gets up to WithBatchSize elements, from any keys (WithBatchPerKey: from
 // one key), as parallel lists. emit(i, out) adds an output of element i.
 // The []error, if not nil, has one entry per element: a non-nil entry fails

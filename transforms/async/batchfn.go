@@ -109,7 +109,7 @@ type batchCall struct {
 // method of ptr, or spec's function when ptr is not valid.
 func newBatchCall(spec userSpec, ptr reflect.Value) batchCall {
 	if !ptr.IsValid() {
-		fn := spec.Func.Fn
+		fn := spec.Func.fn
 		return batchCall{ft: fn.Type(), call: func(args []reflect.Value) []any {
 			in := make([]any, len(args))
 			for i, a := range args {

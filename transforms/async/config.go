@@ -25,7 +25,7 @@ type config struct {
 	User      userSpec
 	KeyType   beam.EncodedType
 	ValueType beam.EncodedType
-	IDFn      *beam.EncodedFunc
+	IDFn      *shippedFunc
 	// Parallelism, Buffer and Held are the pool's bounds: calls running,
 	// elements in flight, and elements in flight or awaiting their commit.
 	Parallelism, Buffer, Held int
@@ -34,14 +34,14 @@ type config struct {
 	CallTimeout               time.Duration
 	MaxAttempts               int
 	Backoff                   Backoff
-	RetryIf                   *beam.EncodedFunc
+	RetryIf                   *shippedFunc
 	Fallbacks                 []string
 	// HasFailures is set by ParDoWithFailures: an element that fails for good
 	// goes to the failure output instead of failing its key's commit.
 	HasFailures bool
 	// Ordered commits each key's results in acceptance order (WithOrdered).
 	Ordered    bool
-	PriorityFn *beam.EncodedFunc
+	PriorityFn *shippedFunc
 	Listener   *listenerSpec
 	// Protect is what protects the called service (protect.go).
 	Protect protection

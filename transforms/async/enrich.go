@@ -35,7 +35,7 @@ const (
 // lookup: the join and the answer's type, with which the result cache
 // encodes answers.
 type enrichSpec struct {
-	Join   *beam.EncodedFunc
+	Join   *shippedFunc
 	Answer beam.EncodedType
 }
 
@@ -248,7 +248,7 @@ func analyzeLookup(ft reflect.Type, keyT reflect.Type, what string) (procShape, 
 
 // inspectJoin checks join against the records' type R and the answer's
 // type A and returns it encoded and its output type O.
-func inspectJoin(join any, valT, answerT reflect.Type) (*beam.EncodedFunc, reflect.Type, error) {
+func inspectJoin(join any, valT, answerT reflect.Type) (*shippedFunc, reflect.Type, error) {
 	if join == nil {
 		return nil, nil, fmt.Errorf("join is nil: pass %s", joinShape)
 	}
@@ -288,11 +288,11 @@ func (e *enrichSpec) joinAnswer(record any, outs []any) (out []any, err error) {
 	}
 	defer func() {
 		if r := recover(); r != nil {
-			out, err = nil, Permanent(fmt.Errorf("join %s panicked: %v\n%s", e.Join.Fn.Name(), r, debug.Stack()))
+			out, err = nil, Permanent(fmt.Errorf("join %s panicked: %v\n%s", e.Join.fn.Name(), r, debug.Stack()))
 		}
 	}()
-	ft := e.Join.Fn.Type()
-	res := e.Join.Fn.Call([]any{valueOf(record, ft.In(0)).Interface(), valueOf(outs[0], ft.In(1)).Interface()})
+	ft := e.Join.fn.Type()
+	res := e.Join.fn.Call([]any{valueOf(record, ft.In(0)).Interface(), valueOf(outs[0], ft.In(1)).Interface()})
 	if len(res) == 2 {
 		if err, _ := res[1].(error); err != nil {
 			return nil, Permanent(fmt.Errorf("join: %w", err))

@@ -45,9 +45,8 @@ func BatchEnrichWithFailures(s beam.Scope, lookup any, records beam.PCollection,
 //	func([ctx context.Context,] keys []LK) ([]A, error)
 //	func([ctx context.Context,] keys []LK) ([]A, []error, error)
 //
-// A function that returns []error cannot be shipped by Beam: use a struct
-// for that form. answers[i] is the answer for keys[i] (answers may be nil
-// when every key failed). The []error, if not nil, has one entry per key: a non-nil entry
+// answers[i] is the answer for keys[i] (answers may be nil when every key
+// failed). The []error, if not nil, has one entry per key: a non-nil entry
 // fails that key's lookup, as a lookup's error does under TryEnrich; the
 // last error fails the whole request.
 //

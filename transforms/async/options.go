@@ -4,13 +4,11 @@ package async
 // retry.go) or priority (priority.go), their defaults and validation.
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
@@ -196,8 +194,9 @@ func resolve(opts []Option) (settings, error) {
 	return s, errors.Join(s.errs...)
 }
 
-// encodeFunc checks that fn (already type-checked) can be shipped to workers.
-func encodeFunc(option string, fn any) (*beam.EncodedFunc, error) {
+// encodeFunc checks that fn (already type-checked) is a registered
+// top-level function, which is what a worker can find by name.
+func encodeFunc(option string, fn any) (*shippedFunc, error) {
 	if reflect.ValueOf(fn).IsNil() {
 		return nil, fmt.Errorf("%s: fn is a nil function", option)
 	}
@@ -208,17 +207,11 @@ func encodeFunc(option string, fn any) (*beam.EncodedFunc, error) {
 	if err := checkRegistered(option, fn); err != nil {
 		return nil, err
 	}
-	encoded := &beam.EncodedFunc{Fn: reflectx.MakeFunc(fn)}
-	if _, err := json.Marshal(encoded); err != nil {
-		// Beam's function encoding takes fewer types than a struct's
-		// methods do (no []error result, for one).
-		return nil, fmt.Errorf("%s: Beam cannot ship function %s to workers (%v); make it the method of a registered struct", option, name, err)
-	}
-	return encoded, nil
+	return shipFunc(fn), nil
 }
 
 // inspectRetryIf checks the retry predicate.
-func inspectRetryIf(fn func(error) bool) (*beam.EncodedFunc, error) {
+func inspectRetryIf(fn func(error) bool) (*shippedFunc, error) {
 	if fn == nil {
 		return nil, nil
 	}
@@ -227,7 +220,7 @@ func inspectRetryIf(fn func(error) bool) (*beam.EncodedFunc, error) {
 
 // inspectValueFn checks a function of the element's value (WithIDFn,
 // WithPriority): func(V) out.
-func inspectValueFn(option string, fn any, valT, out reflect.Type) (*beam.EncodedFunc, error) {
+func inspectValueFn(option string, fn any, valT, out reflect.Type) (*shippedFunc, error) {
 	if fn == nil {
 		return nil, nil
 	}
@@ -240,11 +233,11 @@ func inspectValueFn(option string, fn any, valT, out reflect.Type) (*beam.Encode
 
 // callValueFn calls a function checked by inspectValueFn; what names it in
 // the error a panic becomes.
-func callValueFn[T any](fn *beam.EncodedFunc, what string, value any) (out T, err error) {
+func callValueFn[T any](fn *shippedFunc, what string, value any) (out T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("async: the %s function %s panicked on value %v: %v", what, fn.Fn.Name(), value, r)
+			err = fmt.Errorf("async: the %s function %s panicked on value %v: %v", what, fn.fn.Name(), value, r)
 		}
 	}()
-	return fn.Fn.Call([]any{value})[0].(T), nil
+	return fn.fn.Call([]any{value})[0].(T), nil
 }

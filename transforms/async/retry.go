@@ -271,7 +271,7 @@ func (f *core) retryable(kind string, attempts int, err error) (ok bool, why str
 			ok, why = false, fmt.Sprintf("the WithRetryIf function panicked: %v\n%s", r, debug.Stack())
 		}
 	}()
-	return f.RetryIf.Fn.Call([]any{err})[0].(bool), ""
+	return f.RetryIf.fn.Call([]any{err})[0].(bool), ""
 }
 
 // retryVerdict is the in-worker retry policy's decision to stop retrying an

@@ -44,7 +44,7 @@ func paramsAfterContext(ft reflect.Type) []reflect.Type {
 type userSpec struct {
 	Type *beam.EncodedType `json:",omitempty"`
 	JSON string            `json:",omitempty"`
-	Func *beam.EncodedFunc `json:",omitempty"`
+	Func *shippedFunc      `json:",omitempty"`
 	// Batch: the fn is BatchParDo's, with ProcessBatch (batchfn.go).
 	Batch bool `json:",omitempty"`
 	// Pairs: the fn outputs key-value pairs of these types (shape.go).
@@ -307,7 +307,7 @@ func startUserFn(ctx context.Context, spec userSpec) (*userFn, error) {
 func newUserFn(spec userSpec) (*userFn, error) {
 	switch {
 	case spec.Func != nil:
-		fn := spec.Func.Fn
+		fn := spec.Func.fn
 		invoke := func(args []reflect.Value) []any {
 			in := make([]any, len(args))
 			for i, a := range args {

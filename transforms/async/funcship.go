@@ -1,0 +1,67 @@
+package async
+
+// Shipping the user's registered top-level functions (the wrapped fn, a
+// join, WithRetryIf, WithIDFn, WithPriority) to workers by name.
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
+)
+
+// shippedFunc is a registered top-level function, serialised as its name
+// and its type and resolved on the worker through Beam's function registry
+// (runtime.ResolveFunction: registered functions, else the binary's symbol
+// table).
+//
+// Why not beam.EncodedFunc: Beam encodes a function by reading it as a
+// DoFn's method (funcx.New), which refuses parameter and result types a
+// plain function may well have: an error parameter (WithRetryIf's
+// func(error) bool) or a []error result (LookupBatch). Graph construction
+// then fails far from the option that took the function. A function's name
+// and type are all a worker of the same binary needs.
+type shippedFunc struct {
+	fn reflectx.Func
+}
+
+// shipFunc wraps fn, which the caller has checked to be a registered
+// top-level function.
+func shipFunc(fn any) *shippedFunc {
+	return &shippedFunc{fn: reflectx.MakeFunc(fn)}
+}
+
+// shippedFuncJSON is shippedFunc's serialised form.
+type shippedFuncJSON struct {
+	Name string
+	Type *beam.EncodedType
+}
+
+// MarshalJSON writes the function's name and type.
+func (f shippedFunc) MarshalJSON() ([]byte, error) {
+	return json.Marshal(shippedFuncJSON{Name: f.fn.Name(), Type: &beam.EncodedType{T: f.fn.Type()}})
+}
+
+// UnmarshalJSON resolves the function by name, as Beam resolves a DoFn's
+// functions on a worker.
+func (f *shippedFunc) UnmarshalJSON(buf []byte) error {
+	var s shippedFuncJSON
+	if err := json.Unmarshal(buf, &s); err != nil {
+		return err
+	}
+	if s.Name == "" || s.Type == nil || s.Type.T == nil || s.Type.T.Kind() != reflect.Func {
+		return fmt.Errorf("async: a shipped function needs a name and a function type, got %q of type %v", s.Name, s.Type)
+	}
+	fn, err := runtime.ResolveFunction(s.Name, s.Type.T)
+	if err != nil {
+		return fmt.Errorf("async: cannot find function %s on this worker (register it with the beam/register package in an init function): %w", s.Name, err)
+	}
+	if got := reflect.TypeOf(fn); got != s.Type.T {
+		return fmt.Errorf("async: function %s has type %v on this worker, the pipeline was built with %v", s.Name, got, s.Type.T)
+	}
+	f.fn = reflectx.MakeFunc(fn)
+	return nil
+}

@@ -1,0 +1,80 @@
+package async
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+)
+
+// splitErrs is a function with a []error result, which Beam's function
+// encoding refuses.
+func splitErrs(keys []int) ([]string, []error, error) {
+	return make([]string, len(keys)), make([]error, len(keys)), nil
+}
+
+func init() { register.Function1x3(splitErrs) }
+
+// TestShippedFuncRoundTrip: registered functions of types Beam's own
+// function encoding refuses travel by name and come back callable.
+func TestShippedFuncRoundTrip(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   any
+		args []any
+		want any // first result
+	}{
+		{"error parameter", notTimeout, []any{errors.New("call timed out")}, false},
+		{"[]error result", splitErrs, []any{[]int{1, 2}}, []string{"", ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			buf, err := json.Marshal(shipFunc(tt.fn))
+			if err != nil {
+				t.Fatalf("marshal: %v", err)
+			}
+			var got shippedFunc
+			if err := json.Unmarshal(buf, &got); err != nil {
+				t.Fatalf("unmarshal %s: %v", buf, err)
+			}
+			res := got.fn.Call(tt.args)
+			if g, w := fmtAny(res[0]), fmtAny(tt.want); g != w {
+				t.Errorf("call gave %s; want %s", g, w)
+			}
+		})
+	}
+}
+
+// TestShippedFuncErrors: what a worker cannot resolve fails with the name
+// and what to do.
+func TestShippedFuncErrors(t *testing.T) {
+	good, err := json.Marshal(shipFunc(notTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		json string
+		want string
+	}{
+		{"unknown name", strings.Replace(string(good), "notTimeout", "noSuchFunction", 1), "cannot find function github.com/asyncbeam/asyncbeam/transforms/async.noSuchFunction on this worker"},
+		{"no name", `{"Name":""}`, "needs a name and a function type"},
+		{"not JSON", `[1]`, "cannot unmarshal"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var f shippedFunc
+			err := json.Unmarshal([]byte(tt.json), &f)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("got %v; want an error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func fmtAny(v any) string {
+	buf, _ := json.Marshal(v)
+	return string(buf)
+}
