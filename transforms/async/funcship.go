@@ -1,7 +1,7 @@
 package async
 
 // Shipping the user's registered top-level functions (the wrapped fn, a
-// join, WithRetryIf, WithIDFn, WithPriority) to workers by name.
+// lookup, a join, WithRetryIf, WithIDFn, WithPriority) to workers by name.
 
 import (
 	"encoding/json"
@@ -53,15 +53,26 @@ func (f *shippedFunc) UnmarshalJSON(buf []byte) error {
 		return err
 	}
 	if s.Name == "" || s.Type == nil || s.Type.T == nil || s.Type.T.Kind() != reflect.Func {
-		return fmt.Errorf("async: a shipped function needs a name and a function type, got %q of type %v", s.Name, s.Type)
+		return fmt.Errorf("async: a shipped function needs a name and a function type, got %q", s.Name)
 	}
 	fn, err := runtime.ResolveFunction(s.Name, s.Type.T)
 	if err != nil {
 		return fmt.Errorf("async: cannot find function %s on this worker (register it with the beam/register package in an init function): %w", s.Name, err)
 	}
-	if got := reflect.TypeOf(fn); got != s.Type.T {
+	if got := reflect.TypeOf(fn); !sameEncoding(got, s.Type.T) {
 		return fmt.Errorf("async: function %s has type %v on this worker, the pipeline was built with %v", s.Name, got, s.Type.T)
 	}
 	f.fn = reflectx.MakeFunc(fn)
 	return nil
+}
+
+// sameEncoding reports whether two types encode alike. A decoded type is
+// only the same up to its encoding: Beam keeps a named type's name only if
+// the type is registered (beam.RegisterType) and otherwise decodes its
+// structure (type SKU string comes back as string), while a registered
+// function resolves to its own, named, type.
+func sameEncoding(a, b reflect.Type) bool {
+	ja, errA := json.Marshal(&beam.EncodedType{T: a})
+	jb, errB := json.Marshal(&beam.EncodedType{T: b})
+	return errA == nil && errB == nil && string(ja) == string(jb)
 }

@@ -3,6 +3,7 @@ package async
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -15,7 +16,35 @@ func splitErrs(keys []int) ([]string, []error, error) {
 	return make([]string, len(keys)), make([]error, len(keys)), nil
 }
 
-func init() { register.Function1x3(splitErrs) }
+// shelfCode is a named type that is not registered: Beam's type encoding keeps
+// its structure (string), not its name.
+type shelfCode string
+
+// skuText takes a named, unregistered type.
+func skuText(s shelfCode) string { return "shelfCode " + string(s) }
+
+// shelfItem is a struct that is not registered either.
+type shelfItem struct{ SKU shelfCode }
+
+// itemSKUs takes a list of unregistered structs; register.FunctionNxM
+// registers struct types of the signature only, not those inside a list.
+func itemSKUs(items []shelfItem) []shelfCode {
+	out := make([]shelfCode, len(items))
+	for i, it := range items {
+		out[i] = it.SKU
+	}
+	return out
+}
+
+// anyText takes an interface, which Beam's type encoding refuses.
+func anyText(v any) string { return fmt.Sprint(v) }
+
+func init() {
+	register.Function1x3(splitErrs)
+	register.Function1x1(skuText)
+	register.Function1x1(itemSKUs)
+	register.Function1x1(anyText)
+}
 
 // TestShippedFuncRoundTrip: registered functions of types Beam's own
 // function encoding refuses travel by name and come back callable.
@@ -28,6 +57,8 @@ func TestShippedFuncRoundTrip(t *testing.T) {
 	}{
 		{"error parameter", notTimeout, []any{errors.New("call timed out")}, false},
 		{"[]error result", splitErrs, []any{[]int{1, 2}}, []string{"", ""}},
+		{"named unregistered parameter", skuText, []any{shelfCode("a1")}, "shelfCode a1"},
+		{"unregistered structs in a list", itemSKUs, []any{[]shelfItem{{"a1"}, {"b2"}}}, []shelfCode{"a1", "b2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -71,6 +102,19 @@ func TestShippedFuncErrors(t *testing.T) {
 				t.Errorf("got %v; want an error containing %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestEncodeFuncRefusesWhatCannotShip: a function Beam cannot encode fails
+// at its option, with the option's name.
+func TestEncodeFuncRefusesWhatCannotShip(t *testing.T) {
+	_, err := encodeFunc("WithIDFn", anyText)
+	want := "WithIDFn: function github.com/asyncbeam/asyncbeam/transforms/async.anyText cannot be shipped to workers"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v; want an error containing %q", err, want)
+	}
+	if _, err := encodeFunc("WithIDFn", skuText); err != nil {
+		t.Errorf("a registered function of a named type: got %v; want no error", err)
 	}
 }
 
