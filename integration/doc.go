@@ -1,4 +1,8 @@
 // Package integration holds end-to-end tests that run the project's
-// pipelines as real processes on real Beam runners, against real services on
-// loopback. Run them with go test ./integration/...
+// pipelines as real processes on real Beam runners (embedded prism, a prism
+// job server, Beam Python's portable job service), against real services
+// on loopback. testdata/unboundedjob is a job of the tests' own: the
+// transform on an unbounded source, its outputs counted after it. Run them
+// with go test ./integration/... after integration/redis.sh start and
+// integration/pybeam.sh start.
 package integration

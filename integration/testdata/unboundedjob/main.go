@@ -1,0 +1,143 @@
+// Command unboundedjob runs the async transform on an unbounded source (a
+// periodic impulse) and counts, in a DoFn after it, how often each output
+// arrives. It prints one line for the integration tests:
+//
+//	outputs: want=N distinct=D total=T
+//
+// Counting in a DoFn, not with passert, is deliberate: on Beam Python's
+// portable job service passert repeats the entries of an unbounded
+// PCollection (a plain ParDo's too), while a DoFn after the transform
+// sees each output once. The DoFn writes what it sees to files, read back
+// after the run: the job service's metrics fail on a job of many bundles
+// ("maximum recursion depth exceeded").
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
+
+	"github.com/asyncbeam/asyncbeam/runner"
+	"github.com/asyncbeam/asyncbeam/transforms/async"
+)
+
+var (
+	ticks     = flag.Int("ticks", 20, "impulses of the source")
+	perTick   = flag.Int("per_tick", 10, "elements per impulse")
+	keys      = flag.Int("keys", 7, "keys the elements are spread over")
+	interval  = flag.Duration("interval", 100*time.Millisecond, "time between impulses")
+	callTime  = flag.Duration("call", 50*time.Millisecond, "duration of each call")
+	frequency = flag.Duration("callback_frequency", 200*time.Millisecond, "the transform's callback frequency")
+)
+
+// fanOut turns each impulse into PerTick keyed elements, numbered from the
+// impulse's timestamp.
+type fanOut struct {
+	PerTick, Keys       int
+	StartMs, IntervalMs int64
+}
+
+func (f *fanOut) ProcessElement(ts beam.EventTime, _ []byte, emit func(string, int)) {
+	tick := int((int64(ts) - f.StartMs) / f.IntervalMs)
+	for i := 0; i < f.PerTick; i++ {
+		n := tick*f.PerTick + i
+		emit(fmt.Sprintf("k%03d", n%f.Keys), n)
+	}
+}
+
+// slowLabel is the wrapped fn: a call of CallMs that labels its element.
+type slowLabel struct{ CallMs int }
+
+func (f *slowLabel) ProcessElement(ctx context.Context, key string, n int, emit func(string)) error {
+	select {
+	case <-time.After(time.Duration(f.CallMs) * time.Millisecond):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	emit(fmt.Sprintf("%s:%d", key, n))
+	return nil
+}
+
+// writeOutputs writes the outputs of each bundle to a file of its own in
+// Dir (the worker runs on this machine: LOOPBACK or embedded).
+type writeOutputs struct {
+	Dir   string
+	lines []string
+}
+
+func (f *writeOutputs) ProcessElement(out string) { f.lines = append(f.lines, out) }
+
+func (f *writeOutputs) FinishBundle() error {
+	if len(f.lines) == 0 {
+		return nil
+	}
+	file, err := os.CreateTemp(f.Dir, "bundle-*.txt")
+	if err != nil {
+		return err
+	}
+	_, err = file.WriteString(strings.Join(f.lines, "\n") + "\n")
+	if cerr := file.Close(); err == nil {
+		err = cerr
+	}
+	f.lines = f.lines[:0]
+	return err
+}
+
+func init() {
+	register.DoFn3x0[beam.EventTime, []byte, func(string, int)](&fanOut{})
+	register.DoFn4x1[context.Context, string, int, func(string), error](&slowLabel{})
+	register.DoFn1x0[string](&writeOutputs{})
+	register.Emitter1[string]()
+	register.Emitter2[string, int]()
+}
+
+func main() {
+	flag.Parse()
+	beam.Init()
+	start := time.Now().Truncate(time.Second).Add(time.Second)
+	p, s := beam.NewPipelineWithRoot()
+	impulses := periodic.Impulse(s, start, start.Add(time.Duration(*ticks)*(*interval)), *interval, false)
+	elems := beam.ParDo(s, &fanOut{PerTick: *perTick, Keys: *keys, StartMs: start.UnixMilli(), IntervalMs: interval.Milliseconds()}, impulses)
+	out := async.ParDo(s, &slowLabel{CallMs: int(callTime.Milliseconds())}, elems,
+		async.WithParallelism(8), async.WithCallbackFrequency(*frequency))
+	dir, err := os.MkdirTemp("", "unboundedjob-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	beam.ParDo0(s, &writeOutputs{Dir: dir}, out)
+	if _, err := runner.Run(context.Background(), p); err != nil {
+		// The Python job service fails to report the metrics of a job of
+		// many bundles after the job is DONE; the outputs are in the files.
+		if !strings.Contains(err.Error(), "failed to get metrics") {
+			log.Fatalf("pipeline failed: %v", err)
+		}
+		log.Printf("the job ended, its metrics could not be read: %v", err)
+	}
+	seen := map[string]int{}
+	files, err := filepath.Glob(filepath.Join(dir, "bundle-*.txt"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	total := 0
+	for _, name := range files {
+		buf, err := os.ReadFile(name)
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, line := range strings.Fields(string(buf)) {
+			seen[line]++
+			total++
+		}
+	}
+	fmt.Printf("outputs: want=%d distinct=%d total=%d\n", *ticks**perTick, len(seen), total)
+}
