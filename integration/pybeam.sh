@@ -22,7 +22,9 @@ listening() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
 case "${1:-}" in
 start)
   if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import apache_beam" 2>/dev/null; then
-    if ! python3 -m venv --help >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    # Debian's python3 has the venv module without ensurepip, which
+    # python3-venv adds.
+    if ! python3 -c 'import ensurepip' >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
       export DEBIAN_FRONTEND=noninteractive
       apt-get install -y -q python3-venv >&2 || { apt-get update -q >&2 && apt-get install -y -q python3-venv >&2; }
     fi
