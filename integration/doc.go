@@ -3,6 +3,6 @@
 // job server, Beam Python's portable job service), against real services
 // on loopback. testdata/unboundedjob is a job of the tests' own: the
 // transform on an unbounded source, its outputs counted after it. Run them
-// with go test ./integration/... after integration/redis.sh start and
-// integration/pybeam.sh start.
+// with go test ./integration/... after eval "$(integration/redis.sh start)"
+// and eval "$(integration/pybeam.sh start)".
 package integration

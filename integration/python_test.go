@@ -37,7 +37,7 @@ func TestEnrichOnPythonJobService(t *testing.T) {
 		want string
 	}{
 		{"defaults", nil, `records: in=3000 out=3000 failed=0 wall=`},
-		{"ordered, failing calls", []string{"--ordered", "--error_rate=0.2", "--latency=5ms"}, `records: in=3000 out=\d+ failed=\d+ wall=`},
+		{"ordered, failing calls", []string{"--ordered", "--error_rate=0.5", "--max_attempts=1", "--latency=5ms"}, `records: in=3000 out=\d+ failed=[1-9]\d* wall=`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := runEnrich(t, enrich, append([]string{"--runner=universal", "--endpoint=" + endpoint, "--environment_type=LOOPBACK"}, tt.args...)...)
@@ -60,31 +60,35 @@ func TestEnrichOnPythonJobService(t *testing.T) {
 // unbounded PCollection, a plain ParDo's as well (integration/testdata/
 // unboundedjob's doc), so the job counts for itself.
 func TestUnboundedOnPythonJobService(t *testing.T) {
-	endpoint := pythonJobService(t)
 	job := build(t, "./integration/testdata/unboundedjob")
 	for _, tt := range []struct {
-		name string
-		args []string
+		name   string
+		python bool // on the Python job service; else on embedded prism
+		args   []string
 	}{
-		{"embedded prism, for reference", []string{"--call=400ms"}},
-		{"short calls", []string{"--runner=universal", "--endpoint=" + endpoint, "--environment_type=LOOPBACK"}},
-		{"calls longer than a tick, C = 2 s", []string{"--runner=universal", "--endpoint=" + endpoint, "--environment_type=LOOPBACK", "--call=400ms", "--callback_frequency=2s"}},
-		{"1,000 keys", []string{"--runner=universal", "--endpoint=" + endpoint, "--environment_type=LOOPBACK", "--ticks=30", "--per_tick=40", "--keys=1000", "--call=20ms"}},
+		{"embedded prism, for reference", false, []string{"--call=400ms"}},
+		{"short calls", true, nil},
+		{"calls longer than a tick, C = 2 s", true, []string{"--call=400ms", "--callback_frequency=2s"}},
+		{"1,000 keys", true, []string{"--ticks=30", "--per_tick=40", "--keys=1000", "--call=20ms"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.python {
+				args = append([]string{"--runner=universal", "--endpoint=" + pythonJobService(t), "--environment_type=LOOPBACK"}, args...)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
-			cmd := exec.CommandContext(ctx, job, tt.args...)
+			cmd := exec.CommandContext(ctx, job, args...)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
-				t.Fatalf("unboundedjob %v: %v\n%s", tt.args, err, tail(out, 4000))
+				t.Fatalf("unboundedjob %v: %v\n%s", args, err, tail(out, 4000))
 			}
-			m := regexp.MustCompile(`outputs: want=(\d+) distinct=(\d+) total=(\d+)`).FindSubmatch(out)
+			m := regexp.MustCompile(`outputs: want=(\d+) distinct=(\d+) total=(\d+) missing=(\d+) unexpected=(\d+)`).FindSubmatch(out)
 			if m == nil {
 				t.Fatalf("no outputs line in:\n%s", tail(out, 4000))
 			}
-			if want, distinct, total := string(m[1]), string(m[2]), string(m[3]); distinct != want || total != want {
-				t.Errorf("outputs: %s distinct and %s in all; want each of %s once", distinct, total, want)
+			if want, distinct, total, missing, unexpected := string(m[1]), string(m[2]), string(m[3]), string(m[4]), string(m[5]); distinct != want || total != want || missing != "0" || unexpected != "0" {
+				t.Errorf("outputs: %s distinct and %s in all, %s missing and %s unexpected; want each of %s once", distinct, total, missing, unexpected, want)
 			}
 		})
 	}
