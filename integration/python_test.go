@@ -56,9 +56,9 @@ func TestEnrichOnPythonJobService(t *testing.T) {
 // exactly once, with calls shorter and longer than the source's ticks and
 // over more keys than elements per tick.
 //
-// passert cannot judge this on that runner: it repeats the entries of an
-// unbounded PCollection, a plain ParDo's as well (integration/testdata/
-// unboundedjob's doc), so the job counts for itself.
+// passert cannot judge this on that runner: in our runs it reported extra
+// entries over a periodic.Impulse source, for a plain ParDo as well
+// (integration/testdata/unboundedjob's doc), so the job counts for itself.
 func TestUnboundedOnPythonJobService(t *testing.T) {
 	job := build(t, "./integration/testdata/unboundedjob")
 	for _, tt := range []struct {

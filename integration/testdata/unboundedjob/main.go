@@ -2,12 +2,12 @@
 // periodic impulse) and counts, in a DoFn after it, how often each output
 // arrives. It prints one line for the integration tests:
 //
-//	outputs: want=N distinct=D total=T
+//	outputs: want=N distinct=D total=T missing=M unexpected=U
 //
 // Counting in a DoFn, not with passert, is deliberate: on Beam Python's
-// portable job service passert repeats the entries of an unbounded
-// PCollection (a plain ParDo's too), while a DoFn after the transform
-// sees each output once. The DoFn writes what it sees to files, read back
+// portable job service, in our runs, passert reported extra entries over a
+// periodic.Impulse source (for a plain ParDo too), while a DoFn after the
+// transform saw each output once. The DoFn writes what it sees to files, read back
 // after the run: the job service's metrics fail on a job of many bundles
 // ("maximum recursion depth exceeded"). Neither runner retries a bundle
 // here; a retried bundle would write its outputs twice and fail the count.
