@@ -29,9 +29,19 @@ type shippedFunc struct {
 }
 
 // shipFunc wraps fn, which the caller has checked to be a registered
-// top-level function.
-func shipFunc(fn any) *shippedFunc {
-	return &shippedFunc{fn: reflectx.MakeFunc(fn)}
+// top-level function, and ships it here as a worker will read it, so that
+// a type Beam cannot encode (an interface parameter: func(any) string)
+// fails when the pipeline is built, not when it is translated.
+func shipFunc(fn any) (*shippedFunc, error) {
+	shipped := &shippedFunc{fn: reflectx.MakeFunc(fn)}
+	buf, err := json.Marshal(shipped)
+	if err == nil {
+		err = json.Unmarshal(buf, new(shippedFunc))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return shipped, nil
 }
 
 // shippedFuncJSON is shippedFunc's serialised form.

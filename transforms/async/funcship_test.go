@@ -62,7 +62,11 @@ func TestShippedFuncRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			buf, err := json.Marshal(shipFunc(tt.fn))
+			shipped, err := shipFunc(tt.fn)
+			if err != nil {
+				t.Fatalf("ship: %v", err)
+			}
+			buf, err := json.Marshal(shipped)
 			if err != nil {
 				t.Fatalf("marshal: %v", err)
 			}
@@ -81,7 +85,11 @@ func TestShippedFuncRoundTrip(t *testing.T) {
 // TestShippedFuncErrors: what a worker cannot resolve fails with the name
 // and what to do.
 func TestShippedFuncErrors(t *testing.T) {
-	good, err := json.Marshal(shipFunc(notTimeout))
+	shipped, err := shipFunc(notTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good, err := json.Marshal(shipped)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ package async
 // retry.go) or priority (priority.go), their defaults and validation.
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -208,14 +207,7 @@ func encodeFunc(option string, fn any) (*shippedFunc, error) {
 	if err := checkRegistered(option, fn); err != nil {
 		return nil, err
 	}
-	shipped := shipFunc(fn)
-	// Ship it here as a worker will, so that a type Beam cannot encode
-	// (an interface parameter: func(any) string) fails at this option,
-	// not when the pipeline is translated.
-	buf, err := json.Marshal(shipped)
-	if err == nil {
-		err = json.Unmarshal(buf, new(shippedFunc))
-	}
+	shipped, err := shipFunc(fn)
 	if err != nil {
 		return nil, fmt.Errorf("%s: function %s cannot be shipped to workers: %v", option, name, err)
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
@@ -29,45 +28,30 @@ func init() {
 // multiples of 7 fail their first attempt with "try again": not retried,
 // they fail after one attempt; its panics are still retried to the limit.
 func TestPipelineRetryIf(t *testing.T) {
-	const n, keys = 140, 7
-	wantFailures := func(label func(i int) string) (out, failed []any) {
-		for i := 0; i < n; i++ {
-			switch {
-			case i%10 == 0:
-				failed = append(failed, label(i)+"/permanent/1")
-			case i%13 == 0:
-				failed = append(failed, label(i)+"/panic/3")
-			case i%7 == 0:
-				failed = append(failed, label(i)+"/error/1")
-			default:
-				out = append(out, strings.ReplaceAll(label(i), "/", ":"))
+	const n = 147 // inputOf's three ticks over its seven keys, whole
+	for _, unbounded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("unbounded=%v", unbounded), func(t *testing.T) {
+			var wantOut, wantFail []any
+			for i := 0; i < n; i++ {
+				k, v := keyed(i, 7)
+				switch {
+				case v%10 == 0:
+					wantFail = append(wantFail, fmt.Sprintf("%s/%d/permanent/1", k, v))
+				case v%13 == 0:
+					wantFail = append(wantFail, fmt.Sprintf("%s/%d/panic/3", k, v))
+				case v%7 == 0:
+					wantFail = append(wantFail, fmt.Sprintf("%s/%d/error/1", k, v))
+				default:
+					wantOut = append(wantOut, fmt.Sprintf("%s:%d", k, v))
+				}
 			}
-		}
-		return out, failed
+			p, s := beam.NewPipelineWithRoot()
+			out, failures := async.ParDoWithFailures(s, &flaky{}, inputOf(s, n, unbounded),
+				async.WithParallelism(8), async.WithMaxAttempts(3), async.WithBackoff(async.FixedBackoff(5*time.Millisecond)),
+				async.WithRetryIf(notTryAgain), async.WithCallbackFrequency(200*time.Millisecond))
+			passert.EqualsList(s, out, wantOut)
+			passert.EqualsList(s, beam.ParDo(s, describeFailure, failures), wantFail)
+			ptest.RunAndValidate(t, p)
+		})
 	}
-	opts := []async.Option{async.WithParallelism(8), async.WithMaxAttempts(3),
-		async.WithBackoff(async.FixedBackoff(5 * time.Millisecond)), async.WithRetryIf(notTryAgain)}
-
-	t.Run("bounded", func(t *testing.T) {
-		p, s := beam.NewPipelineWithRoot()
-		out, failures := async.ParDoWithFailures(s, &flaky{}, input(s, n, keys), opts...)
-		wantOut, wantFail := wantFailures(func(i int) string { k, v := keyed(i, keys); return fmt.Sprintf("%s/%d", k, v) })
-		passert.EqualsList(s, out, wantOut)
-		passert.EqualsList(s, beam.ParDo(s, describeFailure, failures), wantFail)
-		ptest.RunAndValidate(t, p)
-	})
-	t.Run("unbounded", func(t *testing.T) {
-		const ticks = 7
-		perTick := n / ticks
-		interval := 100 * time.Millisecond
-		start := time.Now().Truncate(time.Second)
-		p, s := beam.NewPipelineWithRoot()
-		impulses := periodic.Impulse(s, start, start.Add(ticks*interval), interval, false)
-		elems := beam.ParDo(s, &fanOut{PerTick: perTick, Keys: keys, StartMs: start.UnixMilli(), IntervalMs: interval.Milliseconds()}, impulses)
-		out, failures := async.ParDoWithFailures(s, &flaky{}, elems, append(opts, async.WithCallbackFrequency(200*time.Millisecond))...)
-		wantOut, wantFail := wantFailures(func(i int) string { return fmt.Sprintf("k%03d/%d", i%keys, i) })
-		passert.EqualsList(s, out, wantOut)
-		passert.EqualsList(s, beam.ParDo(s, describeFailure, failures), wantFail)
-		ptest.RunAndValidate(t, p)
-	})
 }
