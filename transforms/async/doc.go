@@ -109,7 +109,8 @@
 //     ParDo's would, in the global, fixed, sliding and session windows (an
 //     element in two sliding windows is called once per window, and gives
 //     outputs in each). On unbounded input the commit timer holds the
-//     watermark at the earliest pending element, so an element that arrives
+//     watermark at the earliest pending element (its output timestamp, as
+//     prism, Dataflow and Flink honour it), so an element that arrives
 //     on time gives outputs that are on time for what follows; one that
 //     arrives late (within allowed lateness) gives outputs later still, by
 //     its call and its commit, which a later GroupByKey drops once they are
@@ -147,10 +148,21 @@
 //     Window names it); without a failure output it fails its key's commit
 //     (or its bundle) with the cause (a panic with its stack), so the runner
 //     retries it. Nothing is dropped silently.
+//   - When an unbounded input ends (or a job is drained), prism and
+//     Dataflow keep firing the keys' commit timers until every pending
+//     element is committed. Flink does not: once its final watermark is in,
+//     it ignores processing-time timers of the global window, and elements
+//     still pending then are never committed (no output, no failure
+//     record). A drain on an event-time timer would fix it, but Beam Go
+//     v2.77's harness cannot run a DoFn with two timer families. The fault
+//     simulator models each of these runners (sim_test.go, simModel).
 //   - The fn's Revert method (compensation for a saga) runs only for an
-//     element whose failure is final: in a step after the transform, behind
-//     a reshuffle, over the failure records the runner has committed, so never for an element
-//     that a retried bundle then ran to success. It runs at least once per
+//     element whose failure the runner has committed: in a step after the
+//     transform, behind a reshuffle, so never for an element that a retried
+//     bundle then ran to success, where a reshuffle is a checkpoint (prism,
+//     Dataflow). On Flink a reshuffle is a rebalance: a restore from a
+//     checkpoint can replay an element Revert has seen fail, and the replay
+//     may succeed. It runs at least once per
 //     record (a failed bundle of that step is retried), and only with
 //     ParDoWithFailures: without a failure output no failure is final, since
 //     the runner retries the key's commit. Its error arrives as a
