@@ -109,8 +109,8 @@
 //     ParDo's would, in the global, fixed, sliding and session windows (an
 //     element in two sliding windows is called once per window, and gives
 //     outputs in each). On unbounded input the commit timer holds the
-//     watermark at the earliest pending element (its output timestamp, as
-//     prism, Dataflow and Flink honour it), so an element that arrives
+//     watermark at the earliest pending element (its output timestamp: so
+//     measured on prism, and so read in Flink's runner), so an element that arrives
 //     on time gives outputs that are on time for what follows; one that
 //     arrives late (within allowed lateness) gives outputs later still, by
 //     its call and its commit, which a later GroupByKey drops once they are
@@ -148,14 +148,17 @@
 //     Window names it); without a failure output it fails its key's commit
 //     (or its bundle) with the cause (a panic with its stack), so the runner
 //     retries it. Nothing is dropped silently.
-//   - When an unbounded input ends (or a job is drained), prism and
-//     Dataflow keep firing the keys' commit timers until every pending
-//     element is committed. Flink does not: once its final watermark is in,
-//     it ignores processing-time timers of the global window, and elements
-//     still pending then are never committed (no output, no failure
-//     record). A drain on an event-time timer would fix it, but Beam Go
-//     v2.77's harness cannot run a DoFn with two timer families. The fault
-//     simulator models each of these runners (sim_test.go, simModel).
+//   - When an unbounded input ends (or a job is drained), prism keeps
+//     firing the keys' commit timers until every pending element is
+//     committed, and Dataflow does too by what Beam's sources and issues
+//     say (not run). Flink, by its runner's sources (not run), does not:
+//     once its final watermark is in, it ignores processing-time timers of
+//     the global window, and elements still pending then are never
+//     committed (no output, no failure record), or the job does not
+//     finish. A drain on an event-time timer would fix it; Beam Go v2.77's
+//     harness hangs bundles of a DoFn with two timer families, so that
+//     drain needs a transform of its own (not built). The fault simulator
+//     models these runners (sim_test.go, simModel).
 //   - The fn's Revert method (compensation for a saga) runs only for an
 //     element whose failure the runner has committed: in a step after the
 //     transform, behind a reshuffle, so never for an element that a retried

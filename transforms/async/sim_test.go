@@ -24,8 +24,8 @@ package async
 //     bundle that would wait longer than the stale period is a violation).
 //
 // Faults: worker restarts, bundles that fail (silently, as when an earlier
-// step of the stage fails, or through a panicking emit, as when a later one
-// does), keys moving between workers that each have their own registry,
+// step of the stage fails, or, on bounded input, through a panicking emit,
+// as when a later one does), keys moving between workers that each have their own registry,
 // duplicate input records, timers firing early, late (also by more than the
 // stale period), or twice, and slow and failing calls with retries. Inputs
 // are in the global window, or in fixed, sliding or session windows.
@@ -72,6 +72,7 @@ import (
 var (
 	simSchedules = flag.Int("sim.schedules", 1000, "how many seeded schedules TestSimulator runs")
 	simSeed      = flag.Uint64("sim.seed", 0, "run only this seed (with its schedule) in TestSimulator")
+	simModelName = flag.String("sim.model", "", "run only this runner model (prism, dataflow, flink) in TestSimulator")
 )
 
 // simFn is the wrapped fn of the simulator: whether an attempt is slow or
@@ -192,28 +193,34 @@ var simKinds = []string{"deliver", "deliver", "deliver", "fire", "fire", "fire",
 var simWindowKinds = []string{"global", "fixed", "sliding", "sessions"}
 
 // simModel is a runner's rules where runners differ, for the unbounded
-// path (bounded schedules run alike on every model). Sources, read for
-// issue 38 (notes: ../shared/notes/runners-end-of-input.md):
+// path (bounded schedules run alike on every model). What each takes from
+// where (read in Beam's sources for issue 38, not run on those runners):
 //   - prism v2.77 (engine/elementmanager.go): a bag reads in the order it
-//     was written; a failed bundle's retry runs where the key is; state is
-//     collected on the output watermark, which a commit timer's hold keeps
-//     back, so pending timers fire after the input ends until the keys
-//     are empty.
+//     was written; state is collected on the output watermark, which a
+//     commit timer's hold keeps back, so pending timers fire after the
+//     input ends until the keys are empty. prism fails the job on a failed
+//     bundle (execute.go: FailBundle); the simulator retries it instead,
+//     which asks more of the transform.
 //   - Dataflow: bag order is not promised (read here last entry first); a
-//     failed work item is retried on any worker, and the key stays there;
-//     at the end of input or on drain the input watermark goes to the end
-//     of time, processing-time timers keep firing (Beam issue 33595: a
-//     timer that re-arms keeps a drain from finishing) and the global
-//     window's state is not collected by a timer (Beam PR 13032), so keys
-//     drain as on prism.
+//     failed work item is retried, here on another worker where the key
+//     then stays (assumed, as for any runner that moves keys: not read).
+//     At the end of input or on drain, processing-time timers keep firing
+//     (inferred from Beam issue 33595: a timer that re-arms keeps a drain
+//     from finishing) and the global window's state is not collected by a
+//     timer (Beam PR 13032, read for the Java worker), so keys drain as on
+//     prism.
 //   - Flink's portable runner (ExecutableStageDoFnOperator wraps the stage
 //     in runners-core's StatefulDoFnRunner): once the input watermark is at
 //     the end of time, StatefulDoFnRunner.onTimer ignores processing-time
-//     timers of a late window, the global window included, and
-//     DoFnOperator.flushData force-fires the rest at shutdown, into the
-//     same check: every element still in a bag then is never committed
-//     (lostAtEnd). The final watermark follows the last elements by up to
-//     finalRounds rounds of timers. Bag order as Dataflow's.
+//     timers of a late window, the global window included (read), and
+//     DoFnOperator.flushData force-fires the rest at shutdown into the same
+//     check (inferred): every element still in a bag then is never
+//     committed (lostAtEnd), or the job does not finish (the portable
+//     operator's flushData may wait on the timers' holds; not modelled).
+//     The final watermark follows the last elements by up to finalRounds
+//     rounds of timers. Bag order as Dataflow's. A restore from a
+//     checkpoint, which makes Revert unsafe there (README), is not
+//     modelled: failures are the other models' bundle retries.
 type simModel struct {
 	name string
 	// shuffledBags: bags read in an order other than the writes'.
@@ -287,7 +294,7 @@ func newSchedule(seed uint64) simSchedule {
 	s.batchWait = time.Duration(seed/7919/8192%2) * time.Millisecond
 	s.batchesByKey = (seed/7919/16384)%2 == 0
 	s.model = simModels[0]
-	s.finalRounds = int((seed*0x9e3779b97f4a7c15)>>62) % 3 // drawn apart, as the flags above
+	s.finalRounds = int((seed*0x9e3779b97f4a7c15)>>32) % 3 // drawn apart, as the flags above
 	for i := 0; i < 20+r.IntN(60); i++ {
 		s.actions = append(s.actions, simAction{Kind: simKinds[r.IntN(len(simKinds))], A: r.IntN(1000), B: r.IntN(1000)})
 	}
@@ -710,6 +717,12 @@ func (w *streamWorld) newStreamFn(wk *streamWorker) *streamFn {
 // says so).
 func (w *streamWorld) bundle(keys []string, fn func(f *streamFn, sts []*memState, tms []*memTimers, cs []*collector) error) {
 	owner := w.keys[keys[0]].owner
+	for _, key := range keys[1:] {
+		if w.keys[key].owner != owner {
+			w.violation("simulator: a bundle of keys %v on two workers", keys)
+			return
+		}
+	}
 	for try := 0; ; try++ {
 		wk := w.workers[owner]
 		inst := try % len(wk.fns)
@@ -730,8 +743,8 @@ func (w *streamWorld) bundle(keys []string, fn func(f *streamFn, sts []*memState
 				}
 			}
 		}
-		lost := w.failNext && try == 0
-		if lost || err != nil {
+		injected := w.failNext && try == 0
+		if injected || err != nil {
 			w.failNext = false
 			wk.fns[inst] = w.newStreamFn(wk) // the harness drops a failed bundle's instance
 			if w.s.model.retryElsewhere {
@@ -992,17 +1005,27 @@ func (w *streamWorld) finish() {
 }
 
 // finalWatermark is the input watermark reaching the end of time on a
-// runner that then ignores processing-time timers (simModel): every
-// element a key still holds is never committed, and the key's state goes
-// once its timer's hold is released (the ignored firing releases it).
+// runner that then ignores processing-time timers (simModel): every record
+// a key still holds is never committed, and the key's state goes once its
+// timer's hold is released (the ignored firing releases it). A key holding
+// elements with no timer set is a violation, as in finish: it would never
+// commit on any runner. Copies of one element in a bag count once, as the
+// transform reads them (readBag).
 func (w *streamWorld) finalWatermark() {
 	w.waitAll()
 	for _, key := range w.sortedKeys() {
 		k := w.keys[key]
+		if k.elements() > 0 && k.timer == nil {
+			w.violation("key %s holds %d elements but no timer at the final watermark: they would never commit", key, k.elements())
+		}
 		st := &memState{bags: k.bags}
+		records := map[state.ElementID]bool{}
 		for _, env := range append(st.envelopes(), st.queued()...) {
-			v := int(env.EventTimeMs) - 1000 // simElem.ts
-			w.lostAtEnd[[2]string{simElem{key, v}.name(), env.Window}]++
+			if id := env.Element(key).Base(); !records[id] {
+				records[id] = true
+				v := int(env.EventTimeMs) - 1000 // simElem.ts
+				w.lostAtEnd[[2]string{simElem{key, v}.name(), env.Window}]++
+			}
 		}
 		k.bags, k.timer = map[string][]any{}, nil
 	}
@@ -1064,8 +1087,8 @@ func shrink(t *testing.T, s simSchedule) simSchedule {
 // TestSimulator runs each seeded schedule on each runner model (simModel)
 // and prints one line per model. A record that a model's final watermark
 // left uncommitted (Flink's, see simModel) is counted apart, as lost, not
-// as a violation: README's Runners section states it for that runner, and
-// TestSimulatorFinalWatermarkLoses keeps the count honest.
+// as a violation: README's Guarantees section states it for that runner,
+// and TestSimulatorFinalWatermarkLoses keeps the count in view.
 func TestSimulator(t *testing.T) {
 	seeds := make([]uint64, 0, *simSchedules)
 	if *simSeed != 0 {
@@ -1076,6 +1099,9 @@ func TestSimulator(t *testing.T) {
 		}
 	}
 	for _, model := range simModels {
+		if *simModelName != "" && model.name != *simModelName {
+			continue
+		}
 		violations, lost := 0, 0
 		for _, seed := range seeds {
 			s := newSchedule(seed)
@@ -1087,8 +1113,8 @@ func TestSimulator(t *testing.T) {
 			}
 			violations++
 			small := shrink(t, s)
-			t.Errorf("model %s, seed %d (batch=%v, windows=%s, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d, cache %v, requests %v of %d by key %v): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run TestSimulator -args -sim.seed=%d",
-				model.name, seed, s.batch, s.windows, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, s.cache, s.requests, s.batchSize, s.batchesByKey, strings.Join(problems, "; "), small.actions, seed)
+			t.Errorf("model %s, seed %d (batch=%v, windows=%s, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d, cache %v, requests %v of %d by key %v): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run '^TestSimulator$' -args -sim.seed=%d -sim.model=%s",
+				model.name, seed, s.batch, s.windows, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, s.cache, s.requests, s.batchSize, s.batchesByKey, strings.Join(problems, "; "), small.actions, seed, model.name)
 			if violations >= 3 {
 				break
 			}
@@ -1097,31 +1123,31 @@ func TestSimulator(t *testing.T) {
 	}
 }
 
-// TestSimulatorFinalWatermarkLoses: on the Flink model, a stream that ends
-// while keys hold elements loses them (the transform has no callback once
-// the final watermark is in: simModel), and on the others it loses none.
-// When a fix lands, this test fails and the README's Flink line changes.
+// TestSimulatorFinalWatermarkLoses states today's loss on the Flink model:
+// a stream that ends while keys hold elements loses them, since the
+// transform has no callback once the final watermark is in (simModel), and
+// its only timer is one Flink then ignores. It checks that the loss is
+// counted (elements pending at the end are common: calls take time), and
+// that no schedule breaks another rule on the way. A fix (an event-time
+// drain) must make finalWatermark deliver what a runner delivers at its
+// final watermark, the event-time timers due, and turn this test into one
+// that no record is lost.
 func TestSimulatorFinalWatermarkLoses(t *testing.T) {
-	lost := map[string]int{}
+	lost := 0
 	for i := 1; i <= 40; i++ {
-		for _, model := range simModels {
-			s := newSchedule(uint64(i) * 7919)
-			if s.batch {
-				continue
-			}
-			s.model, s.finalRounds = model, 0
-			problems, l := runScheduleLost(t, s)
-			if len(problems) > 0 {
-				t.Errorf("model %s, seed %d: %s", model.name, s.seed, strings.Join(problems, "; "))
-			}
-			lost[model.name] += l
+		s := newSchedule(uint64(i) * 7919)
+		if s.batch {
+			continue
 		}
+		s.model, s.finalRounds = simModels[2], 0
+		problems, l := runScheduleLost(t, s)
+		if len(problems) > 0 {
+			t.Errorf("model flink, seed %d: %s", s.seed, strings.Join(problems, "; "))
+		}
+		lost += l
 	}
-	if lost["prism"] != 0 || lost["dataflow"] != 0 {
-		t.Errorf("records lost at the end of input: %v; want none on prism and dataflow", lost)
-	}
-	if lost["flink"] == 0 {
-		t.Errorf("no record lost at Flink's final watermark over 40 schedules: the transform now drains there; update this test, simModel and README's Runners section")
+	if lost == 0 {
+		t.Errorf("no record lost at Flink's final watermark over 40 schedules; the model no longer ends the stream with work pending, or the transform drains there: update simModel, this test and README's Guarantees")
 	}
 }
 
@@ -1138,11 +1164,16 @@ func TestSimulatorFinalWatermarkLoses(t *testing.T) {
 // that came back to a worker after an eviction and then moved away for good
 // kept its finished result and a place kept for it there for Moved (ten
 // stale periods), and a key waiting on that worker for room got none
-// (24414277).
+// (24414277). Each runs on every runner model: a moved key is what a
+// retry on another worker (dataflow) makes most of.
 func TestSimulatorRegressions(t *testing.T) {
 	for _, seed := range []uint64{87109, 2431133, 3729849, 8433735, 75531422, 24414277} {
-		if problems := runSchedule(t, newSchedule(seed)); len(problems) > 0 {
-			t.Errorf("seed %d: %s", seed, strings.Join(problems, "; "))
+		for _, model := range simModels {
+			s := newSchedule(seed)
+			s.model = model
+			if problems, _ := runScheduleLost(t, s); len(problems) > 0 {
+				t.Errorf("model %s, seed %d: %s", model.name, seed, strings.Join(problems, "; "))
+			}
 		}
 	}
 }
