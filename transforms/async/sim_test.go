@@ -25,10 +25,11 @@ package async
 //
 // Faults: worker restarts, bundles that fail (silently, as when an earlier
 // step of the stage fails, or, on bounded input, through a panicking emit,
-// as when a later one does), keys moving between workers that each have their own registry,
-// duplicate input records, timers firing early, late (also by more than the
-// stale period), or twice, and slow and failing calls with retries. Inputs
-// are in the global window, or in fixed, sliding or session windows.
+// as when a later one does), keys moving between workers that each have
+// their own registry, duplicate input records, timers firing early, late
+// (also by more than the stale period), or twice, and slow and failing
+// calls with retries. Inputs are in the global window, or in fixed,
+// sliding or session windows.
 //
 // At the end of input the runner fires the keys' timers until every key is
 // empty, unless the model's final watermark comes first (simModel).
