@@ -110,11 +110,11 @@
 //     element in two sliding windows is called once per window, and gives
 //     outputs in each). On unbounded input the commit timer holds the
 //     watermark at the earliest pending element (its output timestamp: so
-//     measured on prism, and so read in Flink's runner), so an element that arrives
-//     on time gives outputs that are on time for what follows; one that
-//     arrives late (within allowed lateness) gives outputs later still, by
-//     its call and its commit, which a later GroupByKey drops once they are
-//     past its allowed lateness.
+//     measured on prism, and so read in Flink's runner), so an element
+//     that arrives on time gives outputs that are on time for what
+//     follows; one that arrives late (within allowed lateness) gives
+//     outputs later still, by its call and its commit, which a later
+//     GroupByKey drops once they are past its allowed lateness.
 //   - Panes are not kept: Beam Go lets a DoFn set an output's timestamp,
 //     not its pane, so an output carries the pane of whatever the transform
 //     is processing when it emits it (another input element's, or, from a
@@ -156,7 +156,7 @@
 //     the global window, and elements still pending then are never
 //     committed (no output, no failure record), or the job does not
 //     finish. A drain on an event-time timer would fix it; Beam Go v2.77's
-//     harness hangs bundles of a DoFn with two timer families, so that
+//     harness can hang bundles of a DoFn with two timer families, so that
 //     drain needs a transform of its own (not built). The fault simulator
 //     models these runners (sim_test.go, simModel).
 //   - The fn's Revert method (compensation for a saga) runs only for an
