@@ -33,6 +33,27 @@ func (*flaky) ProcessElement(ctx context.Context, key string, v int, emit func(s
 	return nil
 }
 
+// flakyWant is what flaky gives for n inputs over keys: the outputs, and
+// the failure records as describeFailure writes them, with MaxAttempts 3.
+// A value that fails its first attempt only (v%7) succeeds on a retry, or,
+// with noRetry (WithRetryIf saying no), is a failure record of one attempt.
+func flakyWant(n, keys int, noRetry bool) (out, fail []any) {
+	for i := 0; i < n; i++ {
+		k, v := keyed(i, keys)
+		switch {
+		case v%10 == 0:
+			fail = append(fail, fmt.Sprintf("%s/%d/permanent/1", k, v))
+		case v%13 == 0:
+			fail = append(fail, fmt.Sprintf("%s/%d/panic/3", k, v))
+		case v%7 == 0 && noRetry:
+			fail = append(fail, fmt.Sprintf("%s/%d/error/1", k, v))
+		default:
+			out = append(out, fmt.Sprintf("%s:%d", k, v))
+		}
+	}
+	return out, fail
+}
+
 func describeFailure(f async.Failure) string {
 	return fmt.Sprintf("%s/%s/%s/%d", f.KeyText, f.ValueText, f.Kind, f.Attempts)
 }
@@ -47,18 +68,7 @@ func TestPipelineFailureOutput(t *testing.T) {
 	p, s := beam.NewPipelineWithRoot()
 	out, failures := async.ParDoWithFailures(s, &flaky{}, input(s, n, keys),
 		async.WithParallelism(16), async.WithMaxAttempts(3), async.WithBackoff(async.FixedBackoff(10*time.Millisecond)))
-	var wantOut, wantFail []any
-	for i := 0; i < n; i++ {
-		k, v := keyed(i, keys)
-		switch {
-		case v%10 == 0:
-			wantFail = append(wantFail, fmt.Sprintf("%s/%d/permanent/1", k, v))
-		case v%13 == 0:
-			wantFail = append(wantFail, fmt.Sprintf("%s/%d/panic/3", k, v))
-		default:
-			wantOut = append(wantOut, fmt.Sprintf("%s:%d", k, v))
-		}
-	}
+	wantOut, wantFail := flakyWant(n, keys, false)
 	passert.EqualsList(s, out, wantOut)
 	passert.EqualsList(s, beam.ParDo(s, describeFailure, failures), wantFail)
 	ptest.RunAndValidate(t, p)

@@ -31,20 +31,7 @@ func TestPipelineRetryIf(t *testing.T) {
 	const n = 147 // inputOf's three ticks over its seven keys, whole
 	for _, unbounded := range []bool{false, true} {
 		t.Run(fmt.Sprintf("unbounded=%v", unbounded), func(t *testing.T) {
-			var wantOut, wantFail []any
-			for i := 0; i < n; i++ {
-				k, v := keyed(i, 7)
-				switch {
-				case v%10 == 0:
-					wantFail = append(wantFail, fmt.Sprintf("%s/%d/permanent/1", k, v))
-				case v%13 == 0:
-					wantFail = append(wantFail, fmt.Sprintf("%s/%d/panic/3", k, v))
-				case v%7 == 0:
-					wantFail = append(wantFail, fmt.Sprintf("%s/%d/error/1", k, v))
-				default:
-					wantOut = append(wantOut, fmt.Sprintf("%s:%d", k, v))
-				}
-			}
+			wantOut, wantFail := flakyWant(n, 7, true)
 			p, s := beam.NewPipelineWithRoot()
 			out, failures := async.ParDoWithFailures(s, &flaky{}, inputOf(s, n, unbounded),
 				async.WithParallelism(8), async.WithMaxAttempts(3), async.WithBackoff(async.FixedBackoff(5*time.Millisecond)),
