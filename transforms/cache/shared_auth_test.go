@@ -84,46 +84,66 @@ func TestSharedRefusedPasswordIsAMissLoggedOnce(t *testing.T) {
 			[]string{"TLS connection to Redis failed", "certificate"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := tc.cfg
-			cfg.Prefix, cfg.TTL = "test:"+uuid.NewString(), time.Minute
-			s, err := NewShared(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			logs := logTo(s)
-			ctx := context.Background()
-			// Past downFor, so that the cache goes back to Redis at least once.
-			start := time.Now()
-			for time.Since(start) < downFor+300*time.Millisecond {
-				callStart := time.Now()
-				s.Set(ctx, key("k"), []byte("v"))
-				if _, _, ok := s.Get(ctx, key("k")); ok {
-					t.Fatal("a hit from a Redis that refuses the client")
+			// A loaded machine (CI runs every package at once, with -race)
+			// can take longer than sharedTimeout over a TLS handshake; the
+			// cache then rightly logs the deadline, once, and not the cause
+			// this case is about. A deadline is not the behaviour under test,
+			// so such an attempt is repeated with a fresh cache, up to three.
+			var line string
+			for attempt := 1; attempt <= 3; attempt++ {
+				line = refusedOnce(t, tc.cfg)
+				if !strings.Contains(line, "context deadline exceeded") {
+					break
 				}
-				if d := time.Since(callStart); d > 2*sharedTimeout {
-					t.Fatalf("a Set and a Get took %v; want each within %v", d, sharedTimeout)
-				}
-				time.Sleep(10 * time.Millisecond)
+				t.Logf("attempt %d timed out under load; again", attempt)
 			}
-			if st := s.Stats(); st.Errors < 2 || st.Hits != 0 {
-				t.Errorf("stats = %+v; want no hits and an error each time the cache went to Redis (at least 2)", st)
-			}
-			lines := logs.Lines()
-			if len(lines) != 1 {
-				t.Fatalf("log lines:\n%s\nwant exactly one", strings.Join(lines, "\n"))
-			}
-			t.Logf("the log line: %s", lines[0])
 			for _, want := range tc.want {
-				if !strings.Contains(lines[0], want) {
-					t.Errorf("log line %q: want %q in it", lines[0], want)
+				if !strings.Contains(line, want) {
+					t.Errorf("log line %q: want %q in it", line, want)
 				}
 			}
-			if strings.Contains(lines[0], "horse") {
-				t.Errorf("log line %q shows a password", lines[0])
+			if strings.Contains(line, "horse") {
+				t.Errorf("log line %q shows a password", line)
 			}
 		})
 	}
+}
+
+// refusedOnce uses a cache built from cfg against a Redis that refuses it,
+// for longer than downFor, checks that every call is a quick miss counted as
+// an error and that exactly one line was logged, and returns that line.
+func refusedOnce(t *testing.T, cfg SharedConfig) string {
+	t.Helper()
+	cfg.Prefix, cfg.TTL = "test:"+uuid.NewString(), time.Minute
+	s, err := NewShared(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	logs := logTo(s)
+	ctx := context.Background()
+	// Past downFor, so that the cache goes back to Redis at least once.
+	start := time.Now()
+	for time.Since(start) < downFor+300*time.Millisecond {
+		callStart := time.Now()
+		s.Set(ctx, key("k"), []byte("v"))
+		if _, _, ok := s.Get(ctx, key("k")); ok {
+			t.Fatal("a hit from a Redis that refuses the client")
+		}
+		if d := time.Since(callStart); d > 2*sharedTimeout {
+			t.Fatalf("a Set and a Get took %v; want each within %v", d, sharedTimeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := s.Stats(); st.Errors < 2 || st.Hits != 0 {
+		t.Errorf("stats = %+v; want no hits and an error each time the cache went to Redis (at least 2)", st)
+	}
+	lines := logs.Lines()
+	if len(lines) != 1 {
+		t.Fatalf("log lines:\n%s\nwant exactly one", strings.Join(lines, "\n"))
+	}
+	t.Logf("the log line: %s", lines[0])
+	return lines[0]
 }
 
 func TestSharedConfigRedisErrorsSayWhatToChange(t *testing.T) {
