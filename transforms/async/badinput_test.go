@@ -18,7 +18,7 @@ func TestBadInputAtRuntime(t *testing.T) {
 	t.Run("ID function panics: the bundle fails with the cause", func(t *testing.T) {
 		h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(panickyID))
 		f := h.stream()
-		err := f.ProcessElement(context.Background(), 0, h.st("a"), h.tm("a"), "a", 1, nil, nil)
+		err := f.ProcessElement(context.Background(), 0, h.st("a"), h.tm("a"), "a", 1, nil, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), "no ID for you") {
 			t.Errorf("ProcessElement error = %v, want the ID function's panic", err)
 		}

@@ -243,12 +243,12 @@ func TestTimerThenElementInOneBundle(t *testing.T) {
 	h.clock.Advance(time.Second)
 	h.process(f, "a", 2)
 	h.clock.Advance(2 * time.Second)
-	f.StartBundle(context.Background(), nil, nil)
-	if err := f.OnTimer(context.Background(), h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: commitFamily}, h.emitter("a"), h.fail); err != nil {
+	f.StartBundle(context.Background(), nil, nil, nil)
+	if err := f.OnTimer(context.Background(), h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: commitFamily}, h.emitter("a"), h.fail, nil); err != nil {
 		t.Fatal(err)
 	}
 	ts := mtime.FromTime(h.clock.Now())
-	if err := f.ProcessElement(context.Background(), ts, h.st("a"), h.tm("a"), "a", 3, h.emitter("a"), h.fail); err != nil {
+	if err := f.ProcessElement(context.Background(), ts, h.st("a"), h.tm("a"), "a", 3, h.emitter("a"), h.fail, nil); err != nil {
 		t.Fatal(err)
 	}
 	_, got := p.Touch(h.owner("a"), false)
@@ -359,14 +359,14 @@ func TestRetriedBundleTakesOverItsCalls(t *testing.T) {
 		before.bags[k] = append([]any(nil), v...)
 	}
 	ts := mtime.FromTime(h.clock.Now())
-	f.StartBundle(context.Background(), nil, nil)
-	if err := f.ProcessElement(context.Background(), ts, st, h.tm("a"), "a", 1, h.emitter("a"), h.fail); err != nil {
+	f.StartBundle(context.Background(), nil, nil, nil)
+	if err := f.ProcessElement(context.Background(), ts, st, h.tm("a"), "a", 1, h.emitter("a"), h.fail, nil); err != nil {
 		t.Fatal(err)
 	}
 	h.states["a"] = before // the bundle failed: its state writes are dropped
 	g := h.stream()        // the runner retries it on another instance
-	g.StartBundle(context.Background(), nil, nil)
-	if err := g.ProcessElement(context.Background(), ts, h.st("a"), h.tm("a"), "a", 1, h.emitter("a"), h.fail); err != nil {
+	g.StartBundle(context.Background(), nil, nil, nil)
+	if err := g.ProcessElement(context.Background(), ts, h.st("a"), h.tm("a"), "a", 1, h.emitter("a"), h.fail, nil); err != nil {
 		t.Fatal(err)
 	}
 	book.open(gateID(name, "a", 1))
@@ -685,15 +685,15 @@ func TestConcurrentKeysLoad(t *testing.T) {
 			emit := func(_ beam.EventTime, z beam.Z) { results[k] = append(results[k], z.(string)) }
 			fail := func(beam.EventTime, Failure) {}
 			for v := 0; v < perKey; v++ {
-				f.StartBundle(ctx, nil, nil)
-				if err := f.ProcessElement(ctx, 0, st, tm, key, v, emit, fail); err != nil {
+				f.StartBundle(ctx, nil, nil, nil)
+				if err := f.ProcessElement(ctx, 0, st, tm, key, v, emit, fail, nil); err != nil {
 					errs[k] = err
 					return
 				}
 			}
 			for round := 0; round < 1000 && st.size() > 0; round++ {
-				f.StartBundle(ctx, nil, nil)
-				if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: commitFamily}, emit, fail); err != nil {
+				f.StartBundle(ctx, nil, nil, nil)
+				if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: commitFamily}, emit, fail, nil); err != nil {
 					errs[k] = err
 					return
 				}
@@ -889,7 +889,7 @@ func TestQueueSummariesStayBounded(t *testing.T) {
 				if !tc.oneBundle {
 					f.views = views{}
 				}
-				k, err := f.open(context.Background(), h.st("a"), "a", false, nil, nil)
+				k, err := f.open(context.Background(), h.st("a"), "a", false, nil, nil, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -919,7 +919,7 @@ func TestNewestQueueSummaryWins(t *testing.T) {
 			open := func() *keyTurn {
 				t.Helper()
 				f.views = views{} // one bundle each
-				k, err := f.open(context.Background(), st, "a", false, nil, nil)
+				k, err := f.open(context.Background(), st, "a", false, nil, nil, nil)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -60,6 +60,10 @@ type config struct {
 	// be put back in its element's window (windows.go).
 	Carried    bool
 	OutputType *beam.EncodedType
+	// Drain makes the unbounded path escrow every accepted element with a
+	// second DoFn that runs, at the end of input, whatever the runner left
+	// uncommitted (escrow.go); WithoutEndOfInputDrain clears it.
+	Drain bool
 }
 
 // newConfig checks everything about the transform that is not the input and
@@ -105,6 +109,7 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 		Protect:           set.protect,
 		Cache:             inspectCache(set.cache),
 		Batch:             newBatchSpec(set.batch),
+		Drain:             !set.noDrain,
 	}, nil
 }
 

@@ -418,8 +418,8 @@ func (h *harness) tm(key any) *memTimers {
 func (h *harness) process(f *streamFn, key any, v int) {
 	h.t.Helper()
 	ts := mtime.FromTime(h.clock.Now())
-	f.StartBundle(context.Background(), nil, nil)
-	if err := f.ProcessElement(context.Background(), ts, h.st(key), h.tm(key), key, v, h.emitter(key), h.fail); err != nil {
+	f.StartBundle(context.Background(), nil, nil, nil)
+	if err := f.ProcessElement(context.Background(), ts, h.st(key), h.tm(key), key, v, h.emitter(key), h.fail, nil); err != nil {
 		h.t.Fatalf("ProcessElement(%v, %d): %v", key, v, err)
 	}
 }
@@ -435,8 +435,8 @@ func (h *harness) emitter(key any) func(beam.EventTime, beam.Z) {
 // fire runs the key's commit callback, in a bundle of its own, and returns
 // what it emitted, after what ProcessElement committed since the last fire.
 func (h *harness) fire(f *streamFn, key any) ([]string, error) {
-	f.StartBundle(context.Background(), nil, nil)
-	err := f.OnTimer(context.Background(), h.st(key), h.tm(key), key, beamtimers.Context{Family: commitFamily}, h.emitter(key), h.fail)
+	f.StartBundle(context.Background(), nil, nil, nil)
+	err := f.OnTimer(context.Background(), h.st(key), h.tm(key), key, beamtimers.Context{Family: commitFamily}, h.emitter(key), h.fail, nil)
 	out := h.early[key]
 	delete(h.early, key)
 	return out, err

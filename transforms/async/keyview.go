@@ -92,6 +92,12 @@ type keyView struct {
 	// bundle); FinishBundle reports it to the pool's pace.
 	plan    timers.Plan
 	planned bool
+	// toEscrow and released are this callback's records for the drain
+	// (escrow.go): elements accepted, and elements committed; escrowMin and
+	// releasedMin their earliest event times. store sends and resets them.
+	toEscrow               [][]byte
+	released               []escrowID
+	escrowMin, releasedMin int64
 }
 
 // views is what a stateful DoFn knows of its keys for one bundle;
@@ -223,6 +229,23 @@ func (v *keyView) add(p *pending) {
 	if v.nonce == 0 {
 		v.nonce = p.env.Nonce
 	}
+}
+
+// escrow notes an accepted element for the drain's escrow record.
+func (v *keyView) escrow(p *pending) {
+	if len(v.toEscrow) == 0 || p.env.EventTimeMs < v.escrowMin {
+		v.escrowMin = p.env.EventTimeMs
+	}
+	v.toEscrow = append(v.toEscrow, p.raw)
+}
+
+// release notes a committed element (emitted, or failed for good) for the
+// drain's release record.
+func (v *keyView) release(env state.Envelope) {
+	if len(v.released) == 0 || env.EventTimeMs < v.releasedMin {
+		v.releasedMin = env.EventTimeMs
+	}
+	v.released = append(v.released, idOf(env))
 }
 
 // keep replaces the entries with those given (the others were committed,

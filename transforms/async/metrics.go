@@ -26,6 +26,7 @@ import (
 //	cancelled         work dropped: element gone, bundle failed     EventCancelled, evictions aside
 //	evicted           work of an owner gone from the worker         EventCancelled of evictions
 //	deduplicated      copies of a pending element (WithIDFn)        EventDeduplicated
+//	drained           elements run at end of input (unbounded)      EventAccepted, once more
 //	progress_reports  ReportProgress calls                          EventProgress
 //	calls             calls of the fn the guard let through         EventStarted (batches: requests)
 //	cache_hits        attempts answered from the cache, not called  none (no EventStarted)
@@ -56,6 +57,10 @@ const (
 	MetricDeduplicated = "deduplicated" // copies of a pending element, run and emitted once: EventDeduplicated
 	MetricRetried      = "retried"      // failed attempts that will be retried: EventRetrying
 	MetricFailed       = "failed"       // elements that failed for good: EventFailed
+	// MetricDrained counts the elements of unbounded input that the runner
+	// ended with uncommitted (no timer of their key fired again) and that
+	// the end-of-input drain ran (escrow.go); each is accepted once more.
+	MetricDrained = "drained"
 
 	MetricInFlight    = "in_flight"       // gauge: local tasks of the transform in the worker
 	MetricQueued      = "queued"          // gauge: elements of the last committed key waiting in bag state
@@ -90,7 +95,7 @@ const (
 // context that is not a bundle's, so unit tests may pass any context.
 type metrics struct {
 	accepted, started, succeeded, finished, committed, rescheduled, cancelled, evicted, deduplicated, retried, failed beam.Counter
-	progressReports, listenerPanics                                                                                   beam.Counter
+	progressReports, listenerPanics, drained                                                                          beam.Counter
 	calls, overloaded, throttled, throttledMs, budgetWaits, sharedErrors                                              beam.Counter
 	cacheHits, cacheMisses, cacheEvictions, sharedCacheErrors                                                         beam.Counter
 	requests, requestItems                                                                                            beam.Counter
@@ -109,7 +114,7 @@ func newMetrics(ns string) *metrics {
 		deduplicated: c(MetricDeduplicated), retried: c(MetricRetried), failed: c(MetricFailed),
 		inFlight: beam.NewGauge(ns, MetricInFlight), queued: beam.NewGauge(ns, MetricQueued),
 		latency: beam.NewDistribution(ns, MetricLatency), commitDelay: beam.NewDistribution(ns, MetricCommitDelay),
-		progress: beam.NewDistribution(ns, MetricProgress), progressReports: c(MetricProgressReports), listenerPanics: c(MetricListenerPanics),
+		progress: beam.NewDistribution(ns, MetricProgress), progressReports: c(MetricProgressReports), listenerPanics: c(MetricListenerPanics), drained: c(MetricDrained),
 		calls: c(MetricCalls), overloaded: c(MetricOverloaded), throttled: c(MetricThrottled), throttledMs: c(MetricThrottledMs),
 		budgetWaits: c(MetricBudgetWaits), sharedErrors: c(MetricSharedRateErrors), limit: beam.NewGauge(ns, MetricConcurrencyLimit),
 		cacheHits: c(MetricCacheHits), cacheMisses: c(MetricCacheMisses), cacheEvictions: c(MetricCacheEvictions),

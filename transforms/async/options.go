@@ -43,6 +43,7 @@ type settings struct {
 	protect     protection
 	cache       *Cache
 	noCache     bool // WithoutCache
+	noDrain     bool // WithoutEndOfInputDrain
 	batch       batchSettings
 	// parallelismSet: WithParallelism was given (it conflicts with
 	// WithAdaptiveParallelism).
@@ -166,6 +167,25 @@ func WithMaxWait(d time.Duration) Option {
 // plain ParDo.
 func WithIDFn(fn any) Option {
 	return func(s *settings) { s.idFn = fn }
+}
+
+// WithoutEndOfInputDrain turns off the end-of-input drain of unbounded
+// input. By default each element the transform accepts from an unbounded
+// input is also escrowed, keyed alike, with a second stateful DoFn until its
+// output is committed; when the input ends (a bounded source read in a
+// streaming job, a periodic.Impulse with an end, a drained job) and the
+// runner does not fire the commit timers of keys that still hold elements
+// (Flink's portable runner ignores them once the watermark has passed the
+// end of the global window), that DoFn runs what was never committed, so
+// that no element is lost. It costs two small keyed records per key
+// callback (one with the accepted elements, one naming the committed ones)
+// and their state. On runners that fire the commit timers until every key
+// is empty (prism, and Dataflow as read) the drain never runs anything;
+// turn it off there to save that cost, knowing that the pipeline then loses
+// the elements still held if it ever runs where timers stop at the end of
+// input. No effect on bounded input.
+func WithoutEndOfInputDrain() Option {
+	return func(s *settings) { s.noDrain = true }
 }
 
 // resolve applies opts and validates the combination.

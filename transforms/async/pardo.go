@@ -177,8 +177,16 @@ func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) (outs 
 		}
 		c.Carried, inner = true, reflect.TypeOf(windowed{})
 	}
-	if outs, err = beam.TryParDo(s, chooseDoFn(c, in), in, beam.TypeDefinition{Var: beam.ZType, T: inner}); err != nil || !c.Carried {
-		return outs, unrestorable, err
+	if outs, err = beam.TryParDo(s, chooseDoFn(c, in), in, beam.TypeDefinition{Var: beam.ZType, T: inner}); err != nil {
+		return nil, beam.PCollection{}, err
+	}
+	if len(outs) == 3 { // streamFn's third output: the drain's records
+		if outs, err = drainStep(s, c, outs, inner); err != nil {
+			return nil, beam.PCollection{}, err
+		}
+	}
+	if !c.Carried {
+		return outs, unrestorable, nil
 	}
 	for i, t := range []reflect.Type{outT, failureType} {
 		if outs[i], err = restoreWindows(s, col, outs[i], t); err != nil {
@@ -186,6 +194,26 @@ func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) (outs 
 		}
 	}
 	return outs, unrestorable, nil
+}
+
+// drainStep applies the end-of-input drain (escrow.go) to streamFn's
+// records, unless WithoutEndOfInputDrain, and adds what it runs to the
+// outputs and failures, before their windows are restored.
+func drainStep(s beam.Scope, c core, outs []beam.PCollection, inner reflect.Type) ([]beam.PCollection, error) {
+	if !c.Drain {
+		return outs[:2], nil // never written
+	}
+	ds := s.Scope("Drain")
+	drained, err := beam.TryParDo(ds, newEscrowFn(c), outs[2], beam.TypeDefinition{Var: beam.ZType, T: inner})
+	if err != nil {
+		return nil, err
+	}
+	for i := range 2 {
+		if outs[i], err = beam.TryFlatten(ds, outs[i], drained[i]); err != nil {
+			return nil, err
+		}
+	}
+	return outs[:2], nil
 }
 
 // chooseDoFn picks the DoFn for the input (see the package doc, "How it

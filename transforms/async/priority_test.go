@@ -151,8 +151,8 @@ func waitStarts(t *testing.T, name string, n int) {
 func TestPriorityFunctionPanicFailsTheElement(t *testing.T) {
 	h := newHarness(t, &startLog{Name: t.Name()}, reflect.TypeOf(""), WithPriority(explodingPriority))
 	f := h.stream()
-	f.StartBundle(context.Background(), nil, nil)
-	err := f.ProcessElement(context.Background(), 0, h.st("k"), h.tm("k"), "k", 1, h.emitter("k"), h.fail)
+	f.StartBundle(context.Background(), nil, nil, nil)
+	err := f.ProcessElement(context.Background(), 0, h.st("k"), h.tm("k"), "k", 1, h.emitter("k"), h.fail, nil)
 	if err == nil || !strings.Contains(err.Error(), "priority function") {
 		t.Errorf("accept with a panicking priority function = %v, want an error naming it", err)
 	}

@@ -16,7 +16,8 @@ import (
 // The package registers its own DoFn, so a worker that is a separate process
 // can rebuild it. Users register only their wrapped fn (see TryParDo).
 func init() {
-	register.DoFn8x1[context.Context, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&streamFn{})
+	register.DoFn9x1[context.Context, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), escrowEmit, error](&streamFn{})
+	register.DoFn7x1[context.Context, beamstate.Provider, beamtimers.Provider, beam.X, []byte, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&escrowFn{})
 	register.DoFn6x1[context.Context, beam.EventTime, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&bundleFn{})
 	register.DoFn7x1[context.Context, beam.EventTime, beamstate.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&keyedBundleFn{})
 	register.DoFn3x1[context.Context, Failure, func(Failure), error](&revertFn{})
@@ -30,6 +31,7 @@ func init() {
 	register.Emitter1[Failure]()
 	register.Emitter2[beam.EventTime, beam.Z]()
 	register.Emitter2[beam.EventTime, Failure]()
+	register.Emitter3[beam.EventTime, beam.X, []byte]()
 	beam.RegisterType(reflect.TypeOf(Failure{}))
 	beam.RegisterType(reflect.TypeOf(windowed{}))
 	beam.RegisterType(kvOutputType)

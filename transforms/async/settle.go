@@ -152,6 +152,7 @@ func (k *keyTurn) commitTask(p *pending, t *state.Task, now time.Time) (*pending
 	pool.Remove(t)
 	f.metrics.observeFinished(ctx, t, now)
 	if callErr == nil {
+		v.release(p.env)
 		return nil, f.commitOutputs(ctx, v.key, p.env.ID, p.env.EventTimeMs, p.env.Window, outputs, p.env.Attempts+t.Attempts(), k.emit)
 	}
 	out, err := f.afterFailure(v.key, v.kb, p.env, t, callErr)
@@ -159,6 +160,7 @@ func (k *keyTurn) commitTask(p *pending, t *state.Task, now time.Time) (*pending
 		return nil, err
 	}
 	if out.failure != nil {
+		v.release(p.env)
 		k.fail(beam.EventTime(p.env.EventTimeMs), *out.failure)
 		f.metrics.countFailed(ctx)
 		return nil, nil

@@ -22,6 +22,10 @@ import (
 // commitFamily names the processing-time timer family of streamFn.
 const commitFamily = "asyncCommit"
 
+// escrowEmit is streamFn's third output: per key callback, the records of
+// the end-of-input drain (escrow.go), keyed by the callback's key.
+type escrowEmit = func(beam.EventTime, beam.X, []byte)
+
 // streamFn runs unbounded input. Committing from ProcessElement too is what
 // keeps a busy key moving: a runner does not fire the timer of a key that is
 // in a bundle in progress (prism defers it), so under steady input a key's
@@ -49,7 +53,7 @@ func newStreamFn(c core) *streamFn {
 
 // StartBundle forgets the last bundle's view of its keys; its
 // ProcessElement may wait for room up to WithMaxWait.
-func (f *streamFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) {
+func (f *streamFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure), _ escrowEmit) {
 	f.views = views{wait: f.MaxWait, began: f.clock.Now()}
 	f.tickets.begin()
 }
@@ -58,7 +62,7 @@ func (f *streamFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z)
 // keys had a timer that fell due while the bundle held them: the runner
 // could not fire it, and the planner must set later timers further out.
 // The counts the bundle published become final (publish.go).
-func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) error {
+func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure), _ escrowEmit) error {
 	if len(f.views.byOwner) == 0 {
 		f.tickets.finish()
 		return nil
@@ -82,8 +86,8 @@ func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z
 // ProcessElement takes one element of a key: the key's lifecycle steps
 // (turn.go), with its element accepted after the bundle's first settle of
 // the key.
-func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	k, err := f.open(ctx, sp, key, true, emit, fail)
+func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure), escrow escrowEmit) error {
+	k, err := f.open(ctx, sp, key, true, emit, fail, escrow)
 	if err != nil {
 		return err
 	}
@@ -110,11 +114,11 @@ func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp bea
 
 // OnTimer settles the key: the key's lifecycle steps (turn.go) without an
 // element.
-func (f *streamFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+func (f *streamFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure), escrow escrowEmit) error {
 	if timer.Family != commitFamily {
 		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
 	}
-	k, err := f.open(ctx, sp, key, false, emit, fail)
+	k, err := f.open(ctx, sp, key, false, emit, fail, escrow)
 	if err != nil {
 		return err
 	}

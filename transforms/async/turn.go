@@ -30,17 +30,23 @@ type keyTurn struct {
 	v    *keyView
 	emit func(beam.EventTime, beam.Z)
 	fail func(beam.EventTime, Failure)
+	// escrow receives the drain's records (escrow.go) with WithoutEndOfInputDrain
+	// not given; nil otherwise.
+	escrow escrowEmit
 }
 
 // open is every callback's first step (element: a ProcessElement): the
 // bundle's view of the key, which reads its pending bag at the bundle's
 // first touch of the key (see view).
-func (f *streamFn) open(ctx context.Context, sp beamstate.Provider, key any, element bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (*keyTurn, error) {
+func (f *streamFn) open(ctx context.Context, sp beamstate.Provider, key any, element bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure), escrow escrowEmit) (*keyTurn, error) {
 	pool, err := f.pool()
 	if err != nil {
 		return nil, err
 	}
 	k := &keyTurn{fn: f, ctx: ctx, pool: pool, bags: keyState{bag: &f.Pending, queue: &f.Queued, sp: sp}, emit: emit, fail: fail}
+	if f.Drain {
+		k.escrow = escrow
+	}
 	if f.views.byOwner == nil {
 		f.views.byOwner = map[string]*keyView{}
 	}
@@ -90,6 +96,7 @@ func (k *keyTurn) accept(el element, isCopy bool) error {
 	}
 	env := state.Envelope{ID: el.eid.ID, EventTimeMs: int64(el.ts), Value: el.vb, Seq: seq, Window: el.eid.Window, Nonce: nonce}
 	p := &pending{raw: env.Encode(), env: env}
+	v.escrow(p)
 	if v.queue.Count > 0 { // behind its key's queue
 		v.enqueue(p)
 		k.pool.Waiting(v.owner, true)
@@ -126,8 +133,22 @@ func (f *core) acceptedID(el *element, seq int64) {
 	}
 }
 
-// store writes the bundle's changes to the key's bags (keyView.write).
-func (k *keyTurn) store() error { return k.v.write(k.bags) }
+// store writes the bundle's changes to the key's bags (keyView.write), and
+// sends the callback's escrow and release records (escrow.go) with them.
+func (k *keyTurn) store() error {
+	if err := k.v.write(k.bags); err != nil {
+		return err
+	}
+	v := k.v
+	if k.escrow != nil && len(v.toEscrow) > 0 {
+		k.escrow(beam.EventTime(v.escrowMin), v.key, escrowRecord(v.toEscrow))
+	}
+	if k.escrow != nil && len(v.released) > 0 {
+		k.escrow(beam.EventTime(v.releasedMin), v.key, releaseRecord(v.released))
+	}
+	v.toEscrow, v.released = nil, nil
+	return nil
+}
 
 // plan sets the key's timer while it has pending or queued elements, held
 // at their earliest event time, for the instant timers.Cadence.Plan picks
@@ -161,5 +182,8 @@ func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
 		Runner:      pace.Runner(now),
 	})
 	pace.Planned(v.owner, at, now, f.cadence())
+	if f.timersSilenced() {
+		return
+	}
 	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(v.outputTimestamp()))
 }
