@@ -52,9 +52,9 @@ func TestEnrichOnPythonJobService(t *testing.T) {
 
 // TestUnboundedOnPythonJobService runs the transform on an unbounded source
 // (a periodic impulse: the stream path, bag state and processing-time
-// timers) on the Python job service, without the end-of-input drain, which
-// that runner's watermark rules refuse (and with it, to see the refusal),
-// and on embedded prism beside it, with the drain, and
+// timers) on the Python job service (and with the end-of-input drain, which
+// that runner's watermark rules refuse, to see the refusal), and on
+// embedded prism beside it, and
 // counts the outputs in a DoFn after the transform: each element's output
 // exactly once, with calls shorter and longer than the source's ticks and
 // over more keys than elements per tick.
@@ -72,13 +72,15 @@ func TestUnboundedOnPythonJobService(t *testing.T) {
 		wantErr string
 	}{
 		{"embedded prism, for reference", false, []string{"--call=400ms"}, ""},
-		{"short calls", true, []string{"--drain=false"}, ""},
-		{"calls longer than a tick, C = 2 s", true, []string{"--drain=false", "--call=400ms", "--callback_frequency=2s"}, ""},
-		{"1,000 keys", true, []string{"--drain=false", "--ticks=30", "--per_tick=40", "--keys=1000", "--call=20ms"}, ""},
+		{"short calls", true, nil, ""},
+		{"calls longer than a tick, C = 2 s", true, []string{"--call=400ms", "--callback_frequency=2s"}, ""},
+		{"1,000 keys", true, []string{"--ticks=30", "--per_tick=40", "--keys=1000", "--call=20ms"}, ""},
 		// The runner's watermark passes a stage's pending timers (README,
 		// Runners): the drain runs elements the stream commits too, and the
 		// transform fails the job, with what to change, rather than go on.
-		{"with the end-of-input drain, refused", true, nil, "run the transform with async.WithoutEndOfInputDrain() on this runner"},
+		// Calls longer than a tick and C = 2 s keep elements pending when
+		// the input ends, so the drain has some to run early.
+		{"with the end-of-input drain, refused", true, []string{"--drain", "--call=400ms", "--callback_frequency=2s"}, "run the transform without async.WithEndOfInputDrain() on this runner"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			args := tt.args

@@ -19,7 +19,7 @@
 // each element came out exactly once per window. Contenders:
 //
 //   - async: this project's transform with its defaults.
-//   - async-nodrain: async with WithoutEndOfInputDrain: the cost of the
+//   - async-drain: async with WithEndOfInputDrain: the cost of the
 //     end-of-input drain's records and state, by difference.
 //   - bundle: goroutines in the bundle, at most P at once, flushed in
 //     FinishBundle.
@@ -97,7 +97,7 @@ var (
 	robustC          = flag.String("robust_c", "100ms,1s,5s", "robust: callback frequencies")
 	robustKeys       = flag.String("robust_keys", "10,100,1000,10000", "robust: key counts")
 	robustRates      = flag.String("robust_rates", "0.4,0.9", "robust: source rates as shares of P/L")
-	robustContenders = flag.String("robust_contenders", "bundle,timeronly,async", "robust: contenders, of async, async-nodrain, bundle, eager, passthrough, timeronly, roundtimer")
+	robustContenders = flag.String("robust_contenders", "bundle,timeronly,async", "robust: contenders, of async, async-drain, bundle, eager, passthrough, timeronly, roundtimer")
 	robustP          = flag.Int("robust_p", 64, "robust: the parallelism on embedded prism")
 	robustJobServerP = flag.Int("robust_jobserver_p", 16, "robust: the parallelism on the prism job server")
 	repeat           = flag.Int("repeat", 3, "runs of each unbounded-source workload but steady (median, min and max are reported)")

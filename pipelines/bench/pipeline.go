@@ -78,10 +78,10 @@ func contender(s beam.Scope, sp spec, c caller, keyed beam.PCollection) (beam.PC
 		return beam.ParDo(s, &bundleFn{Caller: c, P: sp.P}, keyed), nil
 	case "eager":
 		return beam.ParDo(s, &eagerFn{Caller: c, P: sp.P}, keyed), nil
-	case "async", "async-nodrain":
+	case "async", "async-drain":
 		opts := []async.Option{async.WithParallelism(sp.P), async.WithCallbackFrequency(sp.C)}
-		if sp.Contender == "async-nodrain" {
-			opts = append(opts, async.WithoutEndOfInputDrain())
+		if sp.Contender == "async-drain" {
+			opts = append(opts, async.WithEndOfInputDrain())
 		}
 		if sp.AsyncBuffer > 0 {
 			opts = append(opts, async.WithMaxItemsToBuffer(sp.AsyncBuffer))

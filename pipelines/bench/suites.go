@@ -11,7 +11,7 @@ import (
 // pipeline.go); what each is, is said in contenders.go.
 var (
 	// callers are the contenders the batch and sweep suites may list.
-	callers = []string{"async", "async-nodrain", "bundle", "eager", "passthrough", "timeronly"}
+	callers = []string{"async", "async-drain", "bundle", "eager", "passthrough", "timeronly"}
 )
 
 // globalOnly says why bundle and eager are not run in windows other than

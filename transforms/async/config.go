@@ -62,7 +62,7 @@ type config struct {
 	OutputType *beam.EncodedType
 	// Drain makes the unbounded path escrow every accepted element with a
 	// second DoFn that runs, at the end of input, whatever the runner left
-	// uncommitted (escrow.go); WithoutEndOfInputDrain clears it.
+	// uncommitted (escrow.go): WithEndOfInputDrain.
 	Drain bool
 }
 
@@ -109,7 +109,7 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 		Protect:           set.protect,
 		Cache:             inspectCache(set.cache),
 		Batch:             newBatchSpec(set.batch),
-		Drain:             !set.noDrain,
+		Drain:             set.drain,
 	}, nil
 }
 

@@ -153,17 +153,18 @@
 //     committed, and Dataflow does too by what Beam's sources and issues
 //     say (not run). Flink, by its runner's sources (not run), does not:
 //     once its final watermark is in, it ignores processing-time timers of
-//     the global window. So the stream DoFn also sends, from each key
-//     callback and with its bag change, the elements it accepted and those
-//     it committed to a second stateful DoFn keyed alike (escrow.go), which
-//     holds the difference under an event-time timer near the global
-//     window's end (held at the earliest such element); that timer fires
-//     only at the end of input, and runs what is left as the bounded path
-//     does: each element's outputs or failure record, exactly once, in its
-//     window. A second DoFn, because Beam Go v2.77's harness can hang
-//     bundles of a DoFn with two timer families. WithoutEndOfInputDrain
-//     turns it off. The fault simulator models these runners (sim_test.go,
-//     simModel).
+//     the global window, and elements still pending then are never
+//     committed. WithEndOfInputDrain fixes that: the stream DoFn also
+//     sends, from each key callback and with its bag change, the elements
+//     it accepted and those it committed to a second stateful DoFn keyed
+//     alike (escrow.go), which holds the difference under an event-time
+//     timer near the global window's end (held at the earliest such
+//     element); that timer fires only at the end of input, and runs what is
+//     left as the bounded path does: each element's outputs or failure
+//     record, once, in its window. A second DoFn, because Beam Go v2.77's
+//     harness can hang bundles of a DoFn with two timer families. Off by
+//     default, for its cost. The fault simulator models these runners
+//     (sim_test.go, simModel).
 //   - The fn's Revert method (compensation for a saga) runs only for an
 //     element whose failure the runner has committed: in a step after the
 //     transform, behind a reshuffle, so never for an element that a retried

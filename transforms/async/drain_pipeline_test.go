@@ -45,7 +45,7 @@ func TestPipelineEndOfInputDrain(t *testing.T) {
 			if tc.windows {
 				elems = beam.WindowInto(s, window.NewFixedWindows(200*time.Millisecond), elems)
 			}
-			out, failures := async.ParDoWithFailures(s, &flaky{}, elems, async.WithParallelism(8),
+			out, failures := async.ParDoWithFailures(s, &flaky{}, elems, async.WithParallelism(8), async.WithEndOfInputDrain(),
 				async.WithMaxAttempts(3), async.WithBackoff(async.FixedBackoff(10*time.Millisecond)))
 			described := beam.ParDo(s, describeFailure, failures)
 			if tc.windows {

@@ -17,7 +17,7 @@ package async
 // bounded path does (bundleFn), in the same bundle as the clearing of its
 // state. On runners that fire streamFn's timers until its keys are empty
 // (prism; Dataflow, as read) every escrow has been released by then and the
-// timer finds nothing.
+// timer finds nothing. Opt-in (WithEndOfInputDrain), for its cost.
 //
 // Two DoFns, not one with two timer families: Beam Go v2.77's harness can
 // hang a bundle of a DoFn that declares two (see chooseDoFn).
@@ -173,7 +173,7 @@ func (b *escrowBook) release(ids []escrowID) error {
 // timers its last bundle set.
 var errDrainedTwice = errors.New("the end-of-input drain ran an element that the stream then committed as well, so its outputs were emitted twice: " +
 	"this runner fired the drain's event-time timer while a processing-time timer of the stream was still pending, so it does not hold the watermark at the output timestamps of pending timers " +
-	"(Beam Python's portable job service holds only those its last bundle set); run the transform with async.WithoutEndOfInputDrain() on this runner")
+	"(Beam Python's portable job service holds only those its last bundle set); run the transform without async.WithEndOfInputDrain() on this runner")
 
 // earliest is the earliest event time of the held elements.
 func (b *escrowBook) earliest() mtime.Time {

@@ -1,12 +1,15 @@
 package async
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"testing"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 
 	"github.com/asyncbeam/asyncbeam/state"
 )
@@ -132,5 +135,72 @@ func TestDrainFiring(t *testing.T) {
 			t.Errorf("holds %d and %d fire at the same instant %d", other, hold, f)
 		}
 		seen[f] = hold
+	}
+}
+
+// TestEscrowReleasesDroppedCopies: with WithIDFn, a record whose ID equals a
+// queued element's is accepted and escrowed as an element of its own, and
+// dropped as a copy when the queue is read; the drain must see it
+// released, or it would run it at the end of input (an output twice) and
+// hold the watermark at it until then. Every key callback's records go to
+// one escrow book, which must hold nothing once the key is empty.
+func TestEscrowReleasesDroppedCopies(t *testing.T) {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(parity), WithParallelism(1),
+		WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithEndOfInputDrain())
+	for _, v := range []int{1, 2, 4} {
+		book.open(gateID(t.Name(), "a", v))
+	}
+	escrowed := newEscrowBook()
+	records := 0
+	escrow := func(_ beam.EventTime, key beam.X, rec []byte) {
+		records++
+		switch rec[0] {
+		case recordEscrow:
+			entry, err := state.DecodeEntry(rec[1:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			escrowed.escrow(entry.Envelopes, entry.Raws)
+		case recordRelease:
+			ids, err := decodeRelease(rec[1:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := escrowed.release(ids); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	f := h.stream()
+	ctx := context.Background()
+	for _, v := range []int{1, 2, 4} { // 1 takes the only place; 2 and 4 (ID "0" both) queue
+		f.StartBundle(ctx, nil, nil, nil)
+		if err := f.ProcessElement(ctx, mtime.FromTime(h.clock.Now()), h.st("a"), h.tm("a"), "a", v, h.emitter("a"), h.fail, escrow); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out []string
+	for i := 0; i < 20 && h.st("a").size() > 0; i++ {
+		h.waitKey("a")
+		h.clock.Advance(time.Second)
+		f.StartBundle(ctx, nil, nil, nil)
+		if err := f.OnTimer(ctx, h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: commitFamily}, h.emitter("a"), h.fail, escrow); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, h.early["a"]...)
+		delete(h.early, "a")
+	}
+	if n := h.st("a").size(); n != 0 {
+		t.Fatalf("key still holds %d elements; outputs %v", n, out)
+	}
+	if records == 0 {
+		t.Fatal("no escrow record sent")
+	}
+	if len(escrowed.held) != 0 {
+		var seqs []int64
+		for _, env := range escrowed.held {
+			seqs = append(seqs, env.Seq)
+		}
+		t.Errorf("the drain would hold seqs %v after the key emptied (outputs %v); want none", seqs, out)
 	}
 }

@@ -175,8 +175,14 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 			id := env.Element(v.owner).Base()
 			if old := seen[id]; old != nil || v.byID[id] != nil {
 				if old != nil && env.Attempts > old.env.Attempts {
+					v.releaseCopy(old.env, env)
 					*old = *p
 				} else {
+					kept := old
+					if kept == nil {
+						kept = v.byID[id]
+					}
+					v.releaseCopy(env, kept.env)
 					f.metrics.deduplicated.Inc(ctx, 1)
 					f.event(EventDeduplicated, v.key, env.ID, 0, nil)
 				}
@@ -199,16 +205,20 @@ func (f *core) readQueue(ctx context.Context, ks keyState, v *keyView) error {
 	}
 	v.queueRead = true
 	dropped := false
-	ids := map[state.ElementID]bool{}
+	ids := map[state.ElementID]*pending{}
 	keep := func(p *pending) {
 		id := p.env.Element(v.owner).Base()
-		if ids[id] || v.byID[id] != nil {
+		if kept := ids[id]; kept != nil || v.byID[id] != nil {
+			if kept == nil {
+				kept = v.byID[id]
+			}
+			v.releaseCopy(p.env, kept.env)
 			f.metrics.deduplicated.Inc(ctx, 1)
 			f.event(EventDeduplicated, v.key, p.env.ID, 0, nil)
 			dropped = true
 			return
 		}
-		ids[id] = true
+		ids[id] = p
 		v.queued = append(v.queued, p)
 	}
 	copies, err := f.readBag(ctx, ks.queue, ks.sp, v, keep)
@@ -246,6 +256,16 @@ func (v *keyView) release(env state.Envelope) {
 		v.releasedMin = env.EventTimeMs
 	}
 	v.released = append(v.released, idOf(env))
+}
+
+// releaseCopy notes for the drain's release record a copy dropped for the
+// element kept (WithIDFn: two records with one ID), unless both are one
+// element (the same entry written twice, or a retry written back): a copy
+// accepted as an element of its own was escrowed, and leaves the key here.
+func (v *keyView) releaseCopy(dropped, kept state.Envelope) {
+	if idOf(dropped) != idOf(kept) {
+		v.release(dropped)
+	}
 }
 
 // keep replaces the entries with those given (the others were committed,

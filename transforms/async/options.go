@@ -43,7 +43,7 @@ type settings struct {
 	protect     protection
 	cache       *Cache
 	noCache     bool // WithoutCache
-	noDrain     bool // WithoutEndOfInputDrain
+	drain       bool // WithEndOfInputDrain
 	batch       batchSettings
 	// parallelismSet: WithParallelism was given (it conflicts with
 	// WithAdaptiveParallelism).
@@ -169,23 +169,30 @@ func WithIDFn(fn any) Option {
 	return func(s *settings) { s.idFn = fn }
 }
 
-// WithoutEndOfInputDrain turns off the end-of-input drain of unbounded
-// input. By default each element the transform accepts from an unbounded
-// input is also escrowed, keyed alike, with a second stateful DoFn until its
-// output is committed; when the input ends (a bounded source read in a
-// streaming job, a periodic.Impulse with an end, a drained job) and the
-// runner does not fire the commit timers of keys that still hold elements
-// (Flink's portable runner ignores them once the watermark has passed the
-// end of the global window), that DoFn runs what was never committed, so
-// that no element is lost. It costs two small keyed records per key
-// callback (one with the accepted elements, one naming the committed ones)
-// and their state. On runners that fire the commit timers until every key
-// is empty (prism, and Dataflow as read) the drain never runs anything;
-// turn it off there to save that cost, knowing that the pipeline then loses
-// the elements still held if it ever runs where timers stop at the end of
-// input. No effect on bounded input.
-func WithoutEndOfInputDrain() Option {
-	return func(s *settings) { s.noDrain = true }
+// WithEndOfInputDrain makes unbounded input lose nothing when it ends on a
+// runner that stops firing processing-time timers then: Flink's portable
+// runner ignores them once the watermark has passed the end of the global
+// window (a bounded source read in a streaming job, a periodic.Impulse with
+// an end, a drained job), so the elements the keys still hold would get no
+// output and no failure record. With it, each element the transform
+// accepts is also escrowed with a second stateful DoFn, keyed alike, until
+// its output is committed, and that DoFn runs at the end of input whatever
+// was never committed (an event-time timer, which Flink fires), as the
+// bounded path does: outputs or a failure record, once, in the element's
+// window. A drained element is called again, with a fresh count of
+// attempts.
+//
+// It costs, per key callback, a keyed record with the elements accepted
+// (their values) and one naming those committed, and escrowFn's state: each
+// record reads and rewrites what the key has not committed, so a key with a
+// large backlog pays for it (measured: BENCHMARKS.md). On runners that fire
+// the commit timers until every key is empty (prism, and Dataflow as read)
+// it never runs anything. On a runner whose watermark passes pending timers
+// (Beam Python's portable job service) it would run elements the stream
+// still commits: the transform then fails the job. Not needed on bounded
+// input. Default: off.
+func WithEndOfInputDrain() Option {
+	return func(s *settings) { s.drain = true }
 }
 
 // resolve applies opts and validates the combination.

@@ -197,7 +197,7 @@ func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) (outs 
 }
 
 // drainStep applies the end-of-input drain (escrow.go) to streamFn's
-// records, unless WithoutEndOfInputDrain, and adds what it runs to the
+// records, with WithEndOfInputDrain, and adds what it runs to the
 // outputs and failures, before their windows are restored.
 func drainStep(s beam.Scope, c core, outs []beam.PCollection, inner reflect.Type) ([]beam.PCollection, error) {
 	if !c.Drain {

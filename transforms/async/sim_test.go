@@ -277,7 +277,7 @@ type simSchedule struct {
 	// (simModel.dropsLateTimers) fires after the input ends and before it.
 	model       simModel
 	finalRounds int
-	// noDrain: WithoutEndOfInputDrain (escrow.go); the records a final
+	// noDrain: without WithEndOfInputDrain (escrow.go); the records a final
 	// watermark leaves in the keys' bags are then lost (lostAtEnd).
 	noDrain bool
 }
@@ -1231,10 +1231,10 @@ func shrink(t *testing.T, s simSchedule) simSchedule {
 }
 
 // TestSimulator runs each seeded schedule on each runner model (simModel)
-// and prints one line per model. Schedules run with the end-of-input drain,
-// so a record missing on any model is a violation; lost_at_final_watermark
-// counts only what schedules without it lose (TestSimulatorEndOfInputDrain),
-// and stays 0 here.
+// and prints one line per model. Schedules run with the end-of-input drain
+// (WithEndOfInputDrain), so a record missing on any model is a violation;
+// lost_at_final_watermark counts only what schedules without it lose
+// (TestSimulatorEndOfInputDrain), and stays 0 here.
 func TestSimulator(t *testing.T) {
 	seeds := make([]uint64, 0, *simSchedules)
 	if *simSeed != 0 {
@@ -1270,7 +1270,7 @@ func TestSimulator(t *testing.T) {
 }
 
 // TestSimulatorEndOfInputDrain: on the Flink model a stream that ends while
-// keys hold elements loses them without the drain (WithoutEndOfInputDrain),
+// keys hold elements loses them without the drain (WithEndOfInputDrain),
 // since streamFn has no callback once the final watermark is in (simModel)
 // and its only timer is one Flink then ignores; with the drain the same
 // schedules lose nothing, and the drain commits those records. Elements
@@ -1295,8 +1295,8 @@ func TestSimulatorEndOfInputDrain(t *testing.T) {
 		switch {
 		case noDrain && lost == 0:
 			t.Errorf("without the drain no record was lost at Flink's final watermark over 40 schedules; the model no longer ends the stream with work pending: update simModel and this test")
-		case !noDrain && (lost != 0 || drained == 0):
-			t.Errorf("with the drain %d records were lost and %d drained at Flink's final watermark; want none lost, some drained", lost, drained)
+		case !noDrain && drained == 0: // a record lost with the drain on is a violation of its schedule (check)
+			t.Errorf("with the drain no record was drained at Flink's final watermark over 40 schedules; want some")
 		}
 	}
 }

@@ -30,8 +30,8 @@ type keyTurn struct {
 	v    *keyView
 	emit func(beam.EventTime, beam.Z)
 	fail func(beam.EventTime, Failure)
-	// escrow receives the drain's records (escrow.go) with WithoutEndOfInputDrain
-	// not given; nil otherwise.
+	// escrow receives the drain's records (escrow.go) with
+	// WithEndOfInputDrain; nil otherwise.
 	escrow escrowEmit
 }
 

@@ -39,7 +39,7 @@ var (
 	interval  = flag.Duration("interval", 100*time.Millisecond, "time between impulses")
 	callTime  = flag.Duration("call", 50*time.Millisecond, "duration of each call")
 	frequency = flag.Duration("callback_frequency", 200*time.Millisecond, "the transform's callback frequency")
-	drain     = flag.Bool("drain", true, "keep the transform's end-of-input drain (false: WithoutEndOfInputDrain)")
+	drain     = flag.Bool("drain", false, "the transform's end-of-input drain (WithEndOfInputDrain)")
 )
 
 // fanOut turns each impulse into PerTick keyed elements, numbered from the
@@ -130,8 +130,8 @@ func run() error {
 	impulses := periodic.Impulse(s, start, start.Add(time.Duration(*ticks)*(*interval)), *interval, false)
 	elems := beam.ParDo(s, &fanOut{PerTick: *perTick, Keys: *keys, StartMs: start.UnixMilli(), IntervalMs: interval.Milliseconds()}, impulses)
 	opts := []async.Option{async.WithParallelism(8), async.WithCallbackFrequency(*frequency)}
-	if !*drain {
-		opts = append(opts, async.WithoutEndOfInputDrain())
+	if *drain {
+		opts = append(opts, async.WithEndOfInputDrain())
 	}
 	out := async.ParDo(s, &slowLabel{CallMs: int(callTime.Milliseconds())}, elems, opts...)
 	dir, err := os.MkdirTemp("", "unboundedjob-")
