@@ -109,10 +109,11 @@
 //     ParDo's would, in the global, fixed, sliding and session windows (an
 //     element in two sliding windows is called once per window, and gives
 //     outputs in each). On unbounded input the commit timer holds the
-//     watermark at the earliest pending element (its output timestamp: so
-//     measured on prism, and so read in Flink's runner), so an element
-//     that arrives on time gives outputs that are on time for what
-//     follows; one that arrives late (within allowed lateness) gives
+//     watermark at the earliest pending element (its output timestamp:
+//     measured on prism), so an element that arrives on time gives
+//     outputs that are on time for what follows (Flink's DoFnOperator
+//     holds only at event-time timers, by its source: there that takes
+//     WithEndOfInputDrain, whose timer is one); one that arrives late (within allowed lateness) gives
 //     outputs later still, by its call and its commit, which a later
 //     GroupByKey drops once they are past its allowed lateness.
 //   - Panes are not kept: Beam Go lets a DoFn set an output's timestamp,
