@@ -4,20 +4,24 @@ package async
 // without firing the processing-time timers its keys still have: Flink's
 // portable runner ignores them once the input watermark has passed the
 // global window's end (runners-core's StatefulDoFnRunner), so the elements
-// those keys held would never be committed. To lose none, streamFn writes,
-// next to its outputs and in the same callback as the bag change, a record
-// per key callback to a second keyed output: an escrow record with the
-// elements it accepted, and a release record with those it committed
-// (emitted, or failed for good). escrowFn, a second stateful DoFn keyed
-// alike, keeps each key's escrowed elements minus its released ones, with
-// an event-time timer near the global window's end (drainFiring) held at
-// their earliest event time. The timer fires only once the input watermark has passed the
-// end of time and streamFn's own holds are gone; what it finds then was
-// never committed by streamFn and never will be, and it runs it the way the
-// bounded path does (bundleFn), in the same bundle as the clearing of its
-// state. On runners that fire streamFn's timers until its keys are empty
-// (prism; Dataflow, as read) every escrow has been released by then and the
-// timer finds nothing. Opt-in (WithEndOfInputDrain), for its cost.
+// those keys held would never be committed. To lose none, streamFn sends,
+// next to its outputs and in the same callback as the bag change, one
+// record per key callback to a second keyed output: the elements it
+// accepted and those it committed (emitted, or failed for good).
+// escrowFn, a second stateful DoFn keyed alike, keeps each key's escrowed
+// elements minus its released ones as a log in one bag: a record appends
+// its changes, and a rewrite drops the cancelled pairs once they outweigh
+// what is left (worthCompacting), so each record reads the key's backlog,
+// not its history. An event-time timer near the global window's end
+// (drainFiring) is held at the earliest escrowed event time, and set again
+// only when that moves. The timer fires only once the input watermark has
+// passed the end of time and streamFn's own holds are gone; what it finds
+// then was never committed by streamFn and never will be, and it runs it
+// the way the bounded path does (bundleFn), in the same bundle as the
+// clearing of its state. On runners that fire streamFn's timers until its
+// keys are empty (prism; Dataflow, as read) every escrow has been released
+// by then and the timer finds nothing. Opt-in (WithEndOfInputDrain), for
+// its cost.
 //
 // Two DoFns, not one with two timer families: Beam Go v2.77's harness can
 // hang a bundle of a DoFn that declares two (see chooseDoFn).
@@ -39,19 +43,20 @@ import (
 
 // Names of escrowFn's state and timer, as they appear in the job graph.
 const (
-	escrowedStateID = "asyncEscrowed"
-	releasedStateID = "asyncReleased"
-	drainFamily     = "asyncDrain"
+	escrowStateID = "asyncEscrow"
+	drainFamily   = "asyncDrain"
 )
 
-// The kinds of record streamFn writes to escrowFn (the first byte).
+// The kinds of entry in escrowFn's bag (the first byte). The bag is a log:
+// a record of streamFn appends what it changes, and a compaction rewrites
+// the log as the book it amounts to once cancelled pairs outweigh it.
 const (
-	recordEscrow  byte = 1 // then elements as one bag entry (oneEntry)
-	recordRelease byte = 2 // then pairs of varints: nonce, seq
-	// recordDrained, in escrowFn's Released bag only, names the elements
-	// its drain ran (as recordRelease does): a release of one later means
-	// the stream committed it too (see errDrainedTwice).
-	recordDrained byte = 3
+	entryEscrow  byte = 1 // then elements as one bag entry (oneEntry)
+	entryRelease byte = 2 // then pairs of varints: nonce, seq
+	// entryDrained names the elements the drain ran (as entryRelease
+	// does): a release of one later means the stream committed it too (see
+	// errDrainedTwice).
+	entryDrained byte = 3
 )
 
 // escrowID names one element of a key: the incarnation of the key's state
@@ -63,17 +68,39 @@ type escrowID struct {
 
 func idOf(env state.Envelope) escrowID { return escrowID{Nonce: env.Nonce, Seq: env.Seq} }
 
-// escrowRecord encodes the elements a callback accepted.
-func escrowRecord(raws [][]byte) []byte {
-	return append([]byte{recordEscrow}, oneEntry(raws)...)
+// callbackRecord encodes what one key callback of streamFn sends escrowFn:
+// the elements it accepted (encoded envelopes) and those it committed.
+// Layout: the length of the accepted part as a uvarint, the accepted part
+// (oneEntry; empty when none), then the committed ones as in idsEntry.
+func callbackRecord(accepted [][]byte, committed []escrowID) []byte {
+	var part []byte
+	if len(accepted) > 0 {
+		part = oneEntry(accepted)
+	}
+	b := binary.AppendUvarint(nil, uint64(len(part)))
+	b = append(b, part...)
+	return appendIDs(b, committed)
 }
 
-// releaseRecord encodes the elements a callback committed.
-func releaseRecord(ids []escrowID) []byte { return idsRecord(recordRelease, ids) }
+// decodeCallbackRecord reads a callbackRecord.
+func decodeCallbackRecord(rec []byte) (accepted state.Entry, committed []escrowID, err error) {
+	n, k := binary.Uvarint(rec)
+	if k <= 0 || n > uint64(len(rec)-k) {
+		return state.Entry{}, nil, errors.New("an escrow record is cut short")
+	}
+	if n > 0 {
+		if accepted, err = state.DecodeEntry(rec[k : k+int(n)]); err != nil {
+			return state.Entry{}, nil, err
+		}
+	}
+	committed, err = decodeIDs(rec[k+int(n):])
+	return accepted, committed, err
+}
 
-// idsRecord encodes a record of kind that names elements.
-func idsRecord(kind byte, ids []escrowID) []byte {
-	b := []byte{kind}
+// idsEntry encodes a bag entry of kind that names elements.
+func idsEntry(kind byte, ids []escrowID) []byte { return appendIDs([]byte{kind}, ids) }
+
+func appendIDs(b []byte, ids []escrowID) []byte {
 	for _, id := range ids {
 		b = binary.AppendUvarint(b, id.Nonce)
 		b = binary.AppendVarint(b, id.Seq)
@@ -81,17 +108,17 @@ func idsRecord(kind byte, ids []escrowID) []byte {
 	return b
 }
 
-// decodeRelease reads the ids of a release record's payload.
-func decodeRelease(b []byte) ([]escrowID, error) {
+// decodeIDs reads the ids that appendIDs wrote.
+func decodeIDs(b []byte) ([]escrowID, error) {
 	var ids []escrowID
 	for len(b) > 0 {
 		nonce, n := binary.Uvarint(b)
 		if n <= 0 {
-			return nil, errors.New("a release record is cut short")
+			return nil, errors.New("a list of escrowed elements is cut short")
 		}
 		seq, m := binary.Varint(b[n:])
 		if m <= 0 {
-			return nil, errors.New("a release record is cut short")
+			return nil, errors.New("a list of escrowed elements is cut short")
 		}
 		ids, b = append(ids, escrowID{nonce, seq}), b[n+m:]
 	}
@@ -100,36 +127,60 @@ func decodeRelease(b []byte) ([]escrowID, error) {
 
 // escrowBook is one key's escrow state: the elements escrowed and not yet
 // released, and the releases that came before their escrows (records of two
-// callbacks may arrive in either order).
+// callbacks may arrive in either order, and a bag's entries may be read in
+// any order). Applying a record also collects what to append to the log.
 type escrowBook struct {
 	held     []state.Envelope
 	heldRaws [][]byte
-	early    map[escrowID]bool
 	heldIDs  map[escrowID]bool
-	// drained are the elements a drain ran; drainedRaw is their record in
-	// the Released bag.
+	early    map[escrowID]bool
+	// drained are the elements a drain ran; drainedRaw is their entry.
 	drained    map[escrowID]bool
 	drainedRaw []byte
-	changed    bool // held lost an element: rewrite it
-	earlyMoot  bool // early changed: rewrite it
+	// cancelled counts escrow-release pairs in the log: dead weight that
+	// a compaction drops.
+	cancelled int
+	// recording: a record is being applied (not the log read), whose log
+	// entries are collected: escrows (by ID, so that a release in the same
+	// record drops its escrow instead of adding a pair) and releases.
+	recording      bool
+	appendEscrows  map[escrowID][]byte
+	appendOrder    []escrowID
+	appendReleases []escrowID
 }
 
-// escrow adds elements to the book, but not one already held (a copy) or
-// already released (its release came first: both are then forgotten).
-func (b *escrowBook) escrow(envs []state.Envelope, raws [][]byte) (added [][]byte) {
+func newEscrowBook() *escrowBook {
+	return &escrowBook{early: map[escrowID]bool{}, heldIDs: map[escrowID]bool{}, drained: map[escrowID]bool{}}
+}
+
+// escrow adds elements to the book, but not one already held (a copy); one
+// already released (its release came first) is cancelled with it.
+func (b *escrowBook) escrow(envs []state.Envelope, raws [][]byte) {
 	for i, env := range envs {
 		id := idOf(env)
 		switch {
+		case b.heldIDs[id]:
+			continue // a copy: in the log once
 		case b.early[id]:
 			delete(b.early, id)
-			b.earlyMoot = true
-		case !b.heldIDs[id]:
+			b.cancelled++
+		default:
 			b.heldIDs[id] = true
 			b.held, b.heldRaws = append(b.held, env), append(b.heldRaws, raws[i])
-			added = append(added, raws[i])
 		}
+		b.noteEscrow(id, raws[i])
 	}
-	return added
+}
+
+func (b *escrowBook) noteEscrow(id escrowID, raw []byte) {
+	if !b.recording {
+		return
+	}
+	if b.appendEscrows == nil {
+		b.appendEscrows = map[escrowID][]byte{}
+	}
+	b.appendEscrows[id] = raw
+	b.appendOrder = append(b.appendOrder, id)
 }
 
 // release removes released elements from the book; one not held yet is
@@ -138,23 +189,29 @@ func (b *escrowBook) escrow(envs []state.Envelope, raws [][]byte) (added [][]byt
 func (b *escrowBook) release(ids []escrowID) error {
 	gone := map[escrowID]bool{}
 	for _, id := range ids {
-		if b.drained[id] {
+		switch {
+		case b.drained[id]:
 			return errDrainedTwice
-		}
-		if b.heldIDs[id] {
+		case b.heldIDs[id]:
 			gone[id] = true
 			delete(b.heldIDs, id)
-			continue
-		}
-		if !b.early[id] {
+			if _, same := b.appendEscrows[id]; same {
+				delete(b.appendEscrows, id) // escrowed by this record: neither goes in the log
+				continue
+			}
+			b.cancelled++
+		case b.early[id]:
+			continue // released twice: in the log once
+		default:
 			b.early[id] = true
-			b.earlyMoot = true
+		}
+		if b.recording {
+			b.appendReleases = append(b.appendReleases, id)
 		}
 	}
 	if len(gone) == 0 {
 		return nil
 	}
-	b.changed = true
 	keep, keepRaws := b.held[:0], b.heldRaws[:0]
 	for i, env := range b.held {
 		if !gone[idOf(env)] {
@@ -165,15 +222,76 @@ func (b *escrowBook) release(ids []escrowID) error {
 	return nil
 }
 
+// appends is the log entries of the record applied since resetAppends.
+func (b *escrowBook) appends() [][]byte {
+	var out [][]byte
+	var raws [][]byte
+	for _, id := range b.appendOrder {
+		if raw, ok := b.appendEscrows[id]; ok {
+			raws = append(raws, raw)
+			delete(b.appendEscrows, id) // an ID noted twice goes in once
+		}
+	}
+	if len(raws) > 0 {
+		out = append(out, append([]byte{entryEscrow}, oneEntry(raws)...))
+	}
+	if len(b.appendReleases) > 0 {
+		out = append(out, idsEntry(entryRelease, b.appendReleases))
+	}
+	return out
+}
+
+// compacted is the log rewritten as the book: held elements, early
+// releases and drained elements, without the cancelled pairs.
+func (b *escrowBook) compacted() [][]byte {
+	var out [][]byte
+	if len(b.heldRaws) > 0 {
+		out = append(out, append([]byte{entryEscrow}, oneEntry(b.heldRaws)...))
+	}
+	if len(b.early) > 0 {
+		ids := make([]escrowID, 0, len(b.early))
+		for id := range b.early {
+			ids = append(ids, id)
+		}
+		sortIDs(ids)
+		out = append(out, idsEntry(entryRelease, ids))
+	}
+	if b.drainedRaw != nil {
+		out = append(out, b.drainedRaw)
+	}
+	return out
+}
+
+// worthCompacting says whether the log's cancelled pairs outweigh the book.
+// A rewrite then costs no more than the appends that made those pairs, and
+// the log never holds more than three entries per element held or awaited
+// (each entry names at least one: held, early, or one side of a pair), so
+// the read each record makes is of the key's backlog, not its history.
+func (b *escrowBook) worthCompacting() bool {
+	return b.cancelled > len(b.held)+len(b.early)
+}
+
+func sortIDs(ids []escrowID) {
+	sort.Slice(ids, func(i, j int) bool {
+		if ids[i].Nonce != ids[j].Nonce {
+			return ids[i].Nonce < ids[j].Nonce
+		}
+		return ids[i].Seq < ids[j].Seq
+	})
+}
+
 // errDrainedTwice fails the job rather than let it go on silently when the
-// stream commits an element the drain ran: the runner fired the drain
-// while the stream still had a timer pending, against the Beam model
-// (timers hold the watermark at their output timestamps). Beam Python's
-// FnApiRunner (apache-beam 2.77) holds a stage's watermark only at the
-// timers its last bundle set.
+// stream commits an element the drain ran: the runner fired the drain's
+// event-time timer before the watermark reached it, against the Beam model
+// (an event-time timer fires once the input watermark passes it, and a
+// pending timer upstream holds that watermark at its output timestamp).
+// Beam Python's FnApiRunner (apache-beam 2.77) does so
+// (integration/watermark_test.go): it runs both DoFns in the stage of an
+// unbounded source, whose input watermark is at its maximum from the first
+// bundle.
 var errDrainedTwice = errors.New("the end-of-input drain ran an element that the stream then committed as well, so its outputs were emitted twice: " +
-	"this runner fired the drain's event-time timer while a processing-time timer of the stream was still pending, so it does not hold the watermark at the output timestamps of pending timers " +
-	"(Beam Python's portable job service holds only those its last bundle set); run the transform without async.WithEndOfInputDrain() on this runner")
+	"this runner fired the drain's event-time timer before the watermark reached it, while the stream still held the element " +
+	"(Beam Python's portable job service does, for stateful DoFns in an unbounded source's stage); run the transform without async.WithEndOfInputDrain() on this runner")
 
 // earliest is the earliest event time of the held elements.
 func (b *escrowBook) earliest() mtime.Time {
@@ -189,10 +307,9 @@ func (b *escrowBook) earliest() mtime.Time {
 // comment).
 type escrowFn struct {
 	bundleFn
-	// Escrowed holds the key's escrowed elements, not yet released.
-	Escrowed beamstate.Bag[[]byte]
-	// Released holds releases that came before their escrow records.
-	Released beamstate.Bag[[]byte]
+	// Escrow is the key's log (entry kinds above): escrowed elements,
+	// releases, and the elements a drain ran.
+	Escrow beamstate.Bag[[]byte]
 	// Drain fires near the global window's end (drainFiring), held at the
 	// earliest escrowed event time, and is cleared when nothing is
 	// escrowed.
@@ -200,8 +317,8 @@ type escrowFn struct {
 }
 
 func newEscrowFn(c core) *escrowFn {
-	return &escrowFn{bundleFn: *newBundleFn(c), Escrowed: beamstate.MakeBagState[[]byte](escrowedStateID),
-		Released: beamstate.MakeBagState[[]byte](releasedStateID), Drain: beamtimers.InEventTime(drainFamily)}
+	return &escrowFn{bundleFn: *newBundleFn(c), Escrow: beamstate.MakeBagState[[]byte](escrowStateID),
+		Drain: beamtimers.InEventTime(drainFamily)}
 }
 
 // StartBundle begins a bundle; only a drain runs anything in it.
@@ -214,126 +331,92 @@ func (f *escrowFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, b
 	return f.bundleFn.FinishBundle(ctx, emit, fail)
 }
 
-// ProcessElement applies one record of streamFn to the key's book and sets
-// or clears the key's drain timer.
+// ProcessElement applies one callback record of streamFn to the key's book:
+// it appends the record's changes to the log, or rewrites the log when
+// that is cheaper (worthCompacting), and sets the drain timer where the
+// hold moved, or clears it when nothing is escrowed.
 func (f *escrowFn) ProcessElement(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, rec []byte, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) error {
-	if len(rec) == 0 {
-		return fmt.Errorf("async: an empty escrow record for key %v", key)
+	accepted, committed, err := decodeCallbackRecord(rec)
+	if err != nil {
+		return fmt.Errorf("async: an escrow record of key %v this version cannot read: %w", key, err)
 	}
 	b, err := f.read(sp)
 	if err != nil {
 		return err
 	}
-	var added [][]byte
-	switch rec[0] {
-	case recordEscrow:
-		entry, err := state.DecodeEntry(rec[1:])
-		if err != nil {
-			return fmt.Errorf("async: an escrow record of key %v this version cannot read: %w", key, err)
-		}
-		added = b.escrow(entry.Envelopes, entry.Raws)
-	case recordRelease:
-		ids, err := decodeRelease(rec[1:])
-		if err != nil {
-			return fmt.Errorf("async: key %v: %w", key, err)
-		}
-		if err := b.release(ids); err != nil {
-			return fmt.Errorf("async: key %v: %w", key, err)
-		}
-	default:
-		return fmt.Errorf("async: an escrow record of key %v of unknown kind %d", key, rec[0])
+	heldBefore, holdBefore := len(b.held), b.earliest()
+	b.escrow(accepted.Envelopes, accepted.Raws)
+	if err := b.release(committed); err != nil {
+		return fmt.Errorf("async: key %v: %w", key, err)
 	}
-	return f.write(sp, tp, b, added)
+	if err := f.write(sp, b); err != nil {
+		return err
+	}
+	switch hold := b.earliest(); {
+	case len(b.held) == 0 && heldBefore > 0:
+		f.Drain.Clear(tp)
+	case len(b.held) > 0 && (heldBefore == 0 || hold != holdBefore):
+		f.Drain.Set(tp, drainFiring(hold).ToTime(), beamtimers.WithOutputTimestamp(hold.ToTime()))
+	}
+	return nil
 }
 
-// read reads the key's book.
+// read reads the key's book from its log.
 func (f *escrowFn) read(sp beamstate.Provider) (*escrowBook, error) {
 	b := newEscrowBook()
-	raws, _, err := f.Escrowed.Read(sp)
+	entries, _, err := f.Escrow.Read(sp)
 	if err != nil {
 		return nil, fmt.Errorf("async: reading bag state: %w", err)
 	}
-	for _, raw := range raws {
-		entry, err := state.DecodeEntry(raw)
-		if err != nil {
-			return nil, fmt.Errorf("async: bag state %q holds an entry this version cannot read: %w", escrowedStateID, err)
+	for _, raw := range entries {
+		if len(raw) == 0 {
+			return nil, fmt.Errorf("async: bag state %q holds an empty entry", escrowStateID)
 		}
-		b.escrow(entry.Envelopes, entry.Raws)
+		switch raw[0] {
+		case entryEscrow:
+			entry, err := state.DecodeEntry(raw[1:])
+			if err != nil {
+				return nil, fmt.Errorf("async: bag state %q holds an entry this version cannot read: %w", escrowStateID, err)
+			}
+			b.escrow(entry.Envelopes, entry.Raws)
+		case entryRelease, entryDrained:
+			ids, err := decodeIDs(raw[1:])
+			if err != nil {
+				return nil, fmt.Errorf("async: bag state %q: %w", escrowStateID, err)
+			}
+			if raw[0] == entryDrained {
+				b.drainedRaw = raw
+				for _, id := range ids {
+					b.drained[id] = true
+				}
+				continue
+			}
+			if err := b.release(ids); err != nil {
+				return nil, fmt.Errorf("async: bag state %q: %w", escrowStateID, err)
+			}
+		default:
+			return nil, fmt.Errorf("async: bag state %q holds an entry of unknown kind %d", escrowStateID, raw[0])
+		}
 	}
-	early, _, err := f.Released.Read(sp)
-	if err != nil {
-		return nil, fmt.Errorf("async: reading bag state: %w", err)
-	}
-	for _, raw := range early {
-		if len(raw) == 0 || (raw[0] != recordRelease && raw[0] != recordDrained) {
-			return nil, fmt.Errorf("async: bag state %q holds an entry this version cannot read", releasedStateID)
-		}
-		ids, err := decodeRelease(raw[1:])
-		if err != nil {
-			return nil, fmt.Errorf("async: bag state %q: %w", releasedStateID, err)
-		}
-		into := b.early
-		if raw[0] == recordDrained {
-			into, b.drainedRaw = b.drained, raw
-		}
-		for _, id := range ids {
-			into[id] = true
-		}
-	}
+	b.recording = true // what follows is a record's, for the log
 	return b, nil
 }
 
-func newEscrowBook() *escrowBook {
-	return &escrowBook{early: map[escrowID]bool{}, heldIDs: map[escrowID]bool{}, drained: map[escrowID]bool{}}
-}
-
-// write stores the book's changes (added: escrowed by this record) and sets
-// the drain timer at the global window's end, held at the earliest escrowed
-// event time, or clears it when nothing is escrowed.
-func (f *escrowFn) write(sp beamstate.Provider, tp beamtimers.Provider, b *escrowBook, added [][]byte) error {
-	switch {
-	case b.changed:
-		if err := f.Escrowed.Clear(sp); err != nil {
+// write stores the record just applied to b: its appends, or the whole
+// book when the log's cancelled pairs outweigh it.
+func (f *escrowFn) write(sp beamstate.Provider, b *escrowBook) error {
+	entries := b.appends()
+	if b.worthCompacting() {
+		if err := f.Escrow.Clear(sp); err != nil {
 			return fmt.Errorf("async: clearing bag state: %w", err)
 		}
-		if len(b.heldRaws) > 0 {
-			if err := f.Escrowed.Add(sp, oneEntry(b.heldRaws)); err != nil {
-				return fmt.Errorf("async: rewriting bag state: %w", err)
-			}
-		}
-	case len(added) > 0:
-		if err := f.Escrowed.Add(sp, oneEntry(added)); err != nil {
+		entries, b.cancelled = b.compacted(), 0
+	}
+	for _, e := range entries {
+		if err := f.Escrow.Add(sp, e); err != nil {
 			return fmt.Errorf("async: adding to bag state: %w", err)
 		}
 	}
-	if b.earlyMoot {
-		if err := f.Released.Clear(sp); err != nil {
-			return fmt.Errorf("async: clearing bag state: %w", err)
-		}
-		if len(b.early) > 0 {
-			ids := make([]escrowID, 0, len(b.early))
-			for id := range b.early {
-				ids = append(ids, id)
-			}
-			if err := f.Released.Add(sp, releaseRecord(ids)); err != nil {
-				return fmt.Errorf("async: rewriting bag state: %w", err)
-			}
-		}
-		if b.drainedRaw != nil {
-			if err := f.Released.Add(sp, b.drainedRaw); err != nil {
-				return fmt.Errorf("async: rewriting bag state: %w", err)
-			}
-		}
-	}
-	if !b.changed && len(added) == 0 {
-		return nil // the hold is where it was
-	}
-	if len(b.held) == 0 {
-		f.Drain.Clear(tp)
-		return nil
-	}
-	hold := b.earliest()
-	f.Drain.Set(tp, drainFiring(hold).ToTime(), beamtimers.WithOutputTimestamp(hold.ToTime()))
 	return nil
 }
 
@@ -365,13 +448,10 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 	if err != nil {
 		return err
 	}
-	// The drained elements stay named in the Released bag, which the
-	// runner collects with the window: a release of one that comes later
-	// fails the job (errDrainedTwice). Early releases are moot now.
-	if err := f.Escrowed.Clear(sp); err != nil {
-		return fmt.Errorf("async: clearing bag state: %w", err)
-	}
-	if err := f.Released.Clear(sp); err != nil {
+	// The drained elements stay named in the log, which the runner
+	// collects with the window: a release of one that comes later fails
+	// the job (errDrainedTwice). Early releases are moot now.
+	if err := f.Escrow.Clear(sp); err != nil {
 		return fmt.Errorf("async: clearing bag state: %w", err)
 	}
 	if len(b.held) > 0 || b.drainedRaw != nil {
@@ -382,7 +462,8 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 		for _, env := range b.held {
 			ids = append(ids, idOf(env))
 		}
-		if err := f.Released.Add(sp, idsRecord(recordDrained, ids)); err != nil {
+		sortIDs(ids)
+		if err := f.Escrow.Add(sp, idsEntry(entryDrained, ids)); err != nil {
 			return fmt.Errorf("async: adding to bag state: %w", err)
 		}
 	}

@@ -3,7 +3,9 @@ package async
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"sort"
 	"testing"
 	"time"
 
@@ -14,11 +16,10 @@ import (
 	"github.com/asyncbeam/asyncbeam/state"
 )
 
-// escrowStep is one record applied to a book: escrow (the seqs given) or
-// release.
+// escrowStep is one record of streamFn: the seqs it accepted (escrowed)
+// and those it committed (released).
 type escrowStep struct {
-	escrow bool
-	seqs   []int64
+	escrow, release []int64
 }
 
 func escrowEnvs(seqs []int64) ([]state.Envelope, [][]byte) {
@@ -31,63 +32,147 @@ func escrowEnvs(seqs []int64) ([]state.Envelope, [][]byte) {
 	return envs, raws
 }
 
-func TestEscrowBook(t *testing.T) {
+func (st escrowStep) record() []byte {
+	_, raws := escrowEnvs(st.escrow)
+	var ids []escrowID
+	for _, s := range st.release {
+		ids = append(ids, escrowID{Nonce: 7, Seq: s})
+	}
+	return callbackRecord(raws, ids)
+}
+
+// escrowKey is one key of escrowFn on in-memory state.
+type escrowKey struct {
+	f  *escrowFn
+	st *memState
+	tm *memTimers
+}
+
+func newEscrowKey(t *testing.T) *escrowKey {
+	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithEndOfInputDrain())
+	return &escrowKey{f: newEscrowFn(h.c), st: &memState{}, tm: &memTimers{}}
+}
+
+func (k *escrowKey) apply(rec []byte) error {
+	return k.f.ProcessElement(context.Background(), k.st, k.tm, "a", rec, nil, nil)
+}
+
+// logLen is how many entries the key's log holds.
+func (k *escrowKey) logLen() int { return len(k.st.bags[escrowStateID]) }
+
+// book reads the key's log back.
+func (k *escrowKey) book(t *testing.T) (held, early []int64) {
+	t.Helper()
+	b, err := k.f.read(k.st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, env := range b.held {
+		held = append(held, env.Seq)
+	}
+	for id := range b.early {
+		early = append(early, id.Seq)
+	}
+	sort.Slice(held, func(i, j int) bool { return held[i] < held[j] })
+	sort.Slice(early, func(i, j int) bool { return early[i] < early[j] })
+	return held, early
+}
+
+// TestEscrowFnRecords applies streamFn's records to escrowFn and reads its
+// log back: what is held, which releases wait for their escrows, the drain
+// timer's hold, and how long the log is.
+func TestEscrowFnRecords(t *testing.T) {
+	const none = -1 // no timer set
 	for _, tc := range []struct {
-		name      string
-		steps     []escrowStep
-		held      []int64 // seqs, in book order
-		early     []int64
-		earliest  int64 // event time ms of the earliest held (MaxTimestamp: none)
-		wantAdded int   // elements the last step added
+		name   string
+		steps  []escrowStep
+		held   []int64
+		early  []int64
+		hold   int64 // event time ms of the drain timer's hold; none: cleared
+		logLen int
 	}{
-		{"escrowed, not released", []escrowStep{{true, []int64{1, 2}}}, []int64{1, 2}, nil, 1001, 2},
-		{"escrowed, then released", []escrowStep{{true, []int64{1, 2, 3}}, {false, []int64{2}}}, []int64{1, 3}, nil, 1001, 0},
-		{"all released", []escrowStep{{true, []int64{1, 2}}, {false, []int64{1, 2}}}, nil, nil, int64(mtime.MaxTimestamp), 0},
-		{"released before escrowed", []escrowStep{{false, []int64{4}}}, nil, []int64{4}, int64(mtime.MaxTimestamp), 0},
-		{"an early release cancels its escrow", []escrowStep{{false, []int64{4}}, {true, []int64{3, 4}}}, []int64{3}, nil, 1003, 1},
-		{"an escrow copy is held once", []escrowStep{{true, []int64{1}}, {true, []int64{1, 2}}}, []int64{1, 2}, nil, 1001, 1},
-		{"a release twice is one", []escrowStep{{true, []int64{1}}, {false, []int64{1}}, {false, []int64{1}}}, nil, []int64{1}, int64(mtime.MaxTimestamp), 0},
+		{"escrowed, not released", []escrowStep{{escrow: []int64{1, 2}}}, []int64{1, 2}, nil, 1001, 1},
+		{"escrowed, then released", []escrowStep{{escrow: []int64{1, 2, 3}}, {release: []int64{1}}}, []int64{2, 3}, nil, 1002, 2},
+		{"all released: the log is cleared", []escrowStep{{escrow: []int64{1, 2}}, {release: []int64{1, 2}}}, nil, nil, none, 0},
+		{"released before escrowed", []escrowStep{{release: []int64{4}}}, nil, []int64{4}, none, 1},
+		{"an early release cancels its escrow", []escrowStep{{release: []int64{4}}, {escrow: []int64{3, 4}}}, []int64{3}, nil, 1003, 2},
+		{"an escrow copy is held once", []escrowStep{{escrow: []int64{1}}, {escrow: []int64{1, 2}}}, []int64{1, 2}, nil, 1001, 2},
+		{"a release twice is one", []escrowStep{{escrow: []int64{1}}, {release: []int64{1}}, {release: []int64{1}}}, nil, []int64{1}, none, 1},
+		{"accepted and committed in one callback: nothing logged", []escrowStep{{escrow: []int64{1}, release: []int64{1}}}, nil, nil, none, 0},
+		{"pairs are compacted away", []escrowStep{
+			{escrow: []int64{1}}, {escrow: []int64{2}, release: []int64{1}}, {escrow: []int64{3}, release: []int64{2}},
+			{escrow: []int64{4}, release: []int64{3}}, {escrow: []int64{5}, release: []int64{4}},
+		}, []int64{5}, nil, 1005, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			b := newEscrowBook()
-			var added [][]byte
+			k := newEscrowKey(t)
 			for _, st := range tc.steps {
-				added = nil
-				if st.escrow {
-					envs, raws := escrowEnvs(st.seqs)
-					added = b.escrow(envs, raws)
-					continue
-				}
-				var ids []escrowID
-				for _, s := range st.seqs {
-					ids = append(ids, escrowID{Nonce: 7, Seq: s})
-				}
-				if err := b.release(ids); err != nil {
+				if err := k.apply(st.record()); err != nil {
 					t.Fatal(err)
 				}
 			}
-			var held, early []int64
-			for _, env := range b.held {
-				held = append(held, env.Seq)
-			}
-			for s := int64(0); s < 10; s++ {
-				if b.early[escrowID{7, s}] {
-					early = append(early, s)
-				}
-			}
+			held, early := k.book(t)
 			if !reflect.DeepEqual(held, tc.held) || !reflect.DeepEqual(early, tc.early) {
 				t.Errorf("held %v, early releases %v; want %v, %v", held, early, tc.held, tc.early)
 			}
-			if len(b.heldRaws) != len(b.held) {
-				t.Errorf("%d raws for %d held elements", len(b.heldRaws), len(b.held))
+			hold := int64(none)
+			if last := k.tm.last; last != nil && !last.Clear {
+				hold = int64(last.HoldTimestamp)
 			}
-			if got := int64(b.earliest()); got != tc.earliest {
-				t.Errorf("earliest = %d; want %d", got, tc.earliest)
+			if hold != tc.hold {
+				t.Errorf("drain timer held at %d; want %d (-1: cleared or never set)", hold, tc.hold)
 			}
-			if len(added) != tc.wantAdded {
-				t.Errorf("the last step added %d; want %d", len(added), tc.wantAdded)
+			if n := k.logLen(); n != tc.logLen {
+				t.Errorf("log holds %d entries; want %d", n, tc.logLen)
 			}
 		})
+	}
+}
+
+// TestEscrowFnAnyOrder: each element escrowed by one record and released by
+// a later one, the records applied in a random order; escrowFn must end
+// empty (log cleared, timer cleared), hold the timer at the earliest held
+// element throughout, and keep its log within three entries per element
+// it holds or awaits (worthCompacting), not one per record seen.
+func TestEscrowFnAnyOrder(t *testing.T) {
+	for seed := uint64(1); seed <= 200; seed++ {
+		r := rand.New(rand.NewPCG(seed, 1))
+		n := 1 + r.IntN(40)
+		var steps []escrowStep
+		for s := int64(0); s < int64(n); s++ { // s accepted at step s, committed later
+			steps = append(steps, escrowStep{escrow: []int64{s}})
+		}
+		for s := int64(0); s < int64(n); s++ {
+			at := int(s) + 1 + r.IntN(n-int(s)) // a step after its escrow, or a new one at the end
+			if at >= len(steps) {
+				steps = append(steps, escrowStep{})
+				at = len(steps) - 1
+			}
+			steps[at].release = append(steps[at].release, s)
+		}
+		r.Shuffle(len(steps), func(i, j int) { steps[i], steps[j] = steps[j], steps[i] })
+		k := newEscrowKey(t)
+		for i, st := range steps {
+			if err := k.apply(st.record()); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, i, err)
+			}
+			held, early := k.book(t)
+			if max := 3*(len(held)+len(early)) + 3; k.logLen() > max {
+				t.Fatalf("seed %d step %d: log holds %d entries for %d held and %d early; want at most %d", seed, i, k.logLen(), len(held), len(early), max)
+			}
+			if len(held) > 0 {
+				want := 1000 + held[0]
+				if last := k.tm.last; last == nil || last.Clear || int64(last.HoldTimestamp) != want {
+					t.Fatalf("seed %d step %d: drain timer %+v; want held at %d", seed, i, last, want)
+				}
+			}
+		}
+		if held, early := k.book(t); len(held)+len(early) != 0 || k.logLen() != 0 {
+			t.Fatalf("seed %d: after every release, held %v, early %v, log of %d entries; want all empty", seed, held, early, k.logLen())
+		}
+		if last := k.tm.last; last != nil && !last.Clear {
+			t.Fatalf("seed %d: drain timer %+v at the end; want cleared or never set", seed, last)
+		}
 	}
 }
 
@@ -104,18 +189,28 @@ func TestEscrowBookReleaseOfDrained(t *testing.T) {
 	}
 }
 
-func TestReleaseRecordRoundTrip(t *testing.T) {
+func TestCallbackRecordRoundTrip(t *testing.T) {
+	envs, raws := escrowEnvs([]int64{3, 4})
 	ids := []escrowID{{1, 1}, {1<<63 + 5, 1 << 40}, {3, 0}}
-	rec := releaseRecord(ids)
-	if rec[0] != recordRelease {
-		t.Fatalf("kind %d; want %d", rec[0], recordRelease)
-	}
-	got, err := decodeRelease(rec[1:])
-	if err != nil || !reflect.DeepEqual(got, ids) {
-		t.Errorf("decodeRelease = %v, %v; want %v", got, err, ids)
-	}
-	if _, err := decodeRelease(rec[1 : len(rec)-1]); err == nil {
-		t.Error("a record cut short decoded without error")
+	for _, tc := range []struct {
+		name string
+		raws [][]byte
+		ids  []escrowID
+	}{{"both", raws, ids}, {"accepted only", raws, nil}, {"committed only", nil, ids}, {"one accepted", raws[:1], nil}} {
+		rec := callbackRecord(tc.raws, tc.ids)
+		entry, got, err := decodeCallbackRecord(rec)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(entry.Envelopes) != len(tc.raws) || (len(tc.raws) > 0 && !reflect.DeepEqual(entry.Envelopes, envs[:len(tc.raws)])) {
+			t.Errorf("%s: accepted %v; want %v", tc.name, entry.Envelopes, envs[:len(tc.raws)])
+		}
+		if !reflect.DeepEqual(got, tc.ids) {
+			t.Errorf("%s: committed %v; want %v", tc.name, got, tc.ids)
+		}
+		if _, _, err := decodeCallbackRecord(rec[:len(rec)-1]); err == nil {
+			t.Errorf("%s: a record cut short decoded without error", tc.name)
+		}
 	}
 }
 
@@ -154,21 +249,13 @@ func TestEscrowReleasesDroppedCopies(t *testing.T) {
 	records := 0
 	escrow := func(_ beam.EventTime, key beam.X, rec []byte) {
 		records++
-		switch rec[0] {
-		case recordEscrow:
-			entry, err := state.DecodeEntry(rec[1:])
-			if err != nil {
-				t.Fatal(err)
-			}
-			escrowed.escrow(entry.Envelopes, entry.Raws)
-		case recordRelease:
-			ids, err := decodeRelease(rec[1:])
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := escrowed.release(ids); err != nil {
-				t.Fatal(err)
-			}
+		accepted, committed, err := decodeCallbackRecord(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		escrowed.escrow(accepted.Envelopes, accepted.Raws)
+		if err := escrowed.release(committed); err != nil {
+			t.Fatal(err)
 		}
 	}
 	f := h.stream()

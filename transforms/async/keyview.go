@@ -95,6 +95,8 @@ type keyView struct {
 	// toEscrow and released are this callback's records for the drain
 	// (escrow.go): elements accepted, and elements committed; escrowMin and
 	// releasedMin their earliest event times. store sends and resets them.
+	// Kept only when escrowing (WithEndOfInputDrain).
+	escrowing              bool
 	toEscrow               [][]byte
 	released               []escrowID
 	escrowMin, releasedMin int64
@@ -130,7 +132,7 @@ func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyStat
 		}
 		return v, nil
 	}
-	v := &keyView{owner: owner, key: key, kb: kb, byID: map[state.ElementID]*pending{}, arrived: element}
+	v := &keyView{owner: owner, key: key, kb: kb, byID: map[state.ElementID]*pending{}, arrived: element, escrowing: f.Drain}
 	before, after := pool.Touch(owner, element)
 	v.seen, v.arrivals = before.Last, after
 	v.plan, v.planned = pool.Pace().InForce(owner)
@@ -241,8 +243,11 @@ func (v *keyView) add(p *pending) {
 	}
 }
 
-// escrow notes an accepted element for the drain's escrow record.
+// escrow notes an accepted element for the callback's record to the drain.
 func (v *keyView) escrow(p *pending) {
+	if !v.escrowing {
+		return
+	}
 	if len(v.toEscrow) == 0 || p.env.EventTimeMs < v.escrowMin {
 		v.escrowMin = p.env.EventTimeMs
 	}
@@ -250,15 +255,18 @@ func (v *keyView) escrow(p *pending) {
 }
 
 // release notes a committed element (emitted, or failed for good) for the
-// drain's release record.
+// callback's record to the drain.
 func (v *keyView) release(env state.Envelope) {
+	if !v.escrowing {
+		return
+	}
 	if len(v.released) == 0 || env.EventTimeMs < v.releasedMin {
 		v.releasedMin = env.EventTimeMs
 	}
 	v.released = append(v.released, idOf(env))
 }
 
-// releaseCopy notes for the drain's release record a copy dropped for the
+// releaseCopy notes for the callback's record to the drain a copy dropped for the
 // element kept (WithIDFn: two records with one ID), unless both are one
 // element (the same entry written twice, or a retry written back): a copy
 // accepted as an element of its own was escrowed, and leaves the key here.

@@ -183,14 +183,15 @@ func WithIDFn(fn any) Option {
 // attempts.
 //
 // It costs, per key callback, a keyed record with the elements accepted
-// (their values) and one naming those committed, and escrowFn's state: each
-// record reads and rewrites what the key has not committed, so a key with a
-// large backlog pays for it (measured: BENCHMARKS.md). On runners that fire
-// the commit timers until every key is empty (prism, and Dataflow as read)
-// it never runs anything. On a runner whose watermark passes pending timers
-// (Beam Python's portable job service) it would run elements the stream
-// still commits: the transform then fails the job. Not needed on bounded
-// input. Default: off.
+// (their values) and those committed, and escrowFn's state: a log that each
+// record reads, at most three entries per element the key has not
+// committed, and appends to (measured: BENCHMARKS.md). On runners that
+// fire the commit timers until every key is empty (prism, and Dataflow as
+// read) it never runs anything. On a runner that fires event-time timers
+// before the watermark reaches them (Beam Python's portable job service,
+// integration/watermark_test.go) it would run elements the stream still
+// commits: the transform then fails the job. Not needed on bounded input.
+// Default: off.
 func WithEndOfInputDrain() Option {
 	return func(s *settings) { s.drain = true }
 }

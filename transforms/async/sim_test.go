@@ -1144,8 +1144,8 @@ func (w *streamWorld) drain() {
 			w.violation("escrowFn's drain of key %s: %v", key, err)
 			return
 		}
-		if n := len(st.bags[escrowedStateID]); n != 0 {
-			w.violation("the drain left %d escrow entries in the state of key %s", n, key)
+		if left, err := f.read(st); err != nil || len(left.held)+len(left.early) != 0 {
+			w.violation("the drain left the state of key %s holding elements or releases (err %v)", key, err)
 		}
 		w.drained += len(c.commits)
 		w.commits = append(w.commits, c.commits...)

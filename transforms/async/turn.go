@@ -134,17 +134,19 @@ func (f *core) acceptedID(el *element, seq int64) {
 }
 
 // store writes the bundle's changes to the key's bags (keyView.write), and
-// sends the callback's escrow and release records (escrow.go) with them.
+// sends the callback's record of accepted and committed elements to the
+// drain (escrow.go) with them.
 func (k *keyTurn) store() error {
 	if err := k.v.write(k.bags); err != nil {
 		return err
 	}
 	v := k.v
-	if k.escrow != nil && len(v.toEscrow) > 0 {
-		k.escrow(beam.EventTime(v.escrowMin), v.key, escrowRecord(v.toEscrow))
-	}
-	if k.escrow != nil && len(v.released) > 0 {
-		k.escrow(beam.EventTime(v.releasedMin), v.key, releaseRecord(v.released))
+	if k.escrow != nil && (len(v.toEscrow) > 0 || len(v.released) > 0) {
+		at := v.releasedMin
+		if len(v.toEscrow) > 0 && (len(v.released) == 0 || v.escrowMin < at) {
+			at = v.escrowMin
+		}
+		k.escrow(beam.EventTime(at), v.key, callbackRecord(v.toEscrow, v.released))
 	}
 	v.toEscrow, v.released = nil, nil
 	return nil
