@@ -125,86 +125,76 @@ func decodeIDs(b []byte) ([]escrowID, error) {
 	return ids, nil
 }
 
-// escrowBook is one key's escrow state: the elements escrowed and not yet
-// released, and the releases that came before their escrows (records of two
-// callbacks may arrive in either order, and a bag's entries may be read in
-// any order). Applying a record also collects what to append to the log.
+// escrowBook is one key's escrow state, as the sets of elements its log
+// names as escrowed (E) and as released (R): held is E minus R, early (a
+// release that came before its escrow: records of two callbacks may
+// arrive in either order) is R minus E, and the elements in both are
+// cancelled pairs, dead weight that a compaction drops. Being sets, the
+// book is the same whatever order the log's entries are read in, and a
+// record repeated while its pair is in the log changes nothing.
 type escrowBook struct {
-	held     []state.Envelope
-	heldRaws [][]byte
-	heldIDs  map[escrowID]bool
-	early    map[escrowID]bool
-	// drained are the elements a drain ran; drainedRaw is their entry.
-	drained    map[escrowID]bool
-	drainedRaw []byte
-	// cancelled counts escrow-release pairs in the log: dead weight that
-	// a compaction drops.
-	cancelled int
-	// recording: a record is being applied (not the log read), whose log
-	// entries are collected: escrows (by ID, so that a release in the same
-	// record drops its escrow instead of adding a pair) and releases.
+	held       []state.Envelope
+	heldRaws   [][]byte
+	escrowed   map[escrowID]bool // E
+	released   map[escrowID]bool // R
+	early      map[escrowID]bool // R minus E
+	cancelled  int               // E and R
+	drained    map[escrowID]bool // run by a drain
+	drainedRaw []byte            // their entry
+	// recording: a record is being applied (not the log read), and what
+	// it adds to E and R is collected for the log.
 	recording      bool
-	appendEscrows  map[escrowID][]byte
-	appendOrder    []escrowID
+	appendRaws     [][]byte
 	appendReleases []escrowID
 }
 
 func newEscrowBook() *escrowBook {
-	return &escrowBook{early: map[escrowID]bool{}, heldIDs: map[escrowID]bool{}, drained: map[escrowID]bool{}}
+	return &escrowBook{escrowed: map[escrowID]bool{}, released: map[escrowID]bool{}, early: map[escrowID]bool{}, drained: map[escrowID]bool{}}
 }
 
-// escrow adds elements to the book, but not one already held (a copy); one
-// already released (its release came first) is cancelled with it.
-func (b *escrowBook) escrow(envs []state.Envelope, raws [][]byte) {
+// escrow adds elements to E: held, or cancelled with their release. An
+// element in E already is a copy, and changes nothing; one the drain ran is
+// an error (errDrainedTwice).
+func (b *escrowBook) escrow(envs []state.Envelope, raws [][]byte) error {
 	for i, env := range envs {
 		id := idOf(env)
 		switch {
-		case b.heldIDs[id]:
-			continue // a copy: in the log once
-		case b.early[id]:
+		case b.escrowed[id]:
+			continue
+		case b.drained[id]:
+			return errDrainedTwice
+		case b.released[id]:
 			delete(b.early, id)
 			b.cancelled++
 		default:
-			b.heldIDs[id] = true
 			b.held, b.heldRaws = append(b.held, env), append(b.heldRaws, raws[i])
 		}
-		b.noteEscrow(id, raws[i])
+		b.escrowed[id] = true
+		if b.recording {
+			b.appendRaws = append(b.appendRaws, raws[i])
+		}
 	}
+	return nil
 }
 
-func (b *escrowBook) noteEscrow(id escrowID, raw []byte) {
-	if !b.recording {
-		return
-	}
-	if b.appendEscrows == nil {
-		b.appendEscrows = map[escrowID][]byte{}
-	}
-	b.appendEscrows[id] = raw
-	b.appendOrder = append(b.appendOrder, id)
-}
-
-// release removes released elements from the book; one not held yet is
-// kept as an early release, to cancel its escrow when that comes. A release
-// of an element the drain ran is an error (errDrainedTwice).
+// release adds elements to R: cancelled with their escrow, or early. An
+// element in R already changes nothing; one the drain ran is an error
+// (errDrainedTwice).
 func (b *escrowBook) release(ids []escrowID) error {
 	gone := map[escrowID]bool{}
 	for _, id := range ids {
 		switch {
+		case b.released[id]:
+			continue
 		case b.drained[id]:
 			return errDrainedTwice
-		case b.heldIDs[id]:
+		case b.escrowed[id]:
 			gone[id] = true
-			delete(b.heldIDs, id)
-			if _, same := b.appendEscrows[id]; same {
-				delete(b.appendEscrows, id) // escrowed by this record: neither goes in the log
-				continue
-			}
 			b.cancelled++
-		case b.early[id]:
-			continue // released twice: in the log once
 		default:
 			b.early[id] = true
 		}
+		b.released[id] = true
 		if b.recording {
 			b.appendReleases = append(b.appendReleases, id)
 		}
@@ -222,18 +212,11 @@ func (b *escrowBook) release(ids []escrowID) error {
 	return nil
 }
 
-// appends is the log entries of the record applied since resetAppends.
+// appends is the log entries of the record applied since the log was read.
 func (b *escrowBook) appends() [][]byte {
 	var out [][]byte
-	var raws [][]byte
-	for _, id := range b.appendOrder {
-		if raw, ok := b.appendEscrows[id]; ok {
-			raws = append(raws, raw)
-			delete(b.appendEscrows, id) // an ID noted twice goes in once
-		}
-	}
-	if len(raws) > 0 {
-		out = append(out, append([]byte{entryEscrow}, oneEntry(raws)...))
+	if len(b.appendRaws) > 0 {
+		out = append(out, append([]byte{entryEscrow}, oneEntry(b.appendRaws)...))
 	}
 	if len(b.appendReleases) > 0 {
 		out = append(out, idsEntry(entryRelease, b.appendReleases))
@@ -248,13 +231,8 @@ func (b *escrowBook) compacted() [][]byte {
 	if len(b.heldRaws) > 0 {
 		out = append(out, append([]byte{entryEscrow}, oneEntry(b.heldRaws)...))
 	}
-	if len(b.early) > 0 {
-		ids := make([]escrowID, 0, len(b.early))
-		for id := range b.early {
-			ids = append(ids, id)
-		}
-		sortIDs(ids)
-		out = append(out, idsEntry(entryRelease, ids))
+	if early := b.earlyIDs(); len(early) > 0 {
+		out = append(out, idsEntry(entryRelease, early))
 	}
 	if b.drainedRaw != nil {
 		out = append(out, b.drainedRaw)
@@ -264,11 +242,21 @@ func (b *escrowBook) compacted() [][]byte {
 
 // worthCompacting says whether the log's cancelled pairs outweigh the book.
 // A rewrite then costs no more than the appends that made those pairs, and
-// the log never holds more than three entries per element held or awaited
-// (each entry names at least one: held, early, or one side of a pair), so
-// the read each record makes is of the key's backlog, not its history.
+// the log never names more than three elements per element held or early
+// (each cancelled pair names one twice), besides the drained entry: each
+// record reads the key's backlog, not its history.
 func (b *escrowBook) worthCompacting() bool {
 	return b.cancelled > len(b.held)+len(b.early)
+}
+
+// earlyIDs are the early releases, in order.
+func (b *escrowBook) earlyIDs() []escrowID {
+	ids := make([]escrowID, 0, len(b.early))
+	for id := range b.early {
+		ids = append(ids, id)
+	}
+	sortIDs(ids)
+	return ids
 }
 
 func sortIDs(ids []escrowID) {
@@ -345,7 +333,9 @@ func (f *escrowFn) ProcessElement(ctx context.Context, sp beamstate.Provider, tp
 		return err
 	}
 	heldBefore, holdBefore := len(b.held), b.earliest()
-	b.escrow(accepted.Envelopes, accepted.Raws)
+	if err := b.escrow(accepted.Envelopes, accepted.Raws); err != nil {
+		return fmt.Errorf("async: key %v: %w", key, err)
+	}
 	if err := b.release(committed); err != nil {
 		return fmt.Errorf("async: key %v: %w", key, err)
 	}
@@ -361,45 +351,59 @@ func (f *escrowFn) ProcessElement(ctx context.Context, sp beamstate.Provider, tp
 	return nil
 }
 
-// read reads the key's book from its log.
+// read reads the key's book from its log: the drained entry first, so that
+// an escrow or release of a drained element is refused in any read order.
 func (f *escrowFn) read(sp beamstate.Provider) (*escrowBook, error) {
 	b := newEscrowBook()
 	entries, _, err := f.Escrow.Read(sp)
 	if err != nil {
 		return nil, fmt.Errorf("async: reading bag state: %w", err)
 	}
-	for _, raw := range entries {
-		if len(raw) == 0 {
-			return nil, fmt.Errorf("async: bag state %q holds an empty entry", escrowStateID)
-		}
-		switch raw[0] {
-		case entryEscrow:
-			entry, err := state.DecodeEntry(raw[1:])
-			if err != nil {
-				return nil, fmt.Errorf("async: bag state %q holds an entry this version cannot read: %w", escrowStateID, err)
+	for _, drainedFirst := range []bool{true, false} {
+		for _, raw := range entries {
+			if len(raw) == 0 {
+				return nil, fmt.Errorf("async: bag state %q holds an empty entry", escrowStateID)
 			}
-			b.escrow(entry.Envelopes, entry.Raws)
-		case entryRelease, entryDrained:
-			ids, err := decodeIDs(raw[1:])
-			if err != nil {
-				return nil, fmt.Errorf("async: bag state %q: %w", escrowStateID, err)
-			}
-			if raw[0] == entryDrained {
-				b.drainedRaw = raw
-				for _, id := range ids {
-					b.drained[id] = true
-				}
+			if (raw[0] == entryDrained) != drainedFirst {
 				continue
 			}
-			if err := b.release(ids); err != nil {
+			if err := b.apply(raw); err != nil {
 				return nil, fmt.Errorf("async: bag state %q: %w", escrowStateID, err)
 			}
-		default:
-			return nil, fmt.Errorf("async: bag state %q holds an entry of unknown kind %d", escrowStateID, raw[0])
 		}
 	}
 	b.recording = true // what follows is a record's, for the log
 	return b, nil
+}
+
+// apply adds one entry of the log to the book.
+func (b *escrowBook) apply(raw []byte) error {
+	switch raw[0] {
+	case entryEscrow:
+		entry, err := state.DecodeEntry(raw[1:])
+		if err != nil {
+			return fmt.Errorf("an entry this version cannot read: %w", err)
+		}
+		return b.escrow(entry.Envelopes, entry.Raws)
+	case entryRelease:
+		ids, err := decodeIDs(raw[1:])
+		if err != nil {
+			return err
+		}
+		return b.release(ids)
+	case entryDrained:
+		ids, err := decodeIDs(raw[1:])
+		if err != nil {
+			return err
+		}
+		b.drainedRaw = raw
+		for _, id := range ids {
+			b.drained[id] = true
+		}
+		return nil
+	default:
+		return fmt.Errorf("an entry of unknown kind %d", raw[0])
+	}
 }
 
 // write stores the record just applied to b: its appends, or the whole
@@ -449,8 +453,9 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 		return err
 	}
 	// The drained elements stay named in the log, which the runner
-	// collects with the window: a release of one that comes later fails
-	// the job (errDrainedTwice). Early releases are moot now.
+	// collects with the window, and so do the early releases: an escrow
+	// or release of a drained element that comes later fails the job
+	// (errDrainedTwice), and an escrow of a released one is cancelled.
 	if err := f.Escrow.Clear(sp); err != nil {
 		return fmt.Errorf("async: clearing bag state: %w", err)
 	}
@@ -464,6 +469,11 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 		}
 		sortIDs(ids)
 		if err := f.Escrow.Add(sp, idsEntry(entryDrained, ids)); err != nil {
+			return fmt.Errorf("async: adding to bag state: %w", err)
+		}
+	}
+	if early := b.earlyIDs(); len(early) > 0 {
+		if err := f.Escrow.Add(sp, idsEntry(entryRelease, early)); err != nil {
 			return fmt.Errorf("async: adding to bag state: %w", err)
 		}
 	}

@@ -2,6 +2,7 @@ package async
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -176,8 +177,9 @@ func TestEscrowFnAnyOrder(t *testing.T) {
 	}
 }
 
-// TestEscrowBookReleaseOfDrained: a release of an element the drain ran
-// is refused with the cause.
+// TestEscrowBookReleaseOfDrained: an escrow or release of an element the
+// drain ran is refused with the cause, whichever order the log's entries
+// are read in.
 func TestEscrowBookReleaseOfDrained(t *testing.T) {
 	b := newEscrowBook()
 	b.drained[escrowID{7, 2}] = true
@@ -186,6 +188,103 @@ func TestEscrowBookReleaseOfDrained(t *testing.T) {
 	}
 	if err := b.release([]escrowID{{7, 2}}); err != errDrainedTwice {
 		t.Errorf("release of a drained element: %v; want errDrainedTwice", err)
+	}
+	envs, raws := escrowEnvs([]int64{2})
+	if err := b.escrow(envs, raws); err != errDrainedTwice {
+		t.Errorf("escrow of a drained element: %v; want errDrainedTwice", err)
+	}
+	// A log whose drained entry is read after the escrow of a drained
+	// element: read must refuse it too.
+	for _, reversed := range []bool{false, true} {
+		k := newEscrowKey(t)
+		k.st.reversed = reversed
+		k.st.bags = map[string][]any{escrowStateID: {
+			append([]byte{entryEscrow}, oneEntry(raws)...),
+			idsEntry(entryDrained, []escrowID{{7, 2}}),
+		}}
+		if _, err := k.f.read(k.st); !errors.Is(err, errDrainedTwice) {
+			t.Errorf("reversed %v: reading a log that escrows a drained element: %v; want errDrainedTwice", reversed, err)
+		}
+	}
+}
+
+// TestEscrowBookAnyReadOrder: the book a log makes is the same whatever
+// order its entries are read in, and with entries repeated (a record
+// applied twice while its pair is still in the log): each element is
+// escrowed, released, both, or neither. Before the book became two sets,
+// an escrow read after its cancelled pair was held again.
+func TestEscrowBookAnyReadOrder(t *testing.T) {
+	for seed := uint64(1); seed <= 300; seed++ {
+		r := rand.New(rand.NewPCG(seed, 2))
+		var log [][]byte
+		for i := 0; i < 1+r.IntN(12); i++ {
+			var seqs []int64
+			for j := 0; j < 1+r.IntN(3); j++ {
+				seqs = append(seqs, int64(r.IntN(6)))
+			}
+			if r.IntN(2) == 0 {
+				_, raws := escrowEnvs(seqs)
+				log = append(log, append([]byte{entryEscrow}, oneEntry(raws)...))
+				continue
+			}
+			var ids []escrowID
+			for _, s := range seqs {
+				ids = append(ids, escrowID{Nonce: 7, Seq: s})
+			}
+			log = append(log, idsEntry(entryRelease, ids))
+		}
+		bookOf := func(entries [][]byte) (held, early []int64) {
+			b := newEscrowBook()
+			for _, raw := range entries {
+				if err := b.apply(raw); err != nil {
+					t.Fatalf("seed %d: %v", seed, err)
+				}
+			}
+			for _, env := range b.held {
+				held = append(held, env.Seq)
+			}
+			for _, id := range b.earlyIDs() {
+				early = append(early, id.Seq)
+			}
+			sort.Slice(held, func(i, j int) bool { return held[i] < held[j] })
+			return held, early
+		}
+		wantHeld, wantEarly := bookOf(log)
+		shuffled := append([][]byte(nil), log...)
+		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+		var doubled [][]byte
+		for _, raw := range log {
+			doubled = append(doubled, raw, raw)
+		}
+		for name, entries := range map[string][][]byte{"shuffled": shuffled, "each twice": doubled} {
+			if held, early := bookOf(entries); !reflect.DeepEqual(held, wantHeld) || !reflect.DeepEqual(early, wantEarly) {
+				t.Errorf("seed %d, %s: held %v, early %v; want %v, %v (as read in order)", seed, name, held, early, wantHeld, wantEarly)
+			}
+		}
+	}
+}
+
+// TestEscrowFnEarlyReleaseOutlivesDrain: the drain keeps the early
+// releases in the log beside the drained elements, so an escrow of a
+// released element that comes after the drain is cancelled, not held for
+// a second drain (an output twice).
+func TestEscrowFnEarlyReleaseOutlivesDrain(t *testing.T) {
+	k := newEscrowKey(t)
+	if err := k.apply(escrowStep{release: []int64{5}}.record()); err != nil {
+		t.Fatal(err)
+	}
+	if err := k.f.OnTimer(context.Background(), k.st, k.tm, "a", beamtimers.Context{Family: drainFamily}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	k.tm.last = nil
+	if err := k.apply(escrowStep{escrow: []int64{5}}.record()); err != nil {
+		t.Fatal(err)
+	}
+	if held, early := k.book(t); len(held)+len(early) != 0 {
+		t.Errorf("after the drain, an escrow of an element released before it: held %v, early %v; want both empty", held, early)
+	}
+	if last := k.tm.last; last != nil && !last.Clear {
+		t.Errorf("drain timer %+v; want none set", last)
 	}
 }
 
@@ -253,7 +352,9 @@ func TestEscrowReleasesDroppedCopies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		escrowed.escrow(accepted.Envelopes, accepted.Raws)
+		if err := escrowed.escrow(accepted.Envelopes, accepted.Raws); err != nil {
+			t.Fatal(err)
+		}
 		if err := escrowed.release(committed); err != nil {
 			t.Fatal(err)
 		}

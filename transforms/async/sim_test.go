@@ -31,20 +31,58 @@ package async
 // calls with retries. Inputs are in the global window, or in fixed,
 // sliding or session windows.
 //
-// At the end of input the runner fires the keys' timers until every key is
-// empty, unless the model's final watermark comes first (simModel); then
-// the end-of-input drain (escrow.go) takes the records streamFn sent it and
-// fires its timer where it holds elements.
+// With the end-of-input drain (WithEndOfInputDrain, the default here),
+// escrowFn (escrow.go) keeps one state and one timer per key while the
+// stream runs: the records a committed bundle of streamFn sends it are in
+// flight until the runner delivers them, in order on prism, and on the
+// other models some at a time and shuffled, so that releases can come
+// before their escrows. A bundle of escrowFn fails now and then, part way
+// through its records: its state changes are discarded and its records
+// delivered again to a new instance. At the end of input the runner fires
+// the keys' timers until every key is empty, unless the model's final
+// watermark comes first (simModel); then escrowFn takes what is still in
+// flight and fires its timer where it holds elements.
+//
+// Watermarks (unbounded input; sim_watermark_test.go), each a minimum that
+// never goes back, so a hold set behind one holds nothing:
+//   - the input watermark: the earliest event time of the input records no
+//     bundle of streamFn has committed: those not yet delivered, the
+//     duplicate records the schedule will still deliver (a source holds its
+//     watermark at a record it has yet to emit), and those of a bundle in
+//     progress or retried (Windmill holds Dataflow's output watermark at a
+//     work item's earliest element until it commits: the doc comment of
+//     WindmillTimerInternals.currentOutputWatermarkTime);
+//   - streamFn's output watermark: the input watermark, and on the models
+//     that hold at processing-time timers (simModel.procTimersHold: prism,
+//     read in its elementmanager.go, and Dataflow, in the Java worker's
+//     WindmillTimerInternals; not Flink, whose DoFnOperator holds at
+//     event-time timers only) also the output timestamp of each key's set
+//     timer, and of a timer whose firing bundle has not committed;
+//   - escrowFn's output watermark: streamFn's, the event time of each
+//     record in flight to it (Flink sends a watermark after the records
+//     before it; Dataflow and prism hold at pending elements), and the
+//     output timestamp of each key's drain timer (an event-time timer,
+//     which every model holds at);
+//   - downstream, after the flatten of the two: the lesser of them, or
+//     streamFn's alone without the drain.
+//
+// Bounded schedules have no watermark model: a bounded stage's output
+// watermark stays back until its input is done.
 //
 // After each schedule it checks: every input record is committed exactly
 // once in each of its windows (to the output or the failure output), with
-// its own timestamp and window; bag state is empty; no pool held more than
-// it may; a failed bundle that saw its failure left no work behind; Revert
-// ran once per committed failure record and only after the transform; no
-// element was called more than its attempts allow for the faults injected;
-// with WithOrdered, each key's outputs came in input order; and once the
-// pipeline is over and ReleaseAfter has passed, every worker's registry is
-// empty and no goroutine is left.
+// its own timestamp and window; no output or failure record was committed
+// behind the downstream watermark as it was before its bundle committed (a
+// GroupByKey after the transform would drop it as late: counted, and a
+// violation except without the drain on a model whose processing-time
+// timers hold nothing, Flink's, where it is the expected finding); bag
+// state is empty; no pool held more than it may; a failed bundle that saw
+// its failure left no work behind; Revert ran once per committed failure
+// record and only after the transform; no element was called more than its
+// attempts allow for the faults injected; with WithOrdered, each key's
+// outputs came in input order; and once the pipeline is over and
+// ReleaseAfter has passed, every worker's registry is empty and no
+// goroutine is left.
 
 import (
 	"context"
@@ -76,6 +114,7 @@ var (
 	simSchedules = flag.Int("sim.schedules", 1000, "how many seeded schedules TestSimulator runs")
 	simSeed      = flag.Uint64("sim.seed", 0, "run only this seed (with its schedule) in TestSimulator")
 	simModelName = flag.String("sim.model", "", "run only this runner model (prism, dataflow, flink) in TestSimulator")
+	simNoDrain   = flag.Bool("sim.nodrain", false, "run TestSimulator without WithEndOfInputDrain: Flink's model then loses records and commits outputs late, counted, not violations")
 )
 
 // simFn is the wrapped fn of the simulator: whether an attempt is slow or
@@ -201,9 +240,12 @@ var simWindowKinds = []string{"global", "fixed", "sliding", "sessions"}
 //   - prism v2.77 (engine/elementmanager.go): a bag reads in the order it
 //     was written; state is collected on the output watermark, which a
 //     commit timer's hold keeps back, so pending timers fire after the
-//     input ends until the keys are empty. prism fails the job on a failed
-//     bundle (execute.go: FailBundle); the simulator retries it instead,
-//     which asks more of the transform.
+//     input ends until the keys are empty. A processing-time timer's hold
+//     enters the stage's watermark holds like an event-time timer's
+//     (PersistBundle: processingTimeTimers.Persist returns the changed
+//     holds, added to watermarkHolds; read). prism fails the job on a
+//     failed bundle (execute.go: FailBundle); the simulator retries it
+//     instead, which asks more of the transform.
 //   - Dataflow: bag order is not promised (read here last entry first); a
 //     failed work item is retried, here on another worker where the key
 //     then stays (assumed, as for any runner that moves keys: not read).
@@ -211,11 +253,19 @@ var simWindowKinds = []string{"global", "fixed", "sliding", "sessions"}
 //     (inferred from Beam issue 33595: a timer that re-arms keeps a drain
 //     from finishing) and the global window's state is not collected by a
 //     timer (Beam PR 13032, read for the Java worker), so keys drain as on
-//     prism.
+//     prism. A user timer of either domain sets a watermark hold at its
+//     output timestamp (the Java worker's WindmillTimerInternals.persistTo,
+//     needsWatermarkHold; read).
 //   - Flink's portable runner (ExecutableStageDoFnOperator wraps the stage
-//     in runners-core's StatefulDoFnRunner): once the input watermark is at
-//     the end of time, StatefulDoFnRunner.onTimer ignores processing-time
-//     timers of a late window, the global window included (read), and
+//     in runners-core's StatefulDoFnRunner): only event-time timers hold
+//     the output watermark (DoFnOperator.FlinkTimerInternals: registerTimer
+//     calls onNewEventTimer, which queues the output timestamp if it is
+//     before the firing, for EVENT_TIME only; read), so streamFn's commit
+//     timers hold nothing there and its outputs can fall behind the
+//     watermark (late_outputs without the drain; escrowFn's event-time
+//     timer holds them). Once the input watermark is at the end of time,
+//     StatefulDoFnRunner.onTimer ignores processing-time timers of a late
+//     window, the global window included (read), and
 //     DoFnOperator.flushData force-fires the rest at shutdown into the same
 //     check (inferred): every element still in a bag then is never
 //     committed by streamFn, or the job does not finish (the portable
@@ -237,11 +287,15 @@ type simModel struct {
 	// dropsLateTimers: processing-time timers are ignored once the input
 	// watermark reaches the end of time (see finish).
 	dropsLateTimers bool
+	// procTimersHold: a processing-time timer holds the output watermark
+	// at its output timestamp (WithOutputTimestamp), as an event-time one
+	// does on every model (see simWatermarks).
+	procTimersHold bool
 }
 
 var simModels = []simModel{
-	{name: "prism"},
-	{name: "dataflow", shuffledBags: true, retryElsewhere: true},
+	{name: "prism", procTimersHold: true},
+	{name: "dataflow", shuffledBags: true, retryElsewhere: true, procTimersHold: true},
 	{name: "flink", shuffledBags: true, dropsLateTimers: true},
 }
 
@@ -280,6 +334,10 @@ type simSchedule struct {
 	// noDrain: without WithEndOfInputDrain (escrow.go); the records a final
 	// watermark leaves in the keys' bags are then lost (lostAtEnd).
 	noDrain bool
+	// ignoreEscrowHold breaks the watermark model on purpose: escrowFn's
+	// timer holds nothing, so that a test shows the late-output check can
+	// fail (TestSimulatorLateOutputs).
+	ignoreEscrowHold bool
 }
 
 func newSchedule(seed uint64) simSchedule {
@@ -366,9 +424,10 @@ func (w *simWorld) value(in simInput) any {
 }
 
 // commitRecord is one output or failure record the runner committed: the
-// element ("key:v") and window it belongs to.
+// element ("key:v") and window it belongs to, and its timestamp.
 type commitRecord struct {
 	name, win string
+	ts        beam.EventTime
 	failure   *Failure
 }
 
@@ -470,14 +529,14 @@ type collector struct {
 	// panicAt makes the emit of that many outputs panic, as an emit does
 	// when a later step of the stage fails (-1: never).
 	panicAt int
-	// escrows are the records for the end-of-input drain (escrow.go), and
-	// escrowKeys their keys.
-	escrows    [][]byte
+	// escrows are the records for the end-of-input drain (escrow.go), with
+	// their timestamps and keys.
+	escrows    []simRecord
 	escrowKeys []string
 }
 
-func (c *collector) escrow(_ beam.EventTime, key beam.X, rec []byte) {
-	c.escrows, c.escrowKeys = append(c.escrows, rec), append(c.escrowKeys, key.(string))
+func (c *collector) escrow(ts beam.EventTime, key beam.X, rec []byte) {
+	c.escrows, c.escrowKeys = append(c.escrows, simRecord{ts: ts, rec: rec}), append(c.escrowKeys, key.(string))
 }
 
 func (w *simWorld) collector() *collector { return &collector{w: w, panicAt: -1} }
@@ -503,14 +562,14 @@ func (c *collector) emit(ts beam.EventTime, z beam.Z) {
 		return
 	}
 	c.check(name, win, ts)
-	c.commits = append(c.commits, commitRecord{name: name, win: win})
+	c.commits = append(c.commits, commitRecord{name: name, win: win, ts: ts})
 	emitted.Add(1)
 }
 
 func (c *collector) fail(ts beam.EventTime, fr Failure) {
 	name := fr.KeyText + ":" + fr.ValueText
 	c.check(name, fr.Window, ts)
-	c.commits = append(c.commits, commitRecord{name: name, win: fr.Window, failure: &fr})
+	c.commits = append(c.commits, commitRecord{name: name, win: fr.Window, ts: ts, failure: &fr})
 	emitted.Add(1)
 }
 
@@ -688,10 +747,14 @@ type simKey struct {
 	key   string
 	bags  map[string][]any // committed bag state, by bag
 	timer *time.Time       // the set processing-time timer
+	// hold is the output timestamp of the set timer, or of the timer that
+	// fired in a bundle not yet committed (the runner keeps a firing
+	// timer's hold until then); nil: none.
+	hold  *mtime.Time
 	owner int
-	// escrows are the committed records of the key for the end-of-input
-	// drain (escrow.go), in commit order.
-	escrows [][]byte
+	// escrow is escrowFn's state of the key (escrow.go), and the records
+	// in flight to it.
+	escrow simEscrow
 }
 
 // elements counts the elements the key's committed bags hold.
@@ -713,10 +776,19 @@ type streamWorld struct {
 	next      int // next input record to deliver
 	failNext  bool
 	delivered map[string]int // records delivered, by element name
+	wm        simWatermarks
+	// escrowFn is the instance that takes the records in flight to escrowFn
+	// (feedEscrow); rng picks which of them arrive, and in what order.
+	escrowFn *escrowFn
+	rng      *rand.Rand
+	// escrowBundlesFailed counts the bundles of escrowFn failed on
+	// purpose (feedEscrow).
+	escrowBundlesFailed int
 }
 
 func newStreamWorld(t *testing.T, s simSchedule) *streamWorld {
-	w := &streamWorld{simWorld: newSimWorld(t, s), keys: map[string]*simKey{}, delivered: map[string]int{}}
+	w := &streamWorld{simWorld: newSimWorld(t, s), keys: map[string]*simKey{}, delivered: map[string]int{},
+		rng: rand.New(rand.NewPCG(s.seed, 0x5eed))}
 	for i := 0; i < s.worker; i++ {
 		wk := &streamWorker{registry: w.newRegistry()}
 		wk.fns = []*streamFn{w.newStreamFn(wk), w.newStreamFn(wk)}
@@ -727,6 +799,7 @@ func newStreamWorld(t *testing.T, s simSchedule) *streamWorld {
 			w.keys[e.key] = &simKey{key: e.key, owner: i % s.worker}
 		}
 	}
+	w.startWatermarks()
 	return w
 }
 
@@ -739,8 +812,11 @@ func (w *streamWorld) newStreamFn(wk *streamWorker) *streamFn {
 // and outputs together, unless a fault fails the bundle: then everything it
 // did for every key is discarded, its instance is dropped, and it runs
 // again on a new one (on another worker, with its keys, where the model
-// says so).
-func (w *streamWorld) bundle(keys []string, fn func(f *streamFn, sts []*memState, tms []*memTimers, cs []*collector) error) {
+// says so). records are the input records the bundle delivers: they hold
+// the input watermark until it commits. Its outputs must not be behind the
+// downstream watermark as it was before it committed (checkLate); its
+// escrow records go in flight to escrowFn, which may take some at once.
+func (w *streamWorld) bundle(keys []string, records []simElem, fn func(f *streamFn, sts []*memState, tms []*memTimers, cs []*collector) error) {
 	owner := w.keys[keys[0]].owner
 	for _, key := range keys[1:] {
 		if w.keys[key].owner != owner {
@@ -748,6 +824,7 @@ func (w *streamWorld) bundle(keys []string, fn func(f *streamFn, sts []*memState
 			return
 		}
 	}
+	wm := w.watermark()
 	for try := 0; ; try++ {
 		wk := w.workers[owner]
 		inst := try % len(wk.fns)
@@ -792,12 +869,29 @@ func (w *streamWorld) bundle(keys []string, fn func(f *streamFn, sts []*memState
 		for i, key := range keys {
 			k := w.keys[key]
 			k.bags = sts[i].bags
+			set, isSet := tms[i].lastSet()
 			if fire, ok := tms[i].take(); ok {
 				k.timer = &fire
 			}
+			switch {
+			case isSet && !set.Clear:
+				k.hold = &set.HoldTimestamp
+			case k.timer == nil: // fired in this bundle, or never set
+				k.hold = nil
+			}
 			w.commits = append(w.commits, cs[i].commits...)
-			k.escrows = append(k.escrows, cs[i].escrows...)
+			w.checkLate(cs[i].commits, wm, "streamFn")
+			if w.s.noDrain && len(cs[i].escrows) > 0 {
+				w.violation("streamFn sent %d escrow records of key %s without WithEndOfInputDrain", len(cs[i].escrows), key)
+				continue
+			}
+			k.escrow.inflight = append(k.escrow.inflight, cs[i].escrows...)
 		}
+		w.wm.deliver(w.simWorld, records)
+		for _, key := range keys {
+			w.feedEscrow(key, false)
+		}
+		w.watermark()
 		return
 	}
 }
@@ -837,7 +931,11 @@ func (w *streamWorld) deliver(elems []simElem, withTimer, timerFirst, together b
 				k.timer = nil
 			}
 		}
-		w.bundle(bk, func(f *streamFn, sts []*memState, tms []*memTimers, cs []*collector) error {
+		var records []simElem
+		for _, key := range bk {
+			records = append(records, byKey[key]...)
+		}
+		w.bundle(bk, records, func(f *streamFn, sts []*memState, tms []*memTimers, cs []*collector) error {
 			ctx := context.Background()
 			f.StartBundle(ctx, nil, nil, nil)
 			for i, key := range bk {
@@ -869,7 +967,7 @@ func (w *streamWorld) deliver(elems []simElem, withTimer, timerFirst, together b
 func (w *streamWorld) fire(key string) {
 	k := w.keys[key]
 	k.timer = nil // a fired timer is consumed unless the callback sets it again
-	w.bundle([]string{key}, func(f *streamFn, sts []*memState, tms []*memTimers, cs []*collector) error {
+	w.bundle([]string{key}, nil, func(f *streamFn, sts []*memState, tms []*memTimers, cs []*collector) error {
 		ctx := context.Background()
 		f.StartBundle(ctx, nil, nil, nil)
 		if err := f.OnTimer(ctx, sts[0], tms[0], key, beamtimers.Context{Family: commitFamily}, cs[0].emit, cs[0].fail, cs[0].escrow); err != nil {
@@ -946,14 +1044,13 @@ func (w *streamWorld) apply(a simAction) {
 	key := keys[a.A%len(keys)]
 	switch a.Kind {
 	case "deliver":
-		n := 1 + a.B%5
-		end := min(w.next+n, len(w.input))
+		end := deliverEnd(a, w.next, len(w.input))
 		w.deliver(w.input[w.next:end], a.A%4 == 0, a.B%2 == 0, a.B%3 == 0)
 		w.next = end
 	case "dup":
 		// A second record with the value of an earlier one: another element.
-		if w.next > 0 {
-			w.deliver([]simElem{w.input[a.B%w.next]}, false, false, false)
+		if i := dupOf(a, w.next); i >= 0 {
+			w.deliver([]simElem{w.input[i]}, false, false, false)
 		}
 	case "fire":
 		if k := w.keys[key]; k.timer != nil {
@@ -1059,59 +1156,35 @@ func (w *streamWorld) finalWatermark() {
 				w.lostAtEnd[[2]string{simElem{key, v}.name(), env.Window}]++
 			}
 		}
-		k.bags, k.timer = map[string][]any{}, nil
+		k.bags, k.timer, k.hold = map[string][]any{}, nil, nil
 	}
+	w.watermark()
 }
 
 // drain runs the end-of-input drain (escrow.go) once the input watermark
-// has passed the end of time, on every model: escrowFn takes each key's
-// committed records (in another order than they were sent where the model
-// reads bags so, which brings releases before their escrows), then, if it
-// holds anything, its timer fires in a bundle of its own. A key that holds
-// elements without a timer is a violation; on the models whose timers fire
-// until the keys are empty, the drain must find nothing to run, or the
-// element would be committed twice (check counts every commit).
+// has passed the end of time, on every model: escrowFn takes the records
+// of each key still in flight (feedEscrow), then, if it holds anything, its
+// timer fires in a bundle of its own. A key that holds elements without a
+// timer is a violation; on the models whose timers fire until the keys are
+// empty, the drain must find nothing to run, or the element would be
+// committed twice (check counts every commit).
 func (w *streamWorld) drain() {
 	if w.s.noDrain {
 		return
 	}
 	reg := w.workers[0].registry
 	for _, key := range w.sortedKeys() {
-		k := w.keys[key]
-		if len(k.escrows) == 0 {
+		w.feedEscrow(key, true)
+		e := &w.keys[key].escrow
+		if e.st == nil { // no record came
 			continue
 		}
-		recs := append([][]byte(nil), k.escrows...)
-		if w.s.model.shuffledBags {
-			r := rand.New(rand.NewPCG(w.s.seed, uint64(len(recs))))
-			r.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
-		}
-		st, tm := &memState{bags: map[string][]any{}}, &memTimers{}
-		c := w.collector()
-		f := newEscrowFn(w.instance(reg))
-		ctx := context.Background()
-		if err := f.StartBundle(ctx, c.emit, c.fail); err != nil {
-			w.violation("escrowFn.StartBundle: %v", err)
-			return
-		}
-		for _, rec := range recs {
-			if err := f.ProcessElement(ctx, st, tm, key, rec, c.emit, c.fail); err != nil {
-				w.violation("escrowFn.ProcessElement of key %s: %v", key, err)
-				return
-			}
-		}
-		if err := w.whileClockMoves(func() error { return f.FinishBundle(ctx, c.emit, c.fail) }); err != nil {
-			w.violation("escrowFn.FinishBundle of key %s: %v", key, err)
-			return
-		}
-		b, err := f.read(st)
+		b, err := w.escrowInstance().read(e.st)
 		if err != nil {
 			w.violation("escrowFn state of key %s: %v", key, err)
 			return
 		}
-		tm.mu.Lock()
-		set := tm.last != nil && !tm.last.Clear
-		tm.mu.Unlock()
+		set := e.timer != nil
 		switch {
 		case len(b.held) > 0 && !set:
 			w.violation("the drain holds %d elements of key %s but no timer", len(b.held), key)
@@ -1120,13 +1193,13 @@ func (w *streamWorld) drain() {
 		case len(b.held) == 0 && set:
 			w.violation("the drain holds nothing of key %s but its timer is set", key)
 		}
-		w.commits = append(w.commits, c.commits...)
-		w.problems = append(w.problems, c.problems...)
 		if !set {
 			continue
 		}
-		c = w.collector()
-		f = newEscrowFn(w.instance(reg))
+		wm := w.watermark()
+		c := w.collector()
+		f := newEscrowFn(w.instance(reg))
+		ctx := context.Background()
 		if err := f.StartBundle(ctx, c.emit, c.fail); err != nil {
 			w.violation("escrowFn.StartBundle: %v", err)
 			return
@@ -1134,8 +1207,9 @@ func (w *streamWorld) drain() {
 		// The drained elements wait for places that the stream's stranded
 		// results hold until they are evicted as stale, and then for their
 		// calls, retries and the guard's pace: all on the simulated clock.
+		tm := &memTimers{}
 		err = w.whileClockMoves(func() error {
-			if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: drainFamily}, c.emit, c.fail); err != nil {
+			if err := f.OnTimer(ctx, e.st, tm, key, beamtimers.Context{Family: drainFamily}, c.emit, c.fail); err != nil {
 				return err
 			}
 			return f.FinishBundle(ctx, c.emit, c.fail)
@@ -1144,12 +1218,16 @@ func (w *streamWorld) drain() {
 			w.violation("escrowFn's drain of key %s: %v", key, err)
 			return
 		}
-		if left, err := f.read(st); err != nil || len(left.held)+len(left.early) != 0 {
+		e.timer = nil // fired; set again only if the drain set it
+		e.setTimer(tm)
+		if left, err := f.read(e.st); err != nil || len(left.held)+len(left.early) != 0 {
 			w.violation("the drain left the state of key %s holding elements or releases (err %v)", key, err)
 		}
 		w.drained += len(c.commits)
 		w.commits = append(w.commits, c.commits...)
 		w.problems = append(w.problems, c.problems...)
+		w.checkLate(c.commits, wm, "the drain")
+		w.watermark()
 	}
 }
 
@@ -1179,26 +1257,28 @@ func (w *streamWorld) checkState() {
 
 // runSchedule runs one schedule and returns its violations.
 func runSchedule(t *testing.T, s simSchedule) []string {
-	problems, _ := runScheduleLost(t, s)
-	return problems
+	return simulate(t, s).problems
 }
 
-// runScheduleLost runs one schedule and returns its violations and how
-// many records its runner's final watermark left uncommitted (simModel).
-func runScheduleLost(t *testing.T, s simSchedule) (problems []string, lost int) {
-	problems, lost, _ = runScheduleDrained(t, s)
-	return problems, lost
+// simResult is what one schedule's run found: its violations; how many
+// records its runner's final watermark left uncommitted (simModel) and how
+// many the end-of-input drain committed; and how many outputs and failure
+// records were committed behind the downstream watermark (simWatermarks),
+// lateAfterInput of them once all input was delivered.
+type simResult struct {
+	problems                            []string
+	lost, drained, late, lateAfterInput int
+	escrowBundlesFailed                 int
 }
 
-// runScheduleDrained is runScheduleLost that also returns how many records
-// the end-of-input drain committed.
-func runScheduleDrained(t *testing.T, s simSchedule) (problems []string, lost, drained int) {
+// simulate runs one schedule.
+func simulate(t *testing.T, s simSchedule) simResult {
 	simCalls.Lock()
 	delete(simCalls.calls, s.seed)
 	delete(simCalls.reverts, s.seed)
 	simCalls.Unlock()
 	if s.batch {
-		return runBundleSchedule(t, s), 0, 0
+		return simResult{problems: runBundleSchedule(t, s)}
 	}
 	baseline := runtime.NumGoroutine()
 	w := newStreamWorld(t, s)
@@ -1214,7 +1294,7 @@ func runScheduleDrained(t *testing.T, s simSchedule) (problems []string, lost, d
 		regs = append(regs, wk.registry)
 	}
 	w.release(regs, baseline)
-	return w.problems, w.lost, w.drained
+	return simResult{problems: w.problems, lost: w.lost, drained: w.drained, late: w.wm.late, lateAfterInput: w.wm.lateAfterInput, escrowBundlesFailed: w.escrowBundlesFailed}
 }
 
 // shrink removes actions while the schedule still fails, to report the
@@ -1232,9 +1312,11 @@ func shrink(t *testing.T, s simSchedule) simSchedule {
 
 // TestSimulator runs each seeded schedule on each runner model (simModel)
 // and prints one line per model. Schedules run with the end-of-input drain
-// (WithEndOfInputDrain), so a record missing on any model is a violation;
-// lost_at_final_watermark counts only what schedules without it lose
-// (TestSimulatorEndOfInputDrain), and stays 0 here.
+// (WithEndOfInputDrain), so a record missing, or committed behind the
+// downstream watermark, on any model is a violation; lost_at_final_watermark
+// and late_outputs count only what schedules without it lose, or commit
+// late, on Flink (TestSimulatorEndOfInputDrain, TestSimulatorLateOutputs),
+// and stay 0 here unless -sim.nodrain runs them without it.
 func TestSimulator(t *testing.T) {
 	seeds := make([]uint64, 0, *simSchedules)
 	if *simSeed != 0 {
@@ -1244,28 +1326,33 @@ func TestSimulator(t *testing.T) {
 			seeds = append(seeds, uint64(i)*7919)
 		}
 	}
+	replayNoDrain := ""
+	if *simNoDrain {
+		replayNoDrain = " -sim.nodrain"
+	}
 	for _, model := range simModels {
 		if *simModelName != "" && model.name != *simModelName {
 			continue
 		}
-		violations, lost := 0, 0
+		violations, lost, late, escrowFailed := 0, 0, 0, 0
 		for _, seed := range seeds {
 			s := newSchedule(seed)
-			s.model = model
-			problems, l := runScheduleLost(t, s)
-			lost += l
+			s.model, s.noDrain = model, *simNoDrain
+			res := simulate(t, s)
+			problems := res.problems
+			lost, late, escrowFailed = lost+res.lost, late+res.late, escrowFailed+res.escrowBundlesFailed
 			if len(problems) == 0 {
 				continue
 			}
 			violations++
 			small := shrink(t, s)
-			t.Errorf("model %s, seed %d (batch=%v, windows=%s, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d, cache %v, requests %v of %d by key %v): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run '^TestSimulator$' -args -sim.seed=%d -sim.model=%s",
-				model.name, seed, s.batch, s.windows, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, s.cache, s.requests, s.batchSize, s.batchesByKey, strings.Join(problems, "; "), small.actions, seed, model.name)
+			t.Errorf("model %s, seed %d (batch=%v, windows=%s, ordered=%v, %d elements, %d keys, %d workers, parallelism %d, buffer %d, held %d, cache %v, requests %v of %d by key %v): %s\nshortest schedule: %v\nreplay: go test ./transforms/async -run '^TestSimulator$' -args -sim.seed=%d -sim.model=%s%s",
+				model.name, seed, s.batch, s.windows, s.ordered, s.elements, s.keys, s.worker, s.parallelism, s.buffer, s.held, s.cache, s.requests, s.batchSize, s.batchesByKey, strings.Join(problems, "; "), small.actions, seed, model.name, replayNoDrain)
 			if violations >= 3 {
 				break
 			}
 		}
-		fmt.Printf("model=%s schedules=%d violations=%d lost_at_final_watermark=%d\n", model.name, len(seeds), violations, lost)
+		fmt.Printf("model=%s schedules=%d violations=%d lost_at_final_watermark=%d late_outputs=%d escrow_bundles_failed=%d\n", model.name, len(seeds), violations, lost, late, escrowFailed)
 	}
 }
 
@@ -1285,11 +1372,11 @@ func TestSimulatorEndOfInputDrain(t *testing.T) {
 				continue
 			}
 			s.model, s.finalRounds, s.noDrain = simModels[2], 0, noDrain
-			problems, l, d := runScheduleDrained(t, s)
-			if len(problems) > 0 {
-				t.Errorf("model flink, noDrain %v, seed %d: %s", noDrain, s.seed, strings.Join(problems, "; "))
+			res := simulate(t, s)
+			if len(res.problems) > 0 {
+				t.Errorf("model flink, noDrain %v, seed %d: %s", noDrain, s.seed, strings.Join(res.problems, "; "))
 			}
-			lost, drained = lost+l, drained+d
+			lost, drained = lost+res.lost, drained+res.drained
 		}
 		t.Logf("noDrain %v: %d records lost, %d drained", noDrain, lost, drained)
 		switch {
@@ -1321,7 +1408,7 @@ func TestSimulatorRegressions(t *testing.T) {
 		for _, model := range simModels {
 			s := newSchedule(seed)
 			s.model = model
-			if problems, _ := runScheduleLost(t, s); len(problems) > 0 {
+			if problems := runSchedule(t, s); len(problems) > 0 {
 				t.Errorf("model %s, seed %d: %s", model.name, seed, strings.Join(problems, "; "))
 			}
 		}

@@ -1,0 +1,313 @@
+package async
+
+// The runner simulator's watermark model (sim_test.go's file comment says
+// what it is and where each model's rule comes from): the input watermark,
+// the output watermarks of streamFn and escrowFn, the records in flight to
+// escrowFn, and the check that no output is committed behind the watermark
+// of what follows the transform.
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+)
+
+// simWatermarks is the watermark state of a stream schedule.
+type simWatermarks struct {
+	// undelivered counts, by event time, the input records that no bundle
+	// of streamFn has committed: the input not yet delivered, the duplicate
+	// records the schedule will still deliver, and the records of a bundle
+	// in progress or retried.
+	undelivered map[mtime.Time]int
+	// stream and escrow are the output watermarks of streamFn and escrowFn.
+	// Neither goes back: a hold set behind one holds nothing.
+	stream, escrow mtime.Time
+	// late counts the outputs and failure records committed behind the
+	// downstream watermark; lateAfterInput those of them whose bundle began
+	// once all input was delivered.
+	late, lateAfterInput int
+}
+
+// deliverEnd is where a deliver action that starts at next ends (apply).
+func deliverEnd(a simAction, next, n int) int { return min(next+1+a.B%5, n) }
+
+// dupOf is the input record a dup action delivers again once next records
+// were delivered (apply), or -1 for none.
+func dupOf(a simAction, next int) int {
+	if next == 0 {
+		return -1
+	}
+	return a.B % next
+}
+
+// startWatermarks counts the records the schedule will deliver: each input
+// record, and the duplicates its dup actions will deliver (a source holds
+// its watermark at a record it has yet to emit).
+func (w *streamWorld) startWatermarks() {
+	w.wm = simWatermarks{undelivered: map[mtime.Time]int{}, stream: mtime.MinTimestamp, escrow: mtime.MinTimestamp}
+	for _, e := range w.input {
+		w.wm.undelivered[e.ts()]++
+	}
+	next := 0
+	for _, a := range w.s.actions {
+		switch a.Kind {
+		case "deliver":
+			next = deliverEnd(a, next, len(w.input))
+		case "dup":
+			if i := dupOf(a, next); i >= 0 {
+				w.wm.undelivered[w.input[i].ts()]++
+			}
+		}
+	}
+}
+
+// input is the input watermark: the earliest event time of the records no
+// bundle has committed, or the end of time once there are none.
+func (m *simWatermarks) input() mtime.Time {
+	wm := mtime.MaxTimestamp
+	for ts, n := range m.undelivered {
+		if n > 0 && ts < wm {
+			wm = ts
+		}
+	}
+	return wm
+}
+
+// deliver takes the records a bundle committed off the undelivered ones.
+func (m *simWatermarks) deliver(w *simWorld, records []simElem) {
+	for _, e := range records {
+		if m.undelivered[e.ts()] == 0 {
+			w.violation("simulator: record %s was delivered but not counted as input (startWatermarks and apply disagree)", e.name())
+			continue
+		}
+		m.undelivered[e.ts()]--
+	}
+}
+
+// watermark brings the output watermarks of streamFn and escrowFn to the
+// state the runner is in, and returns the downstream one: the lesser of the
+// two, or streamFn's without the drain.
+func (w *streamWorld) watermark() mtime.Time {
+	stream := w.wm.input()
+	if w.s.model.procTimersHold {
+		for _, k := range w.keys {
+			if k.hold != nil {
+				stream = min(stream, *k.hold)
+			}
+		}
+	}
+	w.wm.stream = max(w.wm.stream, stream)
+	if w.s.noDrain {
+		return w.wm.stream
+	}
+	escrow := w.wm.stream
+	for _, k := range w.keys {
+		for _, r := range k.escrow.inflight {
+			escrow = min(escrow, r.ts)
+		}
+		// An event-time timer holds on every model (on Flink only when its
+		// output timestamp is before its firing, which drainFiring is for
+		// every hold before the end of time).
+		if t := k.escrow.timer; t != nil && !w.s.ignoreEscrowHold {
+			escrow = min(escrow, t.HoldTimestamp)
+		}
+	}
+	w.wm.escrow = max(w.wm.escrow, escrow)
+	return min(w.wm.stream, w.wm.escrow)
+}
+
+// checkLate counts the records a bundle of fn committed behind wm, the
+// downstream watermark before the bundle committed: a GroupByKey after the
+// transform would drop them as late. Each is a violation, except without the
+// drain on a model whose processing-time timers hold nothing (Flink), where
+// streamFn cannot keep them on time: that is the finding the drain answers.
+func (w *streamWorld) checkLate(commits []commitRecord, wm mtime.Time, fn string) {
+	for _, c := range commits {
+		if c.ts >= wm {
+			continue
+		}
+		w.wm.late++
+		if w.wm.input() == mtime.MaxTimestamp {
+			w.wm.lateAfterInput++
+		}
+		if w.s.noDrain && !w.s.model.procTimersHold {
+			continue
+		}
+		kind := "output"
+		if c.failure != nil {
+			kind = "failure record"
+		}
+		w.violation("%s committed %s %s (window %q) at %v, behind the downstream watermark %v: late for a GroupByKey that follows", fn, kind, c.name, c.win, c.ts, wm)
+	}
+}
+
+// simRecord is a record of streamFn to escrowFn, with its timestamp.
+type simRecord struct {
+	ts  mtime.Time
+	rec []byte
+}
+
+// simEscrow is escrowFn's committed state of one key, and the records in
+// flight to it.
+type simEscrow struct {
+	st       *memState
+	timer    *beamtimers.TimerMap // the set drain timer; nil: none
+	inflight []simRecord
+}
+
+// setTimer applies what a committed bundle did to the key's drain timer.
+func (e *simEscrow) setTimer(tm *memTimers) {
+	switch t, ok := tm.lastSet(); {
+	case !ok:
+	case t.Clear:
+		e.timer = nil
+	default:
+		e.timer = &t
+	}
+}
+
+// lastSet is the last timer set (or cleared), without taking it.
+func (m *memTimers) lastSet() (beamtimers.TimerMap, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		return beamtimers.TimerMap{}, false
+	}
+	return *m.last, true
+}
+
+// escrowInstance is the escrowFn instance that takes the records.
+func (w *streamWorld) escrowInstance() *escrowFn {
+	if w.escrowFn == nil {
+		w.escrowFn = newEscrowFn(w.instance(w.workers[0].registry))
+	}
+	return w.escrowFn
+}
+
+// feedEscrow delivers records in flight to the key's escrowFn in a bundle:
+// all, in the order they were sent, on a model that keeps bag order
+// (prism); elsewhere a random number of them in a random order, unless all
+// is set (the end of input), so that releases come before their escrows and
+// records stay in flight across later bundles of the stream. The bundle's
+// outputs, if any, are checked as any bundle's.
+func (w *streamWorld) feedEscrow(key string, all bool) {
+	e := &w.keys[key].escrow
+	n := len(e.inflight)
+	if w.s.model.shuffledBags {
+		w.rng.Shuffle(n, func(i, j int) { e.inflight[i], e.inflight[j] = e.inflight[j], e.inflight[i] })
+		if !all {
+			n = w.rng.IntN(n + 1)
+		}
+	}
+	if n == 0 {
+		return
+	}
+	wm := w.watermark()
+	var (
+		st *memState
+		tm *memTimers
+		c  *collector
+	)
+	for try := 0; ; try++ {
+		// The bundle works on a copy of the committed state, which it
+		// replaces only if it commits: a failed bundle (one in four,
+		// after a random number of its records, and at most three in a
+		// row) leaves state and timer as they were and its records in
+		// flight, and the runner retries them on a new instance.
+		st = &memState{bags: map[string][]any{}, reversed: w.s.model.shuffledBags}
+		if e.st != nil {
+			for bag, entries := range e.st.bags {
+				st.bags[bag] = append([]any(nil), entries...)
+			}
+		}
+		failAt := -1
+		if try < 3 && w.rng.IntN(4) == 0 {
+			failAt = w.rng.IntN(n + 1)
+		}
+		f, ctx := w.escrowInstance(), context.Background()
+		c, tm = w.collector(), &memTimers{}
+		err := f.StartBundle(ctx, c.emit, c.fail)
+		for i, r := range e.inflight[:n] {
+			if err != nil || i == failAt {
+				break
+			}
+			err = f.ProcessElement(ctx, st, tm, key, r.rec, c.emit, c.fail)
+		}
+		if err == nil && failAt < 0 {
+			err = f.FinishBundle(ctx, c.emit, c.fail)
+		}
+		if err != nil || failAt >= 0 {
+			w.escrowFn = nil // the runner drops a failed bundle's instance
+		}
+		if err != nil {
+			w.violation("escrowFn's bundle of %d records of key %s: %v", n, key, err)
+			return
+		}
+		if failAt < 0 {
+			break
+		}
+		w.escrowBundlesFailed++
+	}
+	e.st = st
+	e.inflight = append([]simRecord(nil), e.inflight[n:]...)
+	e.setTimer(tm)
+	w.commits = append(w.commits, c.commits...)
+	w.problems = append(w.problems, c.problems...)
+	w.checkLate(c.commits, wm, "escrowFn")
+	w.watermark()
+}
+
+// TestSimulatorLateOutputs: on the Flink model, whose processing-time
+// timers hold nothing, streamFn without the drain commits outputs behind
+// the downstream watermark, while the stream runs (the input watermark
+// passes elements still pending) and after its input ends; with the drain,
+// escrowFn's event-time timer holds that watermark at the earliest element
+// not yet committed, and none is late. On prism and Dataflow, whose
+// processing-time timers hold, none is late without the drain either. And
+// the check can fail: with escrowFn's hold left out of the model
+// (ignoreEscrowHold) it finds late outputs with the drain on, where each is
+// a violation (lateIsViolation).
+func TestSimulatorLateOutputs(t *testing.T) {
+	cases := []struct {
+		model           simModel
+		noDrain, noHold bool
+		// wantLate: some outputs late, some of them while the input runs.
+		wantLate        bool
+		lateIsViolation bool
+	}{
+		{model: simModels[2], noDrain: true, wantLate: true},
+		{model: simModels[2]},
+		{model: simModels[0], noDrain: true},
+		{model: simModels[1], noDrain: true},
+		{model: simModels[2], noHold: true, wantLate: true, lateIsViolation: true},
+	}
+	for _, tc := range cases {
+		late, afterInput, schedules := 0, 0, 0
+		for i := 1; i <= 40; i++ {
+			s := newSchedule(uint64(i) * 7919)
+			if s.batch {
+				continue
+			}
+			s.model, s.noDrain, s.ignoreEscrowHold = tc.model, tc.noDrain, tc.noHold
+			res := simulate(t, s)
+			schedules++
+			late, afterInput = late+res.late, afterInput+res.lateAfterInput
+			for _, p := range res.problems {
+				if tc.lateIsViolation && strings.Contains(p, "behind the downstream watermark") {
+					continue
+				}
+				t.Errorf("model %s, noDrain %v, ignoreEscrowHold %v, seed %d: %s", tc.model.name, tc.noDrain, tc.noHold, s.seed, p)
+			}
+		}
+		t.Logf("model %s, noDrain %v, ignoreEscrowHold %v: %d schedules, %d late outputs (%d after the input ended)", tc.model.name, tc.noDrain, tc.noHold, schedules, late, afterInput)
+		switch {
+		case tc.wantLate && late-afterInput == 0:
+			t.Errorf("model %s, noDrain %v, ignoreEscrowHold %v: no output was late while the input ran over %d schedules (%d after it ended); want some", tc.model.name, tc.noDrain, tc.noHold, schedules, afterInput)
+		case !tc.wantLate && late > 0:
+			t.Errorf("model %s, noDrain %v: %d outputs were late over %d schedules; want none", tc.model.name, tc.noDrain, late, schedules)
+		}
+	}
+}
