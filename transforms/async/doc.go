@@ -270,5 +270,11 @@
 //     key's backlog bounded (a source rate under capacity, or more keys).
 //   - Updating a running unbounded pipeline from a version whose state this
 //     one does not read (before windows were carried; back to one before
-//     the combined bag entries): drain the pipeline first.
+//     the combined bag entries; a job that ran with WithEndOfInputDrain
+//     before its escrow became one log, state "asyncEscrow", whose old
+//     bags this version does not read): drain the pipeline first.
+//   - With WithEndOfInputDrain switched on in a running pipeline, the
+//     commits of elements accepted before it are early releases that no
+//     escrow cancels: each stays named in its key's drain log (a few bytes)
+//     until the runner collects the window's state.
 package async

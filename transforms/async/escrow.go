@@ -131,7 +131,12 @@ func decodeIDs(b []byte) ([]escrowID, error) {
 // arrive in either order) is R minus E, and the elements in both are
 // cancelled pairs, dead weight that a compaction drops. Being sets, the
 // book is the same whatever order the log's entries are read in, and a
-// record repeated while its pair is in the log changes nothing.
+// record repeated while its pair is in the log changes nothing. Once a
+// compaction (or the clearing of an empty book) has dropped the pair, a
+// repeated escrow would be held again and a repeated release kept as
+// early: the log relies on the runner delivering each committed record
+// once, as the Beam model has it (a failed bundle's records are
+// discarded with its state).
 type escrowBook struct {
 	held       []state.Envelope
 	heldRaws   [][]byte
@@ -277,7 +282,7 @@ func sortIDs(ids []escrowID) {
 // (integration/watermark_test.go): it runs both DoFns in the stage of an
 // unbounded source, whose input watermark is at its maximum from the first
 // bundle.
-var errDrainedTwice = errors.New("the end-of-input drain ran an element that the stream then committed as well, so its outputs were emitted twice: " +
+var errDrainedTwice = errors.New("the end-of-input drain ran an element that the stream then accepted or committed again, so its outputs may be emitted twice: " +
 	"this runner fired the drain's event-time timer before the watermark reached it, while the stream still held the element " +
 	"(Beam Python's portable job service does, for stateful DoFns in an unbounded source's stage); run the transform without async.WithEndOfInputDrain() on this runner")
 
@@ -299,8 +304,7 @@ type escrowFn struct {
 	// releases, and the elements a drain ran.
 	Escrow beamstate.Bag[[]byte]
 	// Drain fires near the global window's end (drainFiring), held at the
-	// earliest escrowed event time, and is cleared when nothing is
-	// escrowed.
+	// earliest held event time, and is cleared when nothing is held.
 	Drain beamtimers.EventTime
 }
 
@@ -435,9 +439,12 @@ const drainSpan = int64(1) << 50
 // of input. A firing that moved with its hold is needed on prism (v2.77):
 // it takes a timer set again at the same instant with another hold for the
 // earlier setting and releases the earlier hold twice, which fails its job.
+// It is never before its hold (a hold in the band itself, as at the global
+// window's end, fires there): Beam forbids an output timestamp after the
+// firing, and Flink holds the watermark only for one before it.
 func drainFiring(hold mtime.Time) mtime.Time {
 	offset := ((int64(hold) % drainSpan) + drainSpan) % drainSpan
-	return mtime.EndOfGlobalWindowTime - mtime.Time(drainSpan) + mtime.Time(offset)
+	return max(hold, mtime.EndOfGlobalWindowTime-mtime.Time(drainSpan)+mtime.Time(offset))
 }
 
 // OnTimer is the end of input: the key's escrowed elements were never
@@ -453,9 +460,12 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 		return err
 	}
 	// The drained elements stay named in the log, which the runner
-	// collects with the window, and so do the early releases: an escrow
-	// or release of a drained element that comes later fails the job
-	// (errDrainedTwice), and an escrow of a released one is cancelled.
+	// collects with the window, and so do the early releases. Where the
+	// runner honours the watermark every record has arrived before this
+	// timer fires; one that fires it early (Beam Python's job service) can
+	// bring records after it: an escrow or release of a drained element
+	// then fails the job (errDrainedTwice), and an escrow of a released
+	// one is cancelled, not drained again.
 	if err := f.Escrow.Clear(sp); err != nil {
 		return fmt.Errorf("async: clearing bag state: %w", err)
 	}
@@ -477,8 +487,8 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 			return fmt.Errorf("async: adding to bag state: %w", err)
 		}
 	}
-	// At the end of input every release has arrived, so what is held is of
-	// the key's last incarnation, whose order is its seq.
+	// At the end of input (on such a runner) every record has arrived, so
+	// what is held is of the key's last incarnation, whose order is its seq.
 	held := b.held
 	sort.Slice(held, func(i, j int) bool {
 		if held[i].Nonce != held[j].Nonce {

@@ -315,20 +315,30 @@ func TestCallbackRecordRoundTrip(t *testing.T) {
 
 // TestDrainFiring: the drain timer of every hold fires after any event time
 // a watermark reaches before the end of input (the year 3000 here), no
-// later than the global window's end, and at another instant for another
-// hold (see drainFiring).
+// earlier than its hold (Flink holds nothing for a later hold), no later
+// than the global window's end, and at another instant for another hold
+// less than drainSpan away (see drainFiring).
 func TestDrainFiring(t *testing.T) {
 	year3000 := mtime.FromTime(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))
-	seen := map[mtime.Time]mtime.Time{}
-	for _, hold := range []mtime.Time{mtime.MinTimestamp, -1, 0, 1, 2, mtime.Now(), mtime.Now() + 1, year3000, mtime.EndOfGlobalWindowTime} {
-		f := drainFiring(hold)
-		if f <= year3000 || f > mtime.EndOfGlobalWindowTime {
-			t.Errorf("drainFiring(%d) = %d; want in (%d, %d]", hold, f, year3000, mtime.EndOfGlobalWindowTime)
+	end := mtime.EndOfGlobalWindowTime
+	for _, holds := range [][]mtime.Time{
+		{mtime.MinTimestamp, -1, 0, 1, 2, mtime.Now(), mtime.Now() + 1, year3000},
+		{end - mtime.Time(drainSpan) + 1, end - 2, end - 1, end}, // in the band itself
+	} {
+		seen := map[mtime.Time]mtime.Time{}
+		for _, hold := range holds {
+			f := drainFiring(hold)
+			if f <= year3000 || f > end {
+				t.Errorf("drainFiring(%d) = %d; want in (%d, %d]", hold, f, year3000, end)
+			}
+			if f < hold {
+				t.Errorf("drainFiring(%d) = %d; want at or after the hold", hold, f)
+			}
+			if other, ok := seen[f]; ok {
+				t.Errorf("holds %d and %d fire at the same instant %d", other, hold, f)
+			}
+			seen[f] = hold
 		}
-		if other, ok := seen[f]; ok {
-			t.Errorf("holds %d and %d fire at the same instant %d", other, hold, f)
-		}
-		seen[f] = hold
 	}
 }
 

@@ -92,7 +92,7 @@ type keyView struct {
 	// bundle); FinishBundle reports it to the pool's pace.
 	plan    timers.Plan
 	planned bool
-	// toEscrow and released are this callback's records for the drain
+	// toEscrow and released make this callback's record for the drain
 	// (escrow.go): elements accepted, and elements committed; escrowMin and
 	// releasedMin their earliest event times. store sends and resets them.
 	// Kept only when escrowing (WithEndOfInputDrain).

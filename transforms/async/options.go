@@ -183,11 +183,14 @@ func WithIDFn(fn any) Option {
 // attempts.
 //
 // It costs, per key callback, a keyed record with the elements accepted
-// (their values) and those committed, and escrowFn's state: a log that each
-// record reads, at most three entries per element the key has not
-// committed, and appends to (measured: BENCHMARKS.md). On runners that
-// fire the commit timers until every key is empty (prism, and Dataflow as
-// read) it never runs anything. On a runner that fires event-time timers
+// (their values) and the IDs of those committed, and escrowFn's state: a
+// log that each record reads and appends to, and that names about three
+// elements per element escrowed and not committed (or committed before its
+// escrow arrived), besides those a drain ran: cancelled pairs are dropped
+// once they outweigh the rest (measured in BENCHMARKS.md, "The
+// end-of-input drain's cost"). On runners that fire the commit timers
+// until every key is empty (prism, and Dataflow as read) it never runs
+// anything. On a runner that fires event-time timers
 // before the watermark reaches them (Beam Python's portable job service,
 // integration/watermark_test.go) it would run elements the stream still
 // commits: the transform then fails the job. Not needed on bounded input.

@@ -46,12 +46,13 @@ package async
 // Watermarks (unbounded input; sim_watermark_test.go), each a minimum that
 // never goes back, so a hold set behind one holds nothing:
 //   - the input watermark: the earliest event time of the input records no
-//     bundle of streamFn has committed: those not yet delivered, the
-//     duplicate records the schedule will still deliver (a source holds its
-//     watermark at a record it has yet to emit), and those of a bundle in
-//     progress or retried (Windmill holds Dataflow's output watermark at a
-//     work item's earliest element until it commits: the doc comment of
-//     WindmillTimerInternals.currentOutputWatermarkTime);
+//     bundle of streamFn has committed: those not yet delivered (a source
+//     holds its watermark at a record it has yet to emit), and those of a
+//     bundle in progress or retried (Windmill holds Dataflow's output
+//     watermark at a work item's earliest element until it commits: the
+//     doc comment of WindmillTimerInternals.currentOutputWatermarkTime). A
+//     duplicate record is late data, as late after the transform as after a
+//     ParDo: its element's outputs are not checked;
 //   - streamFn's output watermark: the input watermark, and on the models
 //     that hold at processing-time timers (simModel.procTimersHold: prism,
 //     read in its elementmanager.go, and Dataflow, in the Java worker's
@@ -1050,6 +1051,7 @@ func (w *streamWorld) apply(a simAction) {
 	case "dup":
 		// A second record with the value of an earlier one: another element.
 		if i := dupOf(a, w.next); i >= 0 {
+			w.wm.lateRecord(w.input[i])
 			w.deliver([]simElem{w.input[i]}, false, false, false)
 		}
 	case "fire":

@@ -18,10 +18,14 @@ import (
 // simWatermarks is the watermark state of a stream schedule.
 type simWatermarks struct {
 	// undelivered counts, by event time, the input records that no bundle
-	// of streamFn has committed: the input not yet delivered, the duplicate
-	// records the schedule will still deliver, and the records of a bundle
-	// in progress or retried.
+	// of streamFn has committed: the input not yet delivered, and the
+	// records of a bundle in progress or retried.
 	undelivered map[mtime.Time]int
+	// lateInput are the elements a duplicate record was delivered for:
+	// late data (a dup repeats an earlier value, behind the watermark), as
+	// late after the transform as after a ParDo, so their outputs are not
+	// checked.
+	lateInput map[string]bool
 	// stream and escrow are the output watermarks of streamFn and escrowFn.
 	// Neither goes back: a hold set behind one holds nothing.
 	stream, escrow mtime.Time
@@ -43,25 +47,21 @@ func dupOf(a simAction, next int) int {
 	return a.B % next
 }
 
-// startWatermarks counts the records the schedule will deliver: each input
-// record, and the duplicates its dup actions will deliver (a source holds
-// its watermark at a record it has yet to emit).
+// startWatermarks counts the input records the schedule will deliver (a
+// source holds its watermark at a record it has yet to emit).
 func (w *streamWorld) startWatermarks() {
-	w.wm = simWatermarks{undelivered: map[mtime.Time]int{}, stream: mtime.MinTimestamp, escrow: mtime.MinTimestamp}
+	w.wm = simWatermarks{undelivered: map[mtime.Time]int{}, lateInput: map[string]bool{},
+		stream: mtime.MinTimestamp, escrow: mtime.MinTimestamp}
 	for _, e := range w.input {
 		w.wm.undelivered[e.ts()]++
 	}
-	next := 0
-	for _, a := range w.s.actions {
-		switch a.Kind {
-		case "deliver":
-			next = deliverEnd(a, next, len(w.input))
-		case "dup":
-			if i := dupOf(a, next); i >= 0 {
-				w.wm.undelivered[w.input[i].ts()]++
-			}
-		}
-	}
+}
+
+// lateRecord notes a duplicate record about to be delivered: late data,
+// whose bundle takes it off the undelivered records like any other.
+func (m *simWatermarks) lateRecord(e simElem) {
+	m.undelivered[e.ts()]++
+	m.lateInput[e.name()] = true
 }
 
 // input is the input watermark: the earliest event time of the records no
@@ -126,7 +126,7 @@ func (w *streamWorld) watermark() mtime.Time {
 // streamFn cannot keep them on time: that is the finding the drain answers.
 func (w *streamWorld) checkLate(commits []commitRecord, wm mtime.Time, fn string) {
 	for _, c := range commits {
-		if c.ts >= wm {
+		if c.ts >= wm || w.wm.lateInput[c.name] {
 			continue
 		}
 		w.wm.late++
@@ -205,7 +205,6 @@ func (w *streamWorld) feedEscrow(key string, all bool) {
 	if n == 0 {
 		return
 	}
-	wm := w.watermark()
 	var (
 		st *memState
 		tm *memTimers
@@ -256,7 +255,6 @@ func (w *streamWorld) feedEscrow(key string, all bool) {
 	e.setTimer(tm)
 	w.commits = append(w.commits, c.commits...)
 	w.problems = append(w.problems, c.problems...)
-	w.checkLate(c.commits, wm, "escrowFn")
 	w.watermark()
 }
 
@@ -285,7 +283,7 @@ func TestSimulatorLateOutputs(t *testing.T) {
 		{model: simModels[2], noHold: true, wantLate: true, lateIsViolation: true},
 	}
 	for _, tc := range cases {
-		late, afterInput, schedules := 0, 0, 0
+		late, afterInput, schedules, lateViolations := 0, 0, 0, 0
 		for i := 1; i <= 40; i++ {
 			s := newSchedule(uint64(i) * 7919)
 			if s.batch {
@@ -297,6 +295,7 @@ func TestSimulatorLateOutputs(t *testing.T) {
 			late, afterInput = late+res.late, afterInput+res.lateAfterInput
 			for _, p := range res.problems {
 				if tc.lateIsViolation && strings.Contains(p, "behind the downstream watermark") {
+					lateViolations++
 					continue
 				}
 				t.Errorf("model %s, noDrain %v, ignoreEscrowHold %v, seed %d: %s", tc.model.name, tc.noDrain, tc.noHold, s.seed, p)
@@ -308,6 +307,8 @@ func TestSimulatorLateOutputs(t *testing.T) {
 			t.Errorf("model %s, noDrain %v, ignoreEscrowHold %v: no output was late while the input ran over %d schedules (%d after it ended); want some", tc.model.name, tc.noDrain, tc.noHold, schedules, afterInput)
 		case !tc.wantLate && late > 0:
 			t.Errorf("model %s, noDrain %v: %d outputs were late over %d schedules; want none", tc.model.name, tc.noDrain, late, schedules)
+		case tc.lateIsViolation && lateViolations == 0:
+			t.Errorf("model %s, ignoreEscrowHold %v: %d late outputs and no violation for them; want each a violation", tc.model.name, tc.noHold, late)
 		}
 	}
 }
