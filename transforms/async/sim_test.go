@@ -51,8 +51,9 @@ package async
 //     bundle in progress or retried (Windmill holds Dataflow's output
 //     watermark at a work item's earliest element until it commits: the
 //     doc comment of WindmillTimerInternals.currentOutputWatermarkTime). A
-//     duplicate record is late data, as late after the transform as after a
-//     ParDo: its element's outputs are not checked;
+//     duplicate record behind the input watermark is late data, as late
+//     after the transform as after a ParDo: as many of its element's
+//     outputs as it has windows are let be late;
 //   - streamFn's output watermark: the input watermark, and on the models
 //     that hold at processing-time timers (simModel.procTimersHold: prism,
 //     read in its elementmanager.go, and Dataflow, in the Java worker's
@@ -1051,7 +1052,7 @@ func (w *streamWorld) apply(a simAction) {
 	case "dup":
 		// A second record with the value of an earlier one: another element.
 		if i := dupOf(a, w.next); i >= 0 {
-			w.wm.lateRecord(w.input[i])
+			w.dupRecord(w.input[i])
 			w.deliver([]simElem{w.input[i]}, false, false, false)
 		}
 	case "fire":

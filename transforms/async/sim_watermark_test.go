@@ -21,11 +21,12 @@ type simWatermarks struct {
 	// of streamFn has committed: the input not yet delivered, and the
 	// records of a bundle in progress or retried.
 	undelivered map[mtime.Time]int
-	// lateInput are the elements a duplicate record was delivered for:
-	// late data (a dup repeats an earlier value, behind the watermark), as
-	// late after the transform as after a ParDo, so their outputs are not
-	// checked.
-	lateInput map[string]bool
+	// lateInput counts, by element name, the outputs that duplicate
+	// records delivered behind the input watermark may commit late: late
+	// data is as late after the transform as after a ParDo. Each late
+	// output of the name uses one up, so a late output beyond them (the
+	// original record's, say) is still a violation.
+	lateInput map[string]int
 	// stream and escrow are the output watermarks of streamFn and escrowFn.
 	// Neither goes back: a hold set behind one holds nothing.
 	stream, escrow mtime.Time
@@ -50,18 +51,22 @@ func dupOf(a simAction, next int) int {
 // startWatermarks counts the input records the schedule will deliver (a
 // source holds its watermark at a record it has yet to emit).
 func (w *streamWorld) startWatermarks() {
-	w.wm = simWatermarks{undelivered: map[mtime.Time]int{}, lateInput: map[string]bool{},
+	w.wm = simWatermarks{undelivered: map[mtime.Time]int{}, lateInput: map[string]int{},
 		stream: mtime.MinTimestamp, escrow: mtime.MinTimestamp}
 	for _, e := range w.input {
 		w.wm.undelivered[e.ts()]++
 	}
 }
 
-// lateRecord notes a duplicate record about to be delivered: late data,
-// whose bundle takes it off the undelivered records like any other.
-func (m *simWatermarks) lateRecord(e simElem) {
-	m.undelivered[e.ts()]++
-	m.lateInput[e.name()] = true
+// dupRecord notes a duplicate record about to be delivered, which its
+// bundle takes off the undelivered records like any other: on time if the
+// input watermark has not passed it (it then holds the watermark like any
+// record), else late data, whose outputs, one per window, may be late.
+func (w *streamWorld) dupRecord(e simElem) {
+	if e.ts() < w.wm.input() {
+		w.wm.lateInput[e.name()] += len(e.windows(w.s.windows))
+	}
+	w.wm.undelivered[e.ts()]++
 }
 
 // input is the input watermark: the earliest event time of the records no
@@ -109,8 +114,9 @@ func (w *streamWorld) watermark() mtime.Time {
 			escrow = min(escrow, r.ts)
 		}
 		// An event-time timer holds on every model (on Flink only when its
-		// output timestamp is before its firing, which drainFiring is for
-		// every hold before the end of time).
+		// output timestamp is before its firing, which drainFiring's is for
+		// every hold below its band; a hold in the band fires at itself,
+		// before the watermark passes it).
 		if t := k.escrow.timer; t != nil && !w.s.ignoreEscrowHold {
 			escrow = min(escrow, t.HoldTimestamp)
 		}
@@ -126,7 +132,11 @@ func (w *streamWorld) watermark() mtime.Time {
 // streamFn cannot keep them on time: that is the finding the drain answers.
 func (w *streamWorld) checkLate(commits []commitRecord, wm mtime.Time, fn string) {
 	for _, c := range commits {
-		if c.ts >= wm || w.wm.lateInput[c.name] {
+		if c.ts >= wm {
+			continue
+		}
+		if w.wm.lateInput[c.name] > 0 {
+			w.wm.lateInput[c.name]--
 			continue
 		}
 		w.wm.late++
@@ -191,8 +201,9 @@ func (w *streamWorld) escrowInstance() *escrowFn {
 // all, in the order they were sent, on a model that keeps bag order
 // (prism); elsewhere a random number of them in a random order, unless all
 // is set (the end of input), so that releases come before their escrows and
-// records stay in flight across later bundles of the stream. The bundle's
-// outputs, if any, are checked as any bundle's.
+// records stay in flight across later bundles of the stream. escrowFn's
+// ProcessElement emits nothing (only its drain timer does: see drain), so
+// these bundles have no outputs to check.
 func (w *streamWorld) feedEscrow(key string, all bool) {
 	e := &w.keys[key].escrow
 	n := len(e.inflight)
