@@ -138,12 +138,16 @@ func decodeIDs(b []byte) ([]escrowID, error) {
 // once, as the Beam model has it (a failed bundle's records are
 // discarded with its state).
 type escrowBook struct {
-	held       []state.Envelope
-	heldRaws   [][]byte
-	escrowed   map[escrowID]bool // E
-	released   map[escrowID]bool // R
-	early      map[escrowID]bool // R minus E
-	cancelled  int               // E and R
+	held     []state.Envelope
+	heldRaws [][]byte
+	escrowed map[escrowID]bool // E
+	released map[escrowID]bool // R
+	// early (R minus E) and cancelled (the size of E and R) follow from
+	// the two sets, and are kept as each record applies rather than
+	// derived, because worthCompacting reads them on every record: a
+	// count over E and R would cost each record the size of the log.
+	early      map[escrowID]bool
+	cancelled  int
 	drained    map[escrowID]bool // run by a drain
 	drainedRaw []byte            // their entry
 	// recording: a record is being applied (not the log read), and what

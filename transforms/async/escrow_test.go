@@ -117,7 +117,7 @@ func TestEscrowFnRecords(t *testing.T) {
 				t.Errorf("held %v, early releases %v; want %v, %v", held, early, tc.held, tc.early)
 			}
 			hold := int64(none)
-			if last := k.tm.last; last != nil && !last.Clear {
+			if last, ok := k.tm.lastSet(); ok && !last.Clear {
 				hold = int64(last.HoldTimestamp)
 			}
 			if hold != tc.hold {
@@ -163,7 +163,7 @@ func TestEscrowFnAnyOrder(t *testing.T) {
 			}
 			if len(held) > 0 {
 				want := 1000 + held[0]
-				if last := k.tm.last; last == nil || last.Clear || int64(last.HoldTimestamp) != want {
+				if last, ok := k.tm.lastSet(); !ok || last.Clear || int64(last.HoldTimestamp) != want {
 					t.Fatalf("seed %d step %d: drain timer %+v; want held at %d", seed, i, last, want)
 				}
 			}
@@ -171,7 +171,7 @@ func TestEscrowFnAnyOrder(t *testing.T) {
 		if held, early := k.book(t); len(held)+len(early) != 0 || k.logLen() != 0 {
 			t.Fatalf("seed %d: after every release, held %v, early %v, log of %d entries; want all empty", seed, held, early, k.logLen())
 		}
-		if last := k.tm.last; last != nil && !last.Clear {
+		if last, ok := k.tm.lastSet(); ok && !last.Clear {
 			t.Fatalf("seed %d: drain timer %+v at the end; want cleared or never set", seed, last)
 		}
 	}
@@ -276,14 +276,14 @@ func TestEscrowFnEarlyReleaseOutlivesDrain(t *testing.T) {
 	if err := k.f.OnTimer(context.Background(), k.st, k.tm, "a", beamtimers.Context{Family: drainFamily}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	k.tm.last = nil
+	k.tm.forget()
 	if err := k.apply(escrowStep{escrow: []int64{5}}.record()); err != nil {
 		t.Fatal(err)
 	}
 	if held, early := k.book(t); len(held)+len(early) != 0 {
 		t.Errorf("after the drain, an escrow of an element released before it: held %v, early %v; want both empty", held, early)
 	}
-	if last := k.tm.last; last != nil && !last.Clear {
+	if last, ok := k.tm.lastSet(); ok && !last.Clear {
 		t.Errorf("drain timer %+v; want none set", last)
 	}
 }

@@ -185,6 +185,23 @@ func (m *memTimers) Set(t beamtimers.TimerMap) {
 	m.last = &t
 }
 
+// lastSet is the last timer set (or cleared), without taking it.
+func (m *memTimers) lastSet() (beamtimers.TimerMap, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.last == nil {
+		return beamtimers.TimerMap{}, false
+	}
+	return *m.last, true
+}
+
+// forget drops the last timer set, as if none had been.
+func (m *memTimers) forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last = nil
+}
+
 // pending returns the fire time of the set timer and clears it, or false.
 func (m *memTimers) take() (time.Time, bool) {
 	m.mu.Lock()

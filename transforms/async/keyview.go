@@ -95,7 +95,8 @@ type keyView struct {
 	// toEscrow and released make this callback's record for the drain
 	// (escrow.go): elements accepted, and elements committed; escrowMin and
 	// releasedMin their earliest event times. store sends and resets them.
-	// Kept only when escrowing (WithEndOfInputDrain).
+	// Kept only when escrowing (WithEndOfInputDrain), the one gate of the
+	// drain's records.
 	escrowing              bool
 	toEscrow               [][]byte
 	released               []escrowID
@@ -266,10 +267,11 @@ func (v *keyView) release(env state.Envelope) {
 	v.released = append(v.released, idOf(env))
 }
 
-// releaseCopy notes for the callback's record to the drain a copy dropped for the
-// element kept (WithIDFn: two records with one ID), unless both are one
-// element (the same entry written twice, or a retry written back): a copy
-// accepted as an element of its own was escrowed, and leaves the key here.
+// releaseCopy notes for the callback's record to the drain a copy dropped
+// for the element kept (WithIDFn: two records with one ID), unless both are
+// one element (the same entry written twice, or a retry written back): a
+// copy accepted as an element of its own was escrowed, and leaves the key
+// here.
 func (v *keyView) releaseCopy(dropped, kept state.Envelope) {
 	if idOf(dropped) != idOf(kept) {
 		v.release(dropped)

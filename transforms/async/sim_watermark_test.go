@@ -179,16 +179,6 @@ func (e *simEscrow) setTimer(tm *memTimers) {
 	}
 }
 
-// lastSet is the last timer set (or cleared), without taking it.
-func (m *memTimers) lastSet() (beamtimers.TimerMap, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.last == nil {
-		return beamtimers.TimerMap{}, false
-	}
-	return *m.last, true
-}
-
 // escrowInstance is the escrowFn instance that takes the records.
 func (w *streamWorld) escrowInstance() *escrowFn {
 	if w.escrowFn == nil {

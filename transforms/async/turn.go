@@ -30,8 +30,8 @@ type keyTurn struct {
 	v    *keyView
 	emit func(beam.EventTime, beam.Z)
 	fail func(beam.EventTime, Failure)
-	// escrow receives the drain's records (escrow.go) with
-	// WithEndOfInputDrain; nil otherwise.
+	// escrow receives the drain's records (escrow.go); store sends them only
+	// when the view is escrowing (WithEndOfInputDrain).
 	escrow escrowEmit
 }
 
@@ -43,10 +43,7 @@ func (f *streamFn) open(ctx context.Context, sp beamstate.Provider, key any, ele
 	if err != nil {
 		return nil, err
 	}
-	k := &keyTurn{fn: f, ctx: ctx, pool: pool, bags: keyState{bag: &f.Pending, queue: &f.Queued, sp: sp}, emit: emit, fail: fail}
-	if f.Drain {
-		k.escrow = escrow
-	}
+	k := &keyTurn{fn: f, ctx: ctx, pool: pool, bags: keyState{bag: &f.Pending, queue: &f.Queued, sp: sp}, emit: emit, fail: fail, escrow: escrow}
 	if f.views.byOwner == nil {
 		f.views.byOwner = map[string]*keyView{}
 	}
@@ -141,7 +138,7 @@ func (k *keyTurn) store() error {
 		return err
 	}
 	v := k.v
-	if k.escrow != nil && (len(v.toEscrow) > 0 || len(v.released) > 0) {
+	if v.escrowing && (len(v.toEscrow) > 0 || len(v.released) > 0) {
 		at := v.releasedMin
 		if len(v.toEscrow) > 0 && (len(v.released) == 0 || v.escrowMin < at) {
 			at = v.escrowMin

@@ -7,10 +7,9 @@
 // Counting in a DoFn, not with passert, is deliberate: on Beam Python's
 // portable job service, in our runs, passert reported extra entries over a
 // periodic.Impulse source (for a plain ParDo too), while a DoFn after the
-// transform saw each output once. The DoFn writes what it sees to files, read back
-// after the run: the job service's metrics fail on a job of many bundles
-// ("maximum recursion depth exceeded"). Neither runner retries a bundle
-// here; a retried bundle would write its outputs twice and fail the count.
+// transform saw each output once. The DoFn writes what it sees to files
+// (testdata/bundlefile). Neither runner retries a bundle here; a retried
+// bundle would write its outputs twice and fail the count.
 package main
 
 import (
@@ -28,6 +27,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 
+	"github.com/asyncbeam/asyncbeam/integration/testdata/bundlefile"
 	"github.com/asyncbeam/asyncbeam/runner"
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
@@ -74,26 +74,12 @@ func (f *slowLabel) ProcessElement(ctx context.Context, key string, n int, emit 
 // Dir (the worker runs on this machine: LOOPBACK or embedded).
 type writeOutputs struct {
 	Dir   string
-	lines []string
+	lines bundlefile.Lines
 }
 
-func (f *writeOutputs) ProcessElement(out string) { f.lines = append(f.lines, out) }
+func (f *writeOutputs) ProcessElement(out string) { f.lines.Add(out) }
 
-func (f *writeOutputs) FinishBundle() error {
-	if len(f.lines) == 0 {
-		return nil
-	}
-	file, err := os.CreateTemp(f.Dir, "bundle-*.txt")
-	if err != nil {
-		return err
-	}
-	_, err = file.WriteString(strings.Join(f.lines, "\n") + "\n")
-	if cerr := file.Close(); err == nil {
-		err = cerr
-	}
-	f.lines = f.lines[:0]
-	return err
-}
+func (f *writeOutputs) FinishBundle() error { return f.lines.Flush(f.Dir) }
 
 func init() {
 	register.DoFn3x0[beam.EventTime, []byte, func(string, int)](&fanOut{})

@@ -15,10 +15,7 @@
 // after the source has ended and holdFirst's timer, which holds the
 // watermark at its output timestamp, has fired: late=0.
 //
-// countLate writes what it sees to files, read back after the run, as
-// testdata/unboundedjob does: on Beam Python's portable job service the
-// metrics of a job of many bundles cannot be read after it ends ("maximum
-// recursion depth exceeded").
+// countLate writes what it sees to files (testdata/bundlefile).
 package main
 
 import (
@@ -39,6 +36,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/transforms/periodic"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
+
+	"github.com/asyncbeam/asyncbeam/integration/testdata/bundlefile"
 )
 
 var (
@@ -113,7 +112,7 @@ type countLate struct {
 	Fired state.Value[bool]
 	End   timers.EventTime
 	Dir   string
-	lines []string
+	lines bundlefile.Lines
 }
 
 func (f *countLate) ProcessElement(sp state.Provider, tp timers.Provider, _ string, n int64) error {
@@ -122,34 +121,20 @@ func (f *countLate) ProcessElement(sp state.Provider, tp timers.Provider, _ stri
 		return err
 	}
 	if fired {
-		f.lines = append(f.lines, fmt.Sprintf("late %d", n))
+		f.lines.Add(fmt.Sprintf("late %d", n))
 		return nil
 	}
 	f.End.Set(tp, mtime.EndOfGlobalWindowTime.Subtract(time.Hour).ToTime())
-	f.lines = append(f.lines, fmt.Sprintf("elem %d", n))
+	f.lines.Add(fmt.Sprintf("elem %d", n))
 	return nil
 }
 
 func (f *countLate) OnTimer(sp state.Provider, _ timers.Provider, _ string, _ timers.Context) error {
-	f.lines = append(f.lines, "fired")
+	f.lines.Add("fired")
 	return f.Fired.Write(sp, true)
 }
 
-func (f *countLate) FinishBundle() error {
-	if len(f.lines) == 0 {
-		return nil
-	}
-	file, err := os.CreateTemp(f.Dir, "bundle-*.txt")
-	if err != nil {
-		return err
-	}
-	_, err = file.WriteString(strings.Join(f.lines, "\n") + "\n")
-	if cerr := file.Close(); err == nil {
-		err = cerr
-	}
-	f.lines = f.lines[:0]
-	return err
-}
+func (f *countLate) FinishBundle() error { return f.lines.Flush(f.Dir) }
 
 func init() {
 	register.DoFn2x2[beam.EventTime, []byte, string, int64](&index{})
