@@ -8,7 +8,9 @@
 // log line (as Beam Python's direct runner hands pipelines to a local runner
 // that supports them). A runner that needs flags (Dataflow, a job server)
 // is checked for them before any work. On prism it turns off bundle
-// splitting (see PrismExperiment).
+// splitting (see PrismExperiment). On Flink it marks the async transforms'
+// revert steps as requiring stable input (RunStableRevert), which Beam Go
+// cannot declare on a DoFn.
 package runner
 
 import (
@@ -93,12 +95,16 @@ func DryRun() bool {
 }
 
 // Run checks the runner and runs p, returning its result (with metrics);
-// --runner=direct runs on embedded prism (see the package doc).
+// --runner=direct runs on embedded prism (see the package doc), and
+// --runner=flink submits through RunStableRevert.
 func Run(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
 	useLocalRunner()
 	UsePrismExperiment()
+	if isFlink(Name()) {
+		return RunStableRevert(ctx, p)
+	}
 	return beamx.RunWithMetrics(ctx, p)
 }

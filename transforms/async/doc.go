@@ -171,12 +171,14 @@
 //     transform, behind a reshuffle, so never for an element that a retried
 //     bundle then ran to success, where a reshuffle is a checkpoint (prism,
 //     Dataflow). On Flink a reshuffle is a rebalance: a restore from a
-//     checkpoint can replay an element Revert has seen fail, and the replay
-//     may succeed. It runs at least once per
-//     record (a failed bundle of that step is retried), and only with
-//     ParDoWithFailures: without a failure output no failure is final, since
-//     the runner retries the key's commit. Its error arrives as a
-//     *FailureError holding the record.
+//     checkpoint could replay an element Revert has seen fail, so there the
+//     step must require stable input (RequireStableInput, which runner.Run
+//     applies for --runner=flink: Flink then holds the step's input until a
+//     checkpoint holds it, and requires exactly-once checkpointing). It
+//     runs at least once per record (a failed bundle of that step is
+//     retried), and only with ParDoWithFailures: without a failure output
+//     no failure is final, since the runner retries the key's commit. Its
+//     error arrives as a *FailureError holding the record.
 //
 // # The wrapped fn
 //

@@ -150,7 +150,9 @@ func revertStep(s beam.Scope, spec userSpec, c core, failures beam.PCollection) 
 	// The reshuffle is a checkpoint: without it a runner fuses the revert step
 	// into the transform's bundle, and Revert would run before that bundle
 	// (which may yet fail and be retried, and the element then succeed) is
-	// committed.
+	// committed. Not on Flink, where it is a rebalance: there the step needs
+	// stable input (stableinput.go).
+	warnRevertOnFlink()
 	rs := s.Scope("Revert")
 	committed, err := beam.TryReshuffle(rs, failures)
 	if err != nil {

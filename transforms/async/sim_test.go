@@ -26,7 +26,8 @@ package async
 // Faults: worker restarts, bundles that fail (silently, as when an earlier
 // step of the stage fails, or, on bounded input, through a panicking emit,
 // as when a later one does), keys moving between workers that each have
-// their own registry, duplicate input records, timers firing early, late
+// their own registry (a bundle of the key may still run on the old worker
+// when it moves: a zombie, whose commit the runner refuses), duplicate input records, timers firing early, late
 // (also by more than the stale period), or twice, and slow and failing
 // calls with retries. Inputs are in the global window, or in fixed,
 // sliding or session windows.
@@ -38,7 +39,8 @@ package async
 // other models some at a time and shuffled, so that releases can come
 // before their escrows. A bundle of escrowFn fails now and then, part way
 // through its records: its state changes are discarded and its records
-// delivered again to a new instance. At the end of input the runner fires
+// delivered again to a new instance; so does a bundle of its drain timer,
+// after its work. At the end of input the runner fires
 // the keys' timers until every key is empty, unless the model's final
 // watermark comes first (simModel); then escrowFn takes what is still in
 // flight and fires its timer where it holds elements.
@@ -91,6 +93,7 @@ import (
 	"flag"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"reflect"
 	"runtime"
@@ -276,9 +279,20 @@ var simWindowKinds = []string{"global", "fixed", "sliding", "sessions"}
 //     StatefulDoFnRunner never takes for late); without it (noDrain) they
 //     are lost (lostAtEnd).
 //     The final watermark follows the last elements by up to finalRounds
-//     rounds of timers. Bag order as Dataflow's. A restore from a
-//     checkpoint, which makes Revert unsafe there (README), is not
-//     modelled: failures are the other models' bundle retries.
+//     rounds of timers. Bag order as Dataflow's. A worker restart is a
+//     task failure, which restores the job from its last completed
+//     checkpoint (sim_checkpoint_test.go; Flink's failover, not a bundle
+//     retry: read in ExecutableStageDoFnOperator, which keeps no bundle
+//     to retry); checkpoints come at every other wait or advance
+//     action, between bundles (the operator finishes its bundle before
+//     the barrier: prepareSnapshotPreBarrier; read). Flink's Reshuffle is
+//     a rebalance (FlinkStreamingPortablePipelineTranslator's
+//     translateReshuffle; read), so the revert step runs on stable input
+//     (BufferingDoFnRunner releases a stage's input once the checkpoint
+//     holding it completes, when a ParDo in it requires stable input;
+//     read), and Revert at each checkpoint; unstableRevert shows what
+//     happens without. Bundle failures are retried as on the other
+//     models, which asks more of the transform.
 type simModel struct {
 	name string
 	// shuffledBags: bags read in an order other than the writes'.
@@ -293,12 +307,15 @@ type simModel struct {
 	// at its output timestamp (WithOutputTimestamp), as an event-time one
 	// does on every model (see simWatermarks).
 	procTimersHold bool
+	// restores: a worker restart restores the job from its last
+	// completed checkpoint (sim_checkpoint_test.go).
+	restores bool
 }
 
 var simModels = []simModel{
 	{name: "prism", procTimersHold: true},
 	{name: "dataflow", shuffledBags: true, retryElsewhere: true, procTimersHold: true},
-	{name: "flink", shuffledBags: true, dropsLateTimers: true},
+	{name: "flink", shuffledBags: true, dropsLateTimers: true, restores: true},
 }
 
 // simSchedule is everything a seed decides.
@@ -340,6 +357,11 @@ type simSchedule struct {
 	// timer holds nothing, so that a test shows the late-output check can
 	// fail (TestSimulatorLateOutputs).
 	ignoreEscrowHold bool
+	// unstableRevert breaks the Flink model's stable input on purpose: the
+	// revert step runs on failure records as they are committed, not once
+	// a checkpoint holds them, so that a test shows what a restore then
+	// does (TestSimulatorRevertOnFlink).
+	unstableRevert bool
 }
 
 func newSchedule(seed uint64) simSchedule {
@@ -450,8 +472,16 @@ type simWorld struct {
 	// many check found so.
 	lostAtEnd map[[2]string]int
 	lost      int
-	// drained counts the records the end-of-input drain committed.
-	drained int
+	// drained counts the records the end-of-input drain committed;
+	// drainBundlesFailed its bundles (escrowFn's timer) failed on purpose
+	// (streamWorld.drain).
+	drained, drainBundlesFailed int
+	// rf is the revert step's instance (revertUpTo): it has reverted the
+	// failure records in commits[:reverted], stepReverts of them by
+	// element.
+	rf          *revertFn
+	reverted    int
+	stepReverts map[string]int
 }
 
 func (w *simWorld) violation(format string, args ...any) {
@@ -459,7 +489,7 @@ func (w *simWorld) violation(format string, args ...any) {
 }
 
 func newSimWorld(t *testing.T, s simSchedule) *simWorld {
-	w := &simWorld{t: t, s: s, clock: timers.NewManual(time.Unix(1_900_000_000, 0)), lostAtEnd: map[[2]string]int{}}
+	w := &simWorld{t: t, s: s, clock: timers.NewManual(time.Unix(1_900_000_000, 0)), lostAtEnd: map[[2]string]int{}, stepReverts: map[string]int{}}
 	fn := simFn{Seed: s.seed, FailPct: s.failPct, SlowPct: s.slowPct, Overload: s.overload}
 	spec, _, err := inspectFn(&fn, reflect.TypeOf(""), reflect.TypeOf(0))
 	if s.requests {
@@ -643,46 +673,35 @@ func (w *simWorld) checkOrder(delivered map[string]int) {
 	}
 }
 
-// checkCalls checks what the schedule cost in calls: Revert never ran inside
-// the transform; the revert step that follows it, run on the committed
-// failure records, reverts each once; and no element was called more than
-// MaxAttempts times per record and window for each fault injected, plus one.
+// checkCalls checks what the schedule cost in calls: the revert step that
+// follows the transform, run on the committed failure records (revertUpTo:
+// here, for those no checkpoint of the model ran it on), reverts each once,
+// and Revert never ran elsewhere (inside the transform); and no element was
+// called more than MaxAttempts times per record and window for each fault
+// injected, plus one.
 func (w *simWorld) checkCalls(delivered map[string]int) {
+	w.revertUpTo(len(w.commits))
 	simCalls.Lock()
-	calls := map[string]int{}
-	for name, n := range simCalls.calls[w.s.seed] { // a copy: a call left running may still count
-		calls[name] = n
-	}
-	inside := len(simCalls.reverts[w.s.seed])
-	delete(simCalls.reverts, w.s.seed)
+	calls := maps.Clone(simCalls.calls[w.s.seed]) // a copy: a call left running may still count
+	reverted := maps.Clone(simCalls.reverts[w.s.seed])
 	simCalls.Unlock()
-	if inside > 0 {
-		w.violation("Revert ran for %d elements inside the transform, before their failure was committed", inside)
-	}
-	rf := &revertFn{User: w.base.User, KeyType: w.base.KeyType, ValueType: w.base.ValueType}
-	if err := rf.Setup(context.Background()); err != nil {
-		w.violation("revertFn.Setup: %v", err)
-		return
+	for name, n := range reverted {
+		if n != w.stepReverts[name] {
+			w.violation("Revert ran %d times for element %s, %d of them in the revert step: the others inside the transform, before their failure was committed", n, name, w.stepReverts[name])
+		}
 	}
 	failed := map[string]int{}
 	for _, c := range w.commits {
 		if c.failure != nil {
 			failed[c.name]++
-			rf.ProcessElement(context.Background(), *c.failure, func(Failure) {})
 		}
 	}
-	simCalls.Lock()
-	reverted := map[string]int{}
-	for name, n := range simCalls.reverts[w.s.seed] {
-		reverted[name] = n
-	}
-	simCalls.Unlock()
 	for name, records := range failed {
-		if reverted[name] != records {
-			w.violation("element %s has %d committed failure record(s) and was reverted %d times, want one revert per record", name, records, reverted[name])
+		if w.stepReverts[name] != records {
+			w.violation("element %s has %d committed failure record(s) and was reverted %d times, want one revert per record", name, records, w.stepReverts[name])
 		}
 	}
-	for name, n := range reverted {
+	for name, n := range w.stepReverts {
 		if failed[name] == 0 {
 			w.violation("element %s was reverted %d times but did not fail", name, n)
 		}
@@ -697,6 +716,7 @@ func (w *simWorld) checkCalls(delivered map[string]int) {
 	if w.s.model.dropsLateTimers && !w.s.noDrain {
 		faults++ // the drain calls again what the final watermark left
 	}
+	faults += w.drainBundlesFailed
 	windows := len(w.input[0].windows(w.s.windows))
 	for name, n := range calls {
 		if limit := 3 * delivered[name] * windows * (1 + faults); n > limit { // MaxAttempts is 3
@@ -773,10 +793,14 @@ type streamWorker struct {
 // streamWorld runs unbounded input through streamFn.
 type streamWorld struct {
 	*simWorld
-	workers   []*streamWorker
-	keys      map[string]*simKey
-	next      int // next input record to deliver
-	failNext  bool
+	workers  []*streamWorker
+	keys     map[string]*simKey
+	next     int // next input record to deliver
+	failNext bool
+	// zombie: the next bundle is a zombie's (apply's move), whose commit
+	// the runner refuses; zombies counts them.
+	zombie    bool
+	zombies   int
 	delivered map[string]int // records delivered, by element name
 	wm        simWatermarks
 	// escrowFn is the instance that takes the records in flight to escrowFn
@@ -786,6 +810,10 @@ type streamWorld struct {
 	// escrowBundlesFailed counts the bundles of escrowFn failed on
 	// purpose (feedEscrow).
 	escrowBundlesFailed int
+	// lastCheckpoint is where a restore goes back to, on a model with
+	// restores; restores counts them (sim_checkpoint_test.go).
+	lastCheckpoint *simCheckpoint
+	restores       int
 }
 
 func newStreamWorld(t *testing.T, s simSchedule) *streamWorld {
@@ -802,6 +830,7 @@ func newStreamWorld(t *testing.T, s simSchedule) *streamWorld {
 		}
 	}
 	w.startWatermarks()
+	w.startCheckpoints()
 	return w
 }
 
@@ -851,6 +880,15 @@ func (w *streamWorld) bundle(keys []string, records []simElem, fn func(f *stream
 					w.violation("an escrow record of key %s sent by a callback of key %s", k, keys[i])
 				}
 			}
+		}
+		if w.zombie {
+			// The runner refuses the commit of a bundle whose key has
+			// moved: everything it did is discarded, its instance is
+			// dropped, and nothing runs again here.
+			w.zombie = false
+			w.zombies++
+			wk.fns[inst] = w.newStreamFn(wk)
+			return
 		}
 		injected := w.failNext && try == 0
 		if injected || err != nil {
@@ -1075,9 +1113,19 @@ func (w *streamWorld) apply(a simAction) {
 		w.fire(key) // a spurious or repeated firing
 	case "advance":
 		w.clock.Advance(time.Duration(a.B) * time.Millisecond)
+		if w.s.model.restores && a.A%2 == 0 {
+			w.checkpoint()
+		}
 	case "wait":
 		w.waitAll()
+		if w.s.model.restores && a.A%2 == 0 {
+			w.checkpoint()
+		}
 	case "restart":
+		if w.s.model.restores {
+			w.restore(a.B%2 == 0)
+			break
+		}
 		wk := w.workers[a.B%len(w.workers)]
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		if err := wk.registry.Reset(ctx); err != nil {
@@ -1088,6 +1136,15 @@ func (w *streamWorld) apply(a simAction) {
 			wk.fns[i] = w.newStreamFn(wk)
 		}
 	case "move":
+		if k := w.keys[key]; a.A%3 == 0 && k.timer != nil {
+			// A bundle of the key was still running on its old worker
+			// when the key moved (a zombie): it runs to its end, and its
+			// commit is refused; the key's timer stays set.
+			timer := *k.timer
+			w.zombie = true
+			w.fire(key)
+			k.timer = &timer
+		}
 		w.keys[key].owner = a.B % len(w.workers)
 	case "failnext":
 		w.failNext = true
@@ -1200,30 +1257,49 @@ func (w *streamWorld) drain() {
 			continue
 		}
 		wm := w.watermark()
-		c := w.collector()
-		f := newEscrowFn(w.instance(reg))
-		ctx := context.Background()
-		if err := f.StartBundle(ctx, c.emit, c.fail); err != nil {
-			w.violation("escrowFn.StartBundle: %v", err)
-			return
-		}
-		// The drained elements wait for places that the stream's stranded
-		// results hold until they are evicted as stale, and then for their
-		// calls, retries and the guard's pace: all on the simulated clock.
-		tm := &memTimers{}
-		err = w.whileClockMoves(func() error {
-			if err := f.OnTimer(ctx, e.st, tm, key, beamtimers.Context{Family: drainFamily}, c.emit, c.fail); err != nil {
-				return err
+		var (
+			c  *collector
+			st *memState
+			tm *memTimers
+		)
+		for try := 0; ; try++ {
+			// The bundle works on a copy of the committed state. One in
+			// three fails after its work (as when a later step of its
+			// stage fails; at most two in a row): its state, timer and
+			// outputs are discarded, and the timer fires again in a bundle
+			// on a new instance, which finds the calls the failed one
+			// started in the worker's registry.
+			c, st, tm = w.collector(), &memState{bags: copyBags(e.st.bags), reversed: e.st.reversed}, &memTimers{}
+			f := newEscrowFn(w.instance(reg))
+			ctx := context.Background()
+			if err := f.StartBundle(ctx, c.emit, c.fail); err != nil {
+				w.violation("escrowFn.StartBundle: %v", err)
+				return
 			}
-			return f.FinishBundle(ctx, c.emit, c.fail)
-		})
-		if err != nil {
-			w.violation("escrowFn's drain of key %s: %v", key, err)
-			return
+			// The drained elements wait for places that the stream's
+			// stranded results hold until they are evicted as stale, and
+			// then for their calls, retries and the guard's pace: all on
+			// the simulated clock.
+			err = w.whileClockMoves(func() error {
+				if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: drainFamily}, c.emit, c.fail); err != nil {
+					return err
+				}
+				return f.FinishBundle(ctx, c.emit, c.fail)
+			})
+			if err != nil {
+				w.violation("escrowFn's drain of key %s: %v", key, err)
+				return
+			}
+			if try < 2 && w.rng.IntN(3) == 0 {
+				w.drainBundlesFailed++
+				continue
+			}
+			break
 		}
+		e.st = st
 		e.timer = nil // fired; set again only if the drain set it
 		e.setTimer(tm)
-		if left, err := f.read(e.st); err != nil || len(left.held)+len(left.early) != 0 {
+		if left, err := w.escrowInstance().read(e.st); err != nil || len(left.held)+len(left.early) != 0 {
 			w.violation("the drain left the state of key %s holding elements or releases (err %v)", key, err)
 		}
 		w.drained += len(c.commits)
@@ -1271,7 +1347,8 @@ func runSchedule(t *testing.T, s simSchedule) []string {
 type simResult struct {
 	problems                            []string
 	lost, drained, late, lateAfterInput int
-	escrowBundlesFailed                 int
+	escrowBundlesFailed, restores       int
+	drainBundlesFailed, zombies         int
 }
 
 // simulate runs one schedule.
@@ -1297,7 +1374,7 @@ func simulate(t *testing.T, s simSchedule) simResult {
 		regs = append(regs, wk.registry)
 	}
 	w.release(regs, baseline)
-	return simResult{problems: w.problems, lost: w.lost, drained: w.drained, late: w.wm.late, lateAfterInput: w.wm.lateAfterInput, escrowBundlesFailed: w.escrowBundlesFailed}
+	return simResult{problems: w.problems, lost: w.lost, drained: w.drained, late: w.wm.late, lateAfterInput: w.wm.lateAfterInput, escrowBundlesFailed: w.escrowBundlesFailed, restores: w.restores, drainBundlesFailed: w.drainBundlesFailed, zombies: w.zombies}
 }
 
 // shrink removes actions while the schedule still fails, to report the
@@ -1337,13 +1414,14 @@ func TestSimulator(t *testing.T) {
 		if *simModelName != "" && model.name != *simModelName {
 			continue
 		}
-		violations, lost, late, escrowFailed := 0, 0, 0, 0
+		violations, lost, late, escrowFailed, restores, drainFailed, zombies := 0, 0, 0, 0, 0, 0, 0
 		for _, seed := range seeds {
 			s := newSchedule(seed)
 			s.model, s.noDrain = model, *simNoDrain
 			res := simulate(t, s)
 			problems := res.problems
-			lost, late, escrowFailed = lost+res.lost, late+res.late, escrowFailed+res.escrowBundlesFailed
+			lost, late, escrowFailed, restores = lost+res.lost, late+res.late, escrowFailed+res.escrowBundlesFailed, restores+res.restores
+			drainFailed, zombies = drainFailed+res.drainBundlesFailed, zombies+res.zombies
 			if len(problems) == 0 {
 				continue
 			}
@@ -1355,7 +1433,7 @@ func TestSimulator(t *testing.T) {
 				break
 			}
 		}
-		fmt.Printf("model=%s schedules=%d violations=%d lost_at_final_watermark=%d late_outputs=%d escrow_bundles_failed=%d\n", model.name, len(seeds), violations, lost, late, escrowFailed)
+		fmt.Printf("model=%s schedules=%d violations=%d lost_at_final_watermark=%d late_outputs=%d escrow_bundles_failed=%d drain_bundles_failed=%d restores=%d zombies=%d\n", model.name, len(seeds), violations, lost, late, escrowFailed, drainFailed, restores, zombies)
 	}
 }
 

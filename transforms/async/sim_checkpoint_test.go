@@ -1,0 +1,189 @@
+package async
+
+// The runner simulator's checkpoints (Flink's model; sim_test.go's file
+// comment says where each rule comes from): a task failure restores every
+// key's state, the records in flight and the source's position to the last
+// completed checkpoint, and the source replays from there, while what the
+// job did outside its state stays done: calls, results in a worker's
+// registry when its process survives, and Revert. And the revert step,
+// which runs on the failure records, as every model runs it.
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+)
+
+// simCheckpoint is what a completed checkpoint holds: every key's state,
+// timers and records in flight to escrowFn, the source's position and the
+// records it delivered, the committed outputs (those of the sink's
+// transaction at the checkpoint) and the watermarks.
+type simCheckpoint struct {
+	keys      map[string]simKey
+	next      int
+	delivered map[string]int
+	commits   int
+	wm        simWatermarks
+}
+
+// copyKey is a deep copy of a key's committed state.
+func copyKey(k *simKey) simKey {
+	c := *k
+	c.bags = copyBags(k.bags)
+	if k.timer != nil {
+		t := *k.timer
+		c.timer = &t
+	}
+	if k.hold != nil {
+		h := *k.hold
+		c.hold = &h
+	}
+	if k.escrow.st != nil {
+		c.escrow.st = &memState{bags: copyBags(k.escrow.st.bags), reversed: k.escrow.st.reversed}
+	}
+	if k.escrow.timer != nil {
+		t := *k.escrow.timer
+		c.escrow.timer = &t
+	}
+	c.escrow.inflight = append([]simRecord(nil), k.escrow.inflight...)
+	return c
+}
+
+func copyBags(bags map[string][]any) map[string][]any {
+	out := make(map[string][]any, len(bags))
+	for name, entries := range bags {
+		out[name] = append([]any(nil), entries...)
+	}
+	return out
+}
+
+func copyWatermarks(m simWatermarks) simWatermarks {
+	c := m
+	c.undelivered = maps.Clone(m.undelivered)
+	c.lateInput = maps.Clone(m.lateInput)
+	return c
+}
+
+// checkpoint completes a checkpoint of the Flink model (simModel.restores).
+// Flink finishes the bundles in progress before a checkpoint's barrier, so
+// it always falls between the simulator's bundles. With stable input
+// (Revert's step marked @RequiresStableInput: RequireStableInput), Flink
+// hands the revert step its input only once the checkpoint that holds it
+// completes (runners/flink's BufferingDoFnRunner), so Revert runs here.
+func (w *streamWorld) checkpoint() {
+	cp := &simCheckpoint{keys: make(map[string]simKey, len(w.keys)), next: w.next,
+		delivered: maps.Clone(w.delivered), commits: len(w.commits), wm: copyWatermarks(w.wm)}
+	for name, k := range w.keys {
+		cp.keys[name] = copyKey(k)
+	}
+	w.lastCheckpoint = cp
+	if !w.s.unstableRevert {
+		w.revertUpTo(len(w.commits))
+	}
+}
+
+// restore is a task failure on the Flink model: the job restarts from the
+// last completed checkpoint (the start, before the first), new DoFn
+// instances everywhere, and each worker's registry either survives (an SDK
+// harness that outlives the task) or, with harness, restarts empty.
+// Without stable input the revert step has already seen the failure
+// records committed since that checkpoint (a Reshuffle is a pipelined
+// rebalance on Flink, no checkpoint), and their elements are now replayed.
+func (w *streamWorld) restore(harness bool) {
+	cp := w.lastCheckpoint
+	if w.s.unstableRevert {
+		w.revertUpTo(len(w.commits))
+	}
+	w.commits = w.commits[:cp.commits]
+	w.reverted = min(w.reverted, cp.commits)
+	w.next, w.delivered, w.wm = cp.next, maps.Clone(cp.delivered), copyWatermarks(cp.wm)
+	for name, k := range cp.keys {
+		c := copyKey(&k)
+		w.keys[name] = &c
+	}
+	w.escrowFn = nil
+	for _, wk := range w.workers {
+		if harness {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := wk.registry.Reset(ctx); err != nil {
+				w.violation("restore: %v", err)
+			}
+			cancel()
+		}
+		for i := range wk.fns {
+			wk.fns[i] = w.newStreamFn(wk)
+		}
+	}
+	w.restores++
+}
+
+// startCheckpoints takes the checkpoint a restore before the first goes
+// back to: the job's start.
+func (w *streamWorld) startCheckpoints() {
+	if w.s.model.restores {
+		w.checkpoint()
+	}
+}
+
+// revertUpTo runs the revert step (revertFn, as the transform builds it)
+// over the failure records committed from w.reverted up to n, counting its
+// reverts by element in w.stepReverts.
+func (w *simWorld) revertUpTo(n int) {
+	if w.rf == nil {
+		w.rf = &revertFn{User: w.base.User, KeyType: w.base.KeyType, ValueType: w.base.ValueType}
+		if err := w.rf.Setup(context.Background()); err != nil {
+			w.violation("revertFn.Setup: %v", err)
+			return
+		}
+	}
+	for _, c := range w.commits[w.reverted:n] {
+		if c.failure == nil {
+			continue
+		}
+		if err := w.rf.ProcessElement(context.Background(), *c.failure, func(Failure) {}); err != nil {
+			w.violation("revertFn of %s: %v", c.name, err)
+		}
+		w.stepReverts[c.name]++
+	}
+	w.reverted = max(w.reverted, n)
+}
+
+// TestSimulatorRevertOnFlink: Flink restores a failed job from its last
+// checkpoint, and its Reshuffle is no checkpoint. The schedule commits
+// failure records (every attempt fails), then a task fails before any
+// checkpoint after the start: the job restores to the start and replays
+// every element, which fails again. If the revert step ran on failure
+// records as they came (unstableRevert), it has reverted them once before
+// the restore and once after, for one committed record each. With the step
+// on stable input (RequireStableInput), Revert sees only the failure
+// records of a completed checkpoint, which no restore undoes: once each.
+func TestSimulatorRevertOnFlink(t *testing.T) {
+	for _, unstable := range []bool{true, false} {
+		s := newSchedule(7919)
+		s.model, s.unstableRevert = simModels[2], unstable
+		s.batch, s.windows, s.elements, s.keys, s.worker = false, "global", 6, 2, 1
+		s.failPct, s.slowPct, s.overload, s.adaptive, s.cache, s.requests = 100, 0, false, false, false, false
+		s.actions = []simAction{{"deliver", 1, 2}, {"deliver", 1, 2}}
+		for range 6 { // attempts, with backoffs, then the failure records' commits
+			// An odd A: the waits and advances take no checkpoint.
+			s.actions = append(s.actions, simAction{"advance", 1, 50}, simAction{"wait", 1, 0}, simAction{"fire", 0, 1}, simAction{"fire", 1, 1})
+		}
+		s.actions = append(s.actions, simAction{"restart", 0, 1})
+		res := simulate(t, s)
+		if res.restores != 1 {
+			t.Fatalf("unstable %v: %d restores; want 1", unstable, res.restores)
+		}
+		reverted := false
+		for _, p := range res.problems {
+			reverted = reverted || strings.Contains(p, "reverted 2 times")
+		}
+		switch {
+		case unstable && !reverted:
+			t.Errorf("Revert on unstable input: violations %q; want an element reverted twice for one failure record", res.problems)
+		case !unstable && len(res.problems) > 0:
+			t.Errorf("Revert on stable input: %v", res.problems)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package async
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// marshal builds the model of a pipeline of keyed input through the async
+// transform with fn, with its failure output when failures is set.
+func marshal(t *testing.T, fn any, failures bool) *pipepb.Pipeline {
+	t.Helper()
+	p, s := beam.NewPipelineWithRoot()
+	in := beam.ParDo(s, func(v int) (string, int) { return "k", v }, beam.Create(s, 1, 2, 3))
+	if failures {
+		ParDoWithFailures(s, fn, in)
+	} else {
+		ParDo(s, fn, in)
+	}
+	edges, _, err := p.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := graphx.CreateEnvironment(context.Background(), "beam:env:loopback:v1", func(context.Context) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	model, err := graphx.Marshal(edges, &graphx.Options{Environment: env})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return model
+}
+
+// stableSteps lists the unique names of the ParDos marked as requiring
+// stable input.
+func stableSteps(t *testing.T, p *pipepb.Pipeline) []string {
+	t.Helper()
+	var names []string
+	for _, tr := range p.GetComponents().GetTransforms() {
+		if tr.GetSpec().GetUrn() != graphx.URNParDo {
+			continue
+		}
+		var pardo pipepb.ParDoPayload
+		if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &pardo); err != nil {
+			t.Fatal(err)
+		}
+		if pardo.GetRequiresStableInput() {
+			names = append(names, tr.GetUniqueName())
+		}
+	}
+	return names
+}
+
+func countRequirement(p *pipepb.Pipeline) int {
+	n := 0
+	for _, r := range p.GetRequirements() {
+		if r == StableInputRequirement {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRequireStableInput: the revert step, and only it, is marked, with
+// the requirement declared once, also when marked twice; a pipeline
+// without a revert step is left as it was.
+func TestRequireStableInput(t *testing.T) {
+	tests := []struct {
+		name       string
+		fn         any
+		failures   bool
+		wantMarked int
+	}{
+		{"a fn with Revert and the failure output", &reverting{gated: gated{Name: "stable"}}, true, 1},
+		{"a fn with Revert, failures not taken: no revert step", &reverting{gated: gated{Name: "stable"}}, false, 0},
+		{"a fn without Revert", &gated{Name: "stable"}, true, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := marshal(t, tc.fn, tc.failures)
+			before := proto.Clone(p)
+			for round := 1; round <= 2; round++ {
+				n, err := RequireStableInput(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != tc.wantMarked {
+					t.Errorf("round %d: marked %d steps; want %d", round, n, tc.wantMarked)
+				}
+				if got := stableSteps(t, p); len(got) != tc.wantMarked {
+					t.Errorf("round %d: steps requiring stable input %q; want %d", round, got, tc.wantMarked)
+				}
+				if got, want := countRequirement(p), min(tc.wantMarked, 1); got != want {
+					t.Errorf("round %d: requirement %s declared %d times; want %d", round, StableInputRequirement, got, want)
+				}
+			}
+			if tc.wantMarked == 0 && !proto.Equal(before, p) {
+				t.Errorf("a pipeline without a revert step changed")
+			}
+		})
+	}
+}
