@@ -11,6 +11,7 @@ package async
 import (
 	"context"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,7 +88,10 @@ func (w *streamWorld) checkpoint() {
 // restore is a task failure on the Flink model: the job restarts from the
 // last completed checkpoint (the start, before the first), new DoFn
 // instances everywhere, and each worker's registry either survives (an SDK
-// harness that outlives the task) or, with harness, restarts empty.
+// harness that outlives the task) or, with harness, restarts empty. The
+// source replays its records from the checkpoint's position; duplicate
+// records delivered since are not replayed (the model's duplicates are
+// actions of the schedule, not records of the source).
 // Without stable input the revert step has already seen the failure
 // records committed since that checkpoint (a Reshuffle is a pipelined
 // rebalance on Flink, no checkpoint), and their elements are now replayed.
@@ -98,7 +102,10 @@ func (w *streamWorld) restore(harness bool) {
 	}
 	w.commits = w.commits[:cp.commits]
 	w.reverted = min(w.reverted, cp.commits)
+	// The late counts are the run's findings, not the job's state.
+	late, lateAfterInput := w.wm.late, w.wm.lateAfterInput
 	w.next, w.delivered, w.wm = cp.next, maps.Clone(cp.delivered), copyWatermarks(cp.wm)
+	w.wm.late, w.wm.lateAfterInput = late, lateAfterInput
 	for name, k := range cp.keys {
 		c := copyKey(&k)
 		w.keys[name] = &c
@@ -151,39 +158,56 @@ func (w *simWorld) revertUpTo(n int) {
 }
 
 // TestSimulatorRevertOnFlink: Flink restores a failed job from its last
-// checkpoint, and its Reshuffle is no checkpoint. The schedule commits
-// failure records (every attempt fails), then a task fails before any
-// checkpoint after the start: the job restores to the start and replays
-// every element, which fails again. If the revert step ran on failure
-// records as they came (unstableRevert), it has reverted them once before
-// the restore and once after, for one committed record each. With the step
-// on stable input (RequireStableInput), Revert sees only the failure
-// records of a completed checkpoint, which no restore undoes: once each.
+// checkpoint, and its Reshuffle is no checkpoint. Each schedule commits
+// failure records (every attempt fails), then a task fails and the job
+// restores: to its start, or to a checkpoint taken after the first
+// elements' failures were committed. The elements after the checkpoint
+// are replayed and fail again. If the revert step ran on failure records
+// as they came (unstableRevert), it has reverted those elements once
+// before the restore and once after, for one committed record each. With
+// the step on stable input (RequireStableInput), Revert sees only the
+// failure records of a completed checkpoint, which no restore undoes: each
+// element once, those before the checkpoint at it.
 func TestSimulatorRevertOnFlink(t *testing.T) {
-	for _, unstable := range []bool{true, false} {
-		s := newSchedule(7919)
-		s.model, s.unstableRevert = simModels[2], unstable
-		s.batch, s.windows, s.elements, s.keys, s.worker = false, "global", 6, 2, 1
-		s.failPct, s.slowPct, s.overload, s.adaptive, s.cache, s.requests = 100, 0, false, false, false, false
-		s.actions = []simAction{{"deliver", 1, 2}, {"deliver", 1, 2}}
-		for range 6 { // attempts, with backoffs, then the failure records' commits
-			// An odd A: the waits and advances take no checkpoint.
-			s.actions = append(s.actions, simAction{"advance", 1, 50}, simAction{"wait", 1, 0}, simAction{"fire", 0, 1}, simAction{"fire", 1, 1})
+	// rounds lets the calls of the elements delivered so far fail for
+	// good (attempts and backoffs) and their failure records commit; an
+	// odd A: its waits and advances take no checkpoint.
+	rounds := func() []simAction {
+		var out []simAction
+		for range 6 {
+			out = append(out, simAction{"advance", 1, 50}, simAction{"wait", 1, 0}, simAction{"fire", 0, 1}, simAction{"fire", 1, 1})
 		}
-		s.actions = append(s.actions, simAction{"restart", 0, 1})
-		res := simulate(t, s)
-		if res.restores != 1 {
-			t.Fatalf("unstable %v: %d restores; want 1", unstable, res.restores)
-		}
-		reverted := false
-		for _, p := range res.problems {
-			reverted = reverted || strings.Contains(p, "reverted 2 times")
-		}
-		switch {
-		case unstable && !reverted:
-			t.Errorf("Revert on unstable input: violations %q; want an element reverted twice for one failure record", res.problems)
-		case !unstable && len(res.problems) > 0:
-			t.Errorf("Revert on stable input: %v", res.problems)
+		return out
+	}
+	schedules := []struct {
+		name    string
+		actions []simAction
+	}{
+		{"restored to the start", slices.Concat([]simAction{{"deliver", 1, 2}, {"deliver", 1, 2}}, rounds(), []simAction{{"restart", 0, 1}})},
+		{"restored to a checkpoint between failures", slices.Concat([]simAction{{"deliver", 1, 2}}, rounds(),
+			[]simAction{{"wait", 0, 0}, {"deliver", 1, 2}}, rounds(), []simAction{{"restart", 0, 1}})},
+	}
+	for _, sc := range schedules {
+		for _, unstable := range []bool{true, false} {
+			s := newSchedule(7919)
+			s.model, s.unstableRevert = simModels[2], unstable
+			s.batch, s.windows, s.elements, s.keys, s.worker = false, "global", 6, 2, 1
+			s.failPct, s.slowPct, s.overload, s.adaptive, s.cache, s.requests = 100, 0, false, false, false, false
+			s.actions = sc.actions
+			res := simulate(t, s)
+			if res.restores != 1 {
+				t.Fatalf("%s, unstable %v: %d restores; want 1", sc.name, unstable, res.restores)
+			}
+			reverted := false
+			for _, p := range res.problems {
+				reverted = reverted || strings.Contains(p, "reverted 2 times")
+			}
+			switch {
+			case unstable && !reverted:
+				t.Errorf("%s, Revert on unstable input: violations %q; want an element reverted twice for one failure record", sc.name, res.problems)
+			case !unstable && len(res.problems) > 0:
+				t.Errorf("%s, Revert on stable input: %v", sc.name, res.problems)
+			}
 		}
 	}
 }

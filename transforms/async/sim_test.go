@@ -685,25 +685,21 @@ func (w *simWorld) checkCalls(delivered map[string]int) {
 	calls := maps.Clone(simCalls.calls[w.s.seed]) // a copy: a call left running may still count
 	reverted := maps.Clone(simCalls.reverts[w.s.seed])
 	simCalls.Unlock()
-	for name, n := range reverted {
-		if n != w.stepReverts[name] {
-			w.violation("Revert ran %d times for element %s, %d of them in the revert step: the others inside the transform, before their failure was committed", n, name, w.stepReverts[name])
-		}
-	}
 	failed := map[string]int{}
 	for _, c := range w.commits {
 		if c.failure != nil {
 			failed[c.name]++
 		}
 	}
-	for name, records := range failed {
-		if w.stepReverts[name] != records {
-			w.violation("element %s has %d committed failure record(s) and was reverted %d times, want one revert per record", name, records, w.stepReverts[name])
+	names := maps.Clone(failed)
+	maps.Copy(names, reverted)
+	maps.Copy(names, w.stepReverts)
+	for name := range names {
+		if reverted[name] != w.stepReverts[name] {
+			w.violation("Revert ran %d times for element %s, and the revert step took %d of its failure records (Revert ran inside the transform, before the failure was committed, or the step did not reach it)", reverted[name], name, w.stepReverts[name])
 		}
-	}
-	for name, n := range w.stepReverts {
-		if failed[name] == 0 {
-			w.violation("element %s was reverted %d times but did not fail", name, n)
+		if reverted[name] != failed[name] {
+			w.violation("element %s has %d committed failure record(s) and was reverted %d times, want one revert per record", name, failed[name], reverted[name])
 		}
 	}
 	faults := 0
@@ -883,11 +879,14 @@ func (w *streamWorld) bundle(keys []string, records []simElem, fn func(f *stream
 		}
 		if w.zombie {
 			// The runner refuses the commit of a bundle whose key has
-			// moved: everything it did is discarded, its instance is
-			// dropped, and nothing runs again here.
+			// moved: everything it did is discarded, and nothing runs
+			// again here. The bundle itself succeeded, so the harness
+			// keeps its instance, unless it failed.
 			w.zombie = false
 			w.zombies++
-			wk.fns[inst] = w.newStreamFn(wk)
+			if err != nil {
+				wk.fns[inst] = w.newStreamFn(wk)
+			}
 			return
 		}
 		injected := w.failNext && try == 0
@@ -1292,6 +1291,7 @@ func (w *streamWorld) drain() {
 			}
 			if try < 2 && w.rng.IntN(3) == 0 {
 				w.drainBundlesFailed++
+				w.problems = append(w.problems, c.problems...)
 				continue
 			}
 			break

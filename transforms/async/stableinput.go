@@ -55,11 +55,7 @@ func RequireStableInput(p *pipepb.Pipeline) (int, error) {
 		if err := proto.Unmarshal(t.GetSpec().GetPayload(), &pardo); err != nil {
 			return 0, fmt.Errorf("async: reading the ParDo payload of transform %s (%s): %w", id, t.GetUniqueName(), err)
 		}
-		isRevert, err := runsRevert(pardo.GetDoFn())
-		if err != nil {
-			return 0, fmt.Errorf("async: reading the DoFn of transform %s (%s): %w", id, t.GetUniqueName(), err)
-		}
-		if !isRevert {
+		if !runsRevert(pardo.GetDoFn()) {
 			continue
 		}
 		marked++
@@ -81,21 +77,23 @@ func RequireStableInput(p *pipepb.Pipeline) (int, error) {
 
 // runsRevert reports whether a Go DoFn's spec is the revert step's, by the
 // registered type of its receiver (decoding the whole DoFn would need every
-// function of the pipeline registered, which closures are not).
-func runsRevert(spec *pipepb.FunctionSpec) (bool, error) {
+// function of the pipeline registered, which closures are not). A payload
+// that does not decode is not the revert step's, which graphx wrote: the
+// marking leaves it for the job server to judge.
+func runsRevert(spec *pipepb.FunctionSpec) bool {
 	if spec.GetUrn() != graphx.URNDoFn {
-		return false, nil
+		return false
 	}
 	var tp v1pb.TransformPayload
 	if err := protox.DecodeBase64(string(spec.GetPayload()), &tp); err != nil {
-		return false, err
+		return false
 	}
 	t := tp.GetEdge().GetFn().GetType()
 	for t.GetKind() == v1pb.Type_PTR {
 		t = t.GetElement()
 	}
 	key, _ := runtime.TypeKey(reflect.TypeOf(revertFn{}))
-	return t != nil && t.GetExternalKey() == key, nil
+	return t != nil && t.GetExternalKey() == key
 }
 
 // flinkRevertWarning is logged once per process (warnRevertOnFlink).
@@ -110,9 +108,9 @@ func warnRevertOnFlink() {
 	switch strings.ToLower(strings.TrimSpace(*runners.Runner)) {
 	case "flink", "flinkrunner":
 		flinkRevertWarning.Do(func() {
-			slog.Warn("async: on Flink a Reshuffle is no checkpoint, so Revert could run for a failure that a restore then replays: " +
-				"launch with runner.Run (github.com/asyncbeam/asyncbeam/runner) or call async.RequireStableInput on the pipeline's model, " +
-				"which marks the revert step as requiring stable input, and configure exactly-once checkpointing")
+			slog.Warn("async: on Flink a Reshuffle is no checkpoint, so Revert could run for a failure that a restore then replays, " +
+				"unless the revert step requires stable input: runner.Run (github.com/asyncbeam/asyncbeam/runner) marks it for --runner=flink; " +
+				"launching otherwise (beamx.Run), call async.RequireStableInput on the pipeline's model")
 		})
 	}
 }
