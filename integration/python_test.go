@@ -41,8 +41,9 @@ func TestEnrichOnPythonJobService(t *testing.T) {
 		{"ordered, failing calls", []string{"--ordered", "--error_rate=0.5", "--max_attempts=1", "--latency=5ms"}, `records: in=3000 out=\d+ failed=[1-9]\d* wall=`},
 		// --runner=flink goes through runner.RunStableRevert, which marks
 		// revert steps (the main job has none) and submits to the job
-		// server as Beam Go's Flink runner does.
-		{"Flink's launch path", []string{"--runner=flink"}, `records: in=3000 out=3000 failed=0 wall=`},
+		// server as Beam Go's Flink runner does, with Flink's checkpoint
+		// interval among the options (this job server ignores it).
+		{"Flink's launch path", []string{"--runner=flink", "--checkpointing_interval=2s"}, `records: in=3000 out=3000 failed=0 wall=`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			out := runEnrich(t, enrich, append([]string{"--runner=universal", "--endpoint=" + endpoint, "--environment_type=LOOPBACK"}, tt.args...)...)

@@ -2,33 +2,61 @@ package runner
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
+	"os"
+	"time"
 
+	"github.com/apache/beam/sdks/v2/go/container/tools"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/metrics"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/metricsx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/xlangx"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/hooks"
+	jobpb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/jobmanagement_v1"
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/extworker"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/universal/runnerlib"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners/vet"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/grpcx"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
+
+// checkpointing is Flink's checkpointing_interval pipeline option, which
+// Beam Go cannot pass: it sends its flags nested under one option
+// (go_options) that Flink's Java options never read, so RunStableRevert
+// sends this one at the top level, where they do.
+var checkpointing = flag.Duration("checkpointing_interval", 0,
+	"Flink: time between checkpoints (sent as Flink's checkpointing_interval option by runner.Run); "+
+		"required when a revert step requires stable input (RunStableRevert)")
 
 // isFlink reports whether name (lower case) is one of the names Beam Go
 // registers its Flink runner under.
 func isFlink(name string) bool { return name == "flink" || name == "flinkrunner" }
 
+// checkpointingOption is the pipeline option that sets Flink's checkpoint
+// interval, in milliseconds.
+const checkpointingOption = "beam:option:checkpointing_interval:v1"
+
 // RunStableRevert submits p to the job server at --endpoint as Beam Go's
 // portable runner does (flink and universal alike), with the revert steps
 // of the async transforms marked as requiring stable input
 // (async.RequireStableInput), so that on Flink Revert sees only failures
-// of a completed checkpoint. Run uses it for --runner=flink. The job server
-// must support stable input: Flink's does in streaming mode, with
-// exactly-once checkpointing configured (it fails the job otherwise), and
-// ignores it in batch mode; prism and Beam Python's job service refuse the
-// requirement. A pipeline without a revert step is submitted unchanged.
+// of a completed checkpoint, and with --checkpointing_interval passed to
+// Flink. Run uses it for --runner=flink.
+//
+// Flink runs a marked step only in streaming mode with checkpointing on
+// (exactly-once, its default mode), and fails the job otherwise; so a job
+// with a revert step and no --checkpointing_interval is refused here,
+// before any work. Flink's batch mode ignores the mark. prism and Beam
+// Python's job service refuse the requirement. A pipeline without a revert
+// step is submitted unchanged.
 func RunStableRevert(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	if !beam.Initialized() {
 		return nil, fmt.Errorf("runner: call beam.Init before building the pipeline")
@@ -68,16 +96,125 @@ func RunStableRevert(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult
 	if err != nil {
 		return nil, err
 	}
-	if n > 0 {
-		slog.Info(fmt.Sprintf("runner: marked %d revert step(s) as requiring stable input: on Flink, Revert sees only failures of a completed checkpoint (configure exactly-once checkpointing)", n))
+	if err := checkCheckpointing(n, *checkpointing); err != nil {
+		return nil, err
 	}
-	opt := &runnerlib.JobOptions{
-		Name:         jobopts.GetJobName(),
-		Experiments:  jobopts.GetExperiments(),
-		Worker:       *jobopts.WorkerBinary,
+	if n > 0 {
+		slog.Info(fmt.Sprintf("runner: marked %d revert step(s) as requiring stable input: on Flink, Revert sees only failures of a completed checkpoint", n))
+	}
+	return submit(ctx, model, endpoint)
+}
+
+// checkCheckpointing refuses a job whose marked revert steps (marked) Flink
+// would refuse for want of checkpointing.
+func checkCheckpointing(marked int, interval time.Duration) error {
+	if marked > 0 && interval <= 0 {
+		return fmt.Errorf("runner: %d revert step(s) require stable input, which Flink runs only with checkpointing: "+
+			"pass --checkpointing_interval (for example 30s; Revert's failure records wait for the next checkpoint)", marked)
+	}
+	if interval < 0 {
+		return fmt.Errorf("runner: --checkpointing_interval=%v: want > 0, or 0 for none", interval)
+	}
+	return nil
+}
+
+// jobOptions are the job's pipeline options as Beam Go's runnerlib.Prepare
+// sends them, plus the checkpoint interval at the top level when set.
+func jobOptions(interval time.Duration) (*structpb.Struct, error) {
+	hooks.SerializeHooksToOptions()
+	beam.PipelineOptions.LoadOptionsFromFlags(nil)
+	options, err := tools.OptionsToProto(runtime.RawOptionsWrapper{
+		Options:      beam.PipelineOptions.Export(),
+		AppName:      jobopts.GetJobName(),
+		Experiments:  append(jobopts.GetExperiments(), "beam_fn_api"),
 		RetainDocker: *jobopts.RetainDockerContainers,
 		Parallelism:  *jobopts.Parallelism,
-		Loopback:     jobopts.IsLoopback(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("runner: the pipeline's options: %w", err)
 	}
-	return runnerlib.Execute(ctx, model, endpoint, opt, *jobopts.Async)
+	if interval > 0 {
+		options.Fields[checkpointingOption] = structpb.NewNumberValue(float64(interval.Milliseconds()))
+	}
+	return options, nil
 }
+
+// submit runs the model on the job server as Beam Go's runnerlib.Execute
+// does (worker binary, prepare, stage, run, wait, metrics), with
+// jobOptions.
+func submit(ctx context.Context, model *pipepb.Pipeline, endpoint string) (beam.PipelineResult, error) {
+	bin := *jobopts.WorkerBinary
+	switch {
+	case jobopts.IsLoopback(): // the binary is unused
+		f, err := os.CreateTemp("", "beamloopbackworker-*")
+		if err != nil {
+			return nil, err
+		}
+		f.Close()
+		defer os.Remove(f.Name())
+		bin = f.Name()
+	case bin == "":
+		if self, ok := runnerlib.IsWorkerCompatibleBinary(); ok {
+			bin = self
+		} else {
+			worker, err := runnerlib.BuildTempWorkerBinary(ctx, runnerlib.CompileOpts{})
+			if err != nil {
+				return nil, err
+			}
+			defer os.Remove(worker)
+			bin = worker
+		}
+	}
+	if err := runnerlib.UpdateGoEnvironmentWorker(bin, model); err != nil {
+		return nil, err
+	}
+	cc, err := grpcx.Dial(ctx, endpoint, 2*time.Minute)
+	if err != nil {
+		return nil, fmt.Errorf("runner: connecting to the job service at %s: %w", endpoint, err)
+	}
+	defer cc.Close()
+	client := jobpb.NewJobServiceClient(cc)
+	options, err := jobOptions(*checkpointing)
+	if err != nil {
+		return nil, err
+	}
+	prep, err := client.Prepare(ctx, &jobpb.PrepareJobRequest{Pipeline: model, PipelineOptions: options, JobName: jobopts.GetJobName()})
+	if err != nil {
+		return nil, fmt.Errorf("runner: preparing the job: %w", err)
+	}
+	token, err := runnerlib.Stage(ctx, prep.GetPreparationId(), prep.GetArtifactStagingEndpoint().GetUrl(), bin, prep.GetStagingSessionToken())
+	if err != nil {
+		return nil, err
+	}
+	jobID, err := runnerlib.Submit(ctx, client, prep.GetPreparationId(), token)
+	if err != nil {
+		return nil, err
+	}
+	if *jobopts.Async {
+		return result{jobID: jobID}, nil
+	}
+	err = runnerlib.WaitForCompletion(ctx, client, jobID)
+	res := result{jobID: jobID}
+	m, merr := client.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: jobID})
+	if merr == nil {
+		res.metrics = metricsx.FromMonitoringInfos(model, m.GetMetrics().GetAttempted(), m.GetMetrics().GetCommitted())
+	} else if err == nil {
+		err = fmt.Errorf("runner: reading the job's metrics: %w", merr)
+	}
+	return res, err
+}
+
+// result is a submitted job's result.
+type result struct {
+	jobID   string
+	metrics *metrics.Results
+}
+
+func (r result) Metrics() metrics.Results {
+	if r.metrics == nil {
+		return metrics.Results{}
+	}
+	return *r.metrics
+}
+
+func (r result) JobID() string { return r.jobID }

@@ -174,7 +174,8 @@
 //     checkpoint could replay an element Revert has seen fail, so there the
 //     step must require stable input (RequireStableInput, which runner.Run
 //     applies for --runner=flink: Flink then holds the step's input until a
-//     checkpoint holds it, and requires exactly-once checkpointing). It
+//     checkpoint holds it, and requires checkpointing, which runner.Run
+//     passes from --checkpointing_interval). It
 //     runs at least once per record (a failed bundle of that step is
 //     retried), and only with ParDoWithFailures: without a failure output
 //     no failure is final, since the runner retries the key's commit. Its

@@ -39,8 +39,9 @@ const StableInputRequirement = "beam:requirement:pardo:stable_input:v1"
 // input of the step's stage until the checkpoint that holds it completes
 // (its BufferingDoFnRunner; so what follows Revert gets the failure records
 // a checkpoint later), and fails a job that marks it without exactly-once
-// checkpointing (--checkpointing_interval, checkpointing mode
-// EXACTLY_ONCE). Flink's batch mode (only bounded input) ignores the mark,
+// checkpointing (its pipeline options checkpointing_interval and
+// checkpointing_mode, EXACTLY_ONCE by default; Beam Go cannot pass them,
+// runner.RunStableRevert can). Flink's batch mode (only bounded input) ignores the mark,
 // as its batch translator reads: there a restart can still replay a
 // reverted element. Beam Go v2.77.0 has no way to declare stable input on a
 // DoFn, hence this function. prism and Beam Python's job service refuse
