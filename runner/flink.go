@@ -51,12 +51,13 @@ const checkpointingOption = "beam:option:checkpointing_interval:v1"
 // of a completed checkpoint, and with --checkpointing_interval passed to
 // Flink. Run uses it for --runner=flink.
 //
-// Flink runs a marked step only in streaming mode with checkpointing on
+// Flink runs a marked step in streaming mode only with checkpointing on
 // (exactly-once, its default mode), and fails the job otherwise; so a job
-// with a revert step and no --checkpointing_interval is refused here,
-// before any work. Flink's batch mode ignores the mark. prism and Beam
-// Python's job service refuse the requirement. A pipeline without a revert
-// step is submitted unchanged.
+// with a revert step, unbounded input and no --checkpointing_interval is
+// refused here, before it is submitted. A job without unbounded input runs
+// in Flink's batch mode, which ignores the mark (said in a log line).
+// prism and Beam Python's job service refuse the requirement. A pipeline
+// without a revert step is submitted unchanged.
 func RunStableRevert(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	if !beam.Initialized() {
 		return nil, fmt.Errorf("runner: call beam.Init before building the pipeline")
@@ -96,36 +97,54 @@ func RunStableRevert(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult
 	if err != nil {
 		return nil, err
 	}
-	if err := checkCheckpointing(n, *checkpointing); err != nil {
+	streaming := hasUnbounded(model)
+	if err := checkCheckpointing(n, streaming, *checkpointing); err != nil {
 		return nil, err
 	}
-	if n > 0 {
+	switch {
+	case n > 0 && streaming:
 		slog.Info(fmt.Sprintf("runner: marked %d revert step(s) as requiring stable input: on Flink, Revert sees only failures of a completed checkpoint", n))
+	case n > 0:
+		slog.Warn(fmt.Sprintf("runner: marked %d revert step(s) as requiring stable input, but the job has no unbounded input: Flink runs it in batch mode, which ignores the mark, so a restart there can replay an element Revert has seen fail", n))
 	}
 	return submit(ctx, model, endpoint)
 }
 
 // checkCheckpointing refuses a job whose marked revert steps (marked) Flink
-// would refuse for want of checkpointing.
-func checkCheckpointing(marked int, interval time.Duration) error {
-	if marked > 0 && interval <= 0 {
+// would refuse for want of checkpointing (in streaming mode: streaming),
+// and an interval Flink would refuse.
+func checkCheckpointing(marked int, streaming bool, interval time.Duration) error {
+	if interval < 0 || (interval > 0 && interval < time.Millisecond) {
+		return fmt.Errorf("runner: --checkpointing_interval=%v: want 1ms or more, or 0 for none (Flink takes milliseconds)", interval)
+	}
+	if marked > 0 && streaming && interval == 0 {
 		return fmt.Errorf("runner: %d revert step(s) require stable input, which Flink runs only with checkpointing: "+
 			"pass --checkpointing_interval (for example 30s; Revert's failure records wait for the next checkpoint)", marked)
-	}
-	if interval < 0 {
-		return fmt.Errorf("runner: --checkpointing_interval=%v: want > 0, or 0 for none", interval)
 	}
 	return nil
 }
 
-// jobOptions are the job's pipeline options as Beam Go's runnerlib.Prepare
-// sends them, plus the checkpoint interval at the top level when set.
-func jobOptions(interval time.Duration) (*structpb.Struct, error) {
+// hasUnbounded reports whether the model has an unbounded PCollection, as
+// Flink's portable runner decides between its streaming and batch modes
+// (FlinkPipelineRunner; Beam Go cannot pass its streaming option).
+func hasUnbounded(model *pipepb.Pipeline) bool {
+	for _, pc := range model.GetComponents().GetPcollections() {
+		if pc.GetIsBounded() == pipepb.IsBounded_UNBOUNDED {
+			return true
+		}
+	}
+	return false
+}
+
+// jobOptions are the options of the job named name as Beam Go's
+// runnerlib.Prepare sends them, plus the checkpoint interval at the top
+// level when set.
+func jobOptions(name string, interval time.Duration) (*structpb.Struct, error) {
 	hooks.SerializeHooksToOptions()
 	beam.PipelineOptions.LoadOptionsFromFlags(nil)
 	options, err := tools.OptionsToProto(runtime.RawOptionsWrapper{
 		Options:      beam.PipelineOptions.Export(),
-		AppName:      jobopts.GetJobName(),
+		AppName:      name,
 		Experiments:  append(jobopts.GetExperiments(), "beam_fn_api"),
 		RetainDocker: *jobopts.RetainDockerContainers,
 		Parallelism:  *jobopts.Parallelism,
@@ -174,11 +193,12 @@ func submit(ctx context.Context, model *pipepb.Pipeline, endpoint string) (beam.
 	}
 	defer cc.Close()
 	client := jobpb.NewJobServiceClient(cc)
-	options, err := jobOptions(*checkpointing)
+	name := jobopts.GetJobName() // a new one at each call when --job_name is empty
+	options, err := jobOptions(name, *checkpointing)
 	if err != nil {
 		return nil, err
 	}
-	prep, err := client.Prepare(ctx, &jobpb.PrepareJobRequest{Pipeline: model, PipelineOptions: options, JobName: jobopts.GetJobName()})
+	prep, err := client.Prepare(ctx, &jobpb.PrepareJobRequest{Pipeline: model, PipelineOptions: options, JobName: name})
 	if err != nil {
 		return nil, fmt.Errorf("runner: preparing the job: %w", err)
 	}
@@ -190,16 +210,20 @@ func submit(ctx context.Context, model *pipepb.Pipeline, endpoint string) (beam.
 	if err != nil {
 		return nil, err
 	}
+	slog.Info("runner: submitted job " + jobID + " (" + name + ") to " + endpoint)
 	if *jobopts.Async {
 		return result{jobID: jobID}, nil
 	}
 	err = runnerlib.WaitForCompletion(ctx, client, jobID)
 	res := result{jobID: jobID}
 	m, merr := client.GetJobMetrics(ctx, &jobpb.GetJobMetricsRequest{JobId: jobID})
-	if merr == nil {
+	switch {
+	case merr == nil:
 		res.metrics = metricsx.FromMonitoringInfos(model, m.GetMetrics().GetAttempted(), m.GetMetrics().GetCommitted())
-	} else if err == nil {
+	case err == nil:
 		err = fmt.Errorf("runner: reading the job's metrics: %w", merr)
+	default:
+		err = fmt.Errorf("%w (and reading its metrics: %v)", err, merr)
 	}
 	return res, err
 }

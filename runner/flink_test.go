@@ -4,28 +4,34 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 )
 
 func TestCheckCheckpointing(t *testing.T) {
 	tests := []struct {
-		marked   int
-		interval time.Duration
-		wantErr  string
+		marked    int
+		streaming bool
+		interval  time.Duration
+		wantErr   string
 	}{
-		{0, 0, ""},
-		{0, 30 * time.Second, ""},
-		{1, 30 * time.Second, ""},
-		{2, 0, "2 revert step(s) require stable input"},
-		{0, -time.Second, "want > 0"},
-		{1, -time.Second, "require stable input"},
+		{0, true, 0, ""},
+		{0, true, 30 * time.Second, ""},
+		{1, true, 30 * time.Second, ""},
+		{1, true, time.Millisecond, ""},
+		{2, true, 0, "2 revert step(s) require stable input"},
+		{2, false, 0, ""}, // Flink's batch mode ignores the mark and needs no checkpoints
+		{0, true, -time.Second, "want 1ms or more"},
+		{1, true, -time.Second, "want 1ms or more"},
+		{1, true, 500 * time.Microsecond, "want 1ms or more"}, // 0 ms, which Flink refuses
 	}
 	for _, tc := range tests {
-		err := checkCheckpointing(tc.marked, tc.interval)
+		err := checkCheckpointing(tc.marked, tc.streaming, tc.interval)
 		switch {
 		case tc.wantErr == "" && err != nil:
-			t.Errorf("checkCheckpointing(%d, %v) = %v; want nil", tc.marked, tc.interval, err)
+			t.Errorf("checkCheckpointing(%d, %v, %v) = %v; want nil", tc.marked, tc.streaming, tc.interval, err)
 		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-			t.Errorf("checkCheckpointing(%d, %v) = %v; want an error with %q", tc.marked, tc.interval, err, tc.wantErr)
+			t.Errorf("checkCheckpointing(%d, %v, %v) = %v; want an error with %q", tc.marked, tc.streaming, tc.interval, err, tc.wantErr)
 		}
 	}
 }
@@ -43,7 +49,7 @@ func TestJobOptions(t *testing.T) {
 		{30 * time.Second, 30000},
 		{1500 * time.Millisecond, 1500},
 	} {
-		opts, err := jobOptions(tc.interval)
+		opts, err := jobOptions("job", tc.interval)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,6 +62,28 @@ func TestJobOptions(t *testing.T) {
 			t.Errorf("interval %v: %s = %v; want it absent", tc.interval, checkpointingOption, v)
 		case tc.want != 0 && (!ok || v.GetNumberValue() != tc.want):
 			t.Errorf("interval %v: %s = %v (set %v); want %v", tc.interval, checkpointingOption, v, ok, tc.want)
+		}
+	}
+}
+
+func TestHasUnbounded(t *testing.T) {
+	model := func(bounded ...pipepb.IsBounded_Enum) *pipepb.Pipeline {
+		p := &pipepb.Pipeline{Components: &pipepb.Components{Pcollections: map[string]*pipepb.PCollection{}}}
+		for i, b := range bounded {
+			p.Components.Pcollections[string(rune('a'+i))] = &pipepb.PCollection{IsBounded: b}
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		p    *pipepb.Pipeline
+		want bool
+	}{
+		{model(), false},
+		{model(pipepb.IsBounded_BOUNDED, pipepb.IsBounded_BOUNDED), false},
+		{model(pipepb.IsBounded_BOUNDED, pipepb.IsBounded_UNBOUNDED), true},
+	} {
+		if got := hasUnbounded(tc.p); got != tc.want {
+			t.Errorf("hasUnbounded(%v) = %v; want %v", tc.p.GetComponents().GetPcollections(), got, tc.want)
 		}
 	}
 }

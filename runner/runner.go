@@ -106,5 +106,8 @@ func Run(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	if isFlink(Name()) {
 		return RunStableRevert(ctx, p)
 	}
+	if *checkpointing != 0 {
+		slog.Warn("runner: --checkpointing_interval is for --runner=flink; the " + Name() + " runner does not read it")
+	}
 	return beamx.RunWithMetrics(ctx, p)
 }
