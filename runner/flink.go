@@ -36,6 +36,12 @@ var checkpointing = flag.Duration("checkpointing_interval", 0,
 	"Flink: time between checkpoints (sent as Flink's checkpointing_interval option by runner.Run); "+
 		"required when a revert step requires stable input (RunStableRevert)")
 
+// batchRevert accepts Revert on Flink's batch mode, which ignores stable
+// input.
+var batchRevert = flag.Bool("flink_batch_revert", false,
+	"Flink: run a job with a revert step and only bounded input although Flink's batch mode ignores stable input, "+
+		"so that Revert can run for an element a restart then replays (refused otherwise)")
+
 // isFlink reports whether name (lower case) is one of the names Beam Go
 // registers its Flink runner under.
 func isFlink(name string) bool { return name == "flink" || name == "flinkrunner" }
@@ -55,7 +61,8 @@ const checkpointingOption = "beam:option:checkpointing_interval:v1"
 // (exactly-once, its default mode), and fails the job otherwise; so a job
 // with a revert step, unbounded input and no --checkpointing_interval is
 // refused here, before it is submitted. A job without unbounded input runs
-// in Flink's batch mode, which ignores the mark (said in a log line).
+// in Flink's batch mode, which ignores the mark: with a revert step it is
+// refused unless --flink_batch_revert accepts that.
 // prism and Beam Python's job service refuse the requirement. A pipeline
 // without a revert step is submitted unchanged.
 func RunStableRevert(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
@@ -98,28 +105,35 @@ func RunStableRevert(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult
 		return nil, err
 	}
 	streaming := hasUnbounded(model)
-	if err := checkCheckpointing(n, streaming, *checkpointing); err != nil {
+	if err := checkFlinkRevert(n, streaming, *checkpointing, *batchRevert); err != nil {
 		return nil, err
 	}
 	switch {
 	case n > 0 && streaming:
 		slog.Info(fmt.Sprintf("runner: marked %d revert step(s) as requiring stable input: on Flink, Revert sees only failures of a completed checkpoint", n))
 	case n > 0:
-		slog.Warn(fmt.Sprintf("runner: marked %d revert step(s) as requiring stable input, but the job has no unbounded input: Flink runs it in batch mode, which ignores the mark, so a restart there can replay an element Revert has seen fail", n))
+		slog.Warn(fmt.Sprintf("runner: %d revert step(s) in a job without unbounded input (--flink_batch_revert): Flink's batch mode ignores stable input, so a restart can replay an element Revert has seen fail", n))
 	}
 	return submit(ctx, model, endpoint)
 }
 
-// checkCheckpointing refuses a job whose marked revert steps (marked) Flink
-// would refuse for want of checkpointing (in streaming mode: streaming),
-// and an interval Flink would refuse.
-func checkCheckpointing(marked int, streaming bool, interval time.Duration) error {
+// checkFlinkRevert refuses an interval Flink would refuse, and a job with
+// marked revert steps (marked) that Flink would fail for want of
+// checkpointing (in streaming mode: streaming) or, in batch mode, run
+// without the stable input they require, unless batchOK accepts that.
+func checkFlinkRevert(marked int, streaming bool, interval time.Duration, batchOK bool) error {
 	if interval < 0 || (interval > 0 && interval < time.Millisecond) {
 		return fmt.Errorf("runner: --checkpointing_interval=%v: want 1ms or more, or 0 for none (Flink takes milliseconds)", interval)
 	}
-	if marked > 0 && streaming && interval == 0 {
+	switch {
+	case marked == 0:
+	case streaming && interval == 0:
 		return fmt.Errorf("runner: %d revert step(s) require stable input, which Flink runs only with checkpointing: "+
 			"pass --checkpointing_interval (for example 30s; Revert's failure records wait for the next checkpoint)", marked)
+	case !streaming && !batchOK:
+		return fmt.Errorf("runner: %d revert step(s) in a job without unbounded input: Flink runs it in batch mode, which ignores stable input, "+
+			"so Revert could run for an element that a restart then replays; run it in streaming mode (an unbounded input), "+
+			"drop Revert, or pass --flink_batch_revert to accept that", marked)
 	}
 	return nil
 }

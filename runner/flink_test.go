@@ -8,30 +8,35 @@ import (
 	pipepb "github.com/apache/beam/sdks/v2/go/pkg/beam/model/pipeline_v1"
 )
 
-func TestCheckCheckpointing(t *testing.T) {
+func TestCheckFlinkRevert(t *testing.T) {
 	tests := []struct {
 		marked    int
 		streaming bool
 		interval  time.Duration
+		batchOK   bool
 		wantErr   string
 	}{
-		{0, true, 0, ""},
-		{0, true, 30 * time.Second, ""},
-		{1, true, 30 * time.Second, ""},
-		{1, true, time.Millisecond, ""},
-		{2, true, 0, "2 revert step(s) require stable input"},
-		{2, false, 0, ""}, // Flink's batch mode ignores the mark and needs no checkpoints
-		{0, true, -time.Second, "want 1ms or more"},
-		{1, true, -time.Second, "want 1ms or more"},
-		{1, true, 500 * time.Microsecond, "want 1ms or more"}, // 0 ms, which Flink refuses
+		{0, true, 0, false, ""},
+		{0, false, 0, false, ""},
+		{0, true, 30 * time.Second, false, ""},
+		{1, true, 30 * time.Second, false, ""},
+		{1, true, time.Millisecond, false, ""},
+		{2, true, 0, false, "2 revert step(s) require stable input"},
+		{2, true, 0, true, "2 revert step(s) require stable input"}, // batchOK is for batch mode only
+		{1, false, 0, false, "batch mode, which ignores stable input"},
+		{1, false, 30 * time.Second, false, "batch mode, which ignores stable input"},
+		{1, false, 0, true, ""},
+		{0, true, -time.Second, false, "want 1ms or more"},
+		{1, true, -time.Second, false, "want 1ms or more"},
+		{1, true, 500 * time.Microsecond, false, "want 1ms or more"}, // 0 ms, which Flink refuses
 	}
 	for _, tc := range tests {
-		err := checkCheckpointing(tc.marked, tc.streaming, tc.interval)
+		err := checkFlinkRevert(tc.marked, tc.streaming, tc.interval, tc.batchOK)
 		switch {
 		case tc.wantErr == "" && err != nil:
-			t.Errorf("checkCheckpointing(%d, %v, %v) = %v; want nil", tc.marked, tc.streaming, tc.interval, err)
+			t.Errorf("checkFlinkRevert(%d, %v, %v, %v) = %v; want nil", tc.marked, tc.streaming, tc.interval, tc.batchOK, err)
 		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
-			t.Errorf("checkCheckpointing(%d, %v, %v) = %v; want an error with %q", tc.marked, tc.streaming, tc.interval, err, tc.wantErr)
+			t.Errorf("checkFlinkRevert(%d, %v, %v, %v) = %v; want an error with %q", tc.marked, tc.streaming, tc.interval, tc.batchOK, err, tc.wantErr)
 		}
 	}
 }

@@ -175,7 +175,9 @@
 //     step must require stable input (RequireStableInput, which runner.Run
 //     applies for --runner=flink: Flink then holds the step's input until a
 //     checkpoint holds it, and requires checkpointing, which runner.Run
-//     passes from --checkpointing_interval). It
+//     passes from --checkpointing_interval; its batch mode ignores the
+//     mark, and runner.Run refuses such a job unless --flink_batch_revert
+//     accepts that). It
 //     runs at least once per record (a failed bundle of that step is
 //     retried), and only with ParDoWithFailures: without a failure output
 //     no failure is final, since the runner retries the key's commit. Its
