@@ -14,10 +14,10 @@ import (
 // and passes the record on, with CompensationError set when Revert failed
 // or panicked. It runs downstream of the transform, behind a reshuffle
 // (revertStep; on Flink with stable input too: RequireStableInput), on
-// records the runner has committed: an element's failure is final
-// there (a callback that failed and was retried may yet see it succeed, so
-// Revert cannot run inside the callback that writes the record, nor in a
-// step fused into its bundle). A bundle of this step that fails is retried,
+// records the runner has committed: an element's failure is final there (a
+// callback that failed and was retried may yet see it succeed, so Revert
+// cannot run inside the callback that writes the record, nor in a step
+// fused into its bundle). A bundle of this step that fails is retried,
 // so Revert runs at least once per failure record.
 type revertFn struct {
 	User      userSpec

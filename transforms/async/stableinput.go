@@ -41,11 +41,12 @@ const StableInputRequirement = "beam:requirement:pardo:stable_input:v1"
 // a checkpoint later), and fails a job that marks it without exactly-once
 // checkpointing (its pipeline options checkpointing_interval and
 // checkpointing_mode, EXACTLY_ONCE by default; Beam Go cannot pass them,
-// runner.RunStableRevert can). Flink's batch mode (only bounded input) ignores the mark,
-// as its batch translator reads: there a restart can still replay a
-// reverted element. Beam Go v2.77.0 has no way to declare stable input on a
-// DoFn, hence this function. prism and Beam Python's job service refuse
-// the requirement.
+// runner.RunStableRevert can). Flink's batch mode (only bounded input)
+// ignores the mark, as its batch translator reads: there a restart can
+// still replay a reverted element (runner.RunStableRevert refuses such a
+// job unless told otherwise). Beam Go v2.77.0 has no way to declare stable
+// input on a DoFn, hence this function. prism and Beam Python's job service
+// refuse the requirement.
 func RequireStableInput(p *pipepb.Pipeline) (int, error) {
 	marked := 0
 	for id, t := range p.GetComponents().GetTransforms() {
