@@ -857,10 +857,7 @@ func (w *streamWorld) bundle(keys []string, records []simElem, fn func(f *stream
 		inst := try % len(wk.fns)
 		sts, tms, cs := make([]*memState, len(keys)), make([]*memTimers, len(keys)), make([]*collector, len(keys))
 		for i, key := range keys {
-			sts[i] = &memState{bags: map[string][]any{}, reversed: w.s.model.shuffledBags}
-			for name, bag := range w.keys[key].bags {
-				sts[i].bags[name] = append([]any(nil), bag...)
-			}
+			sts[i] = &memState{bags: copyBags(w.keys[key].bags), reversed: w.s.model.shuffledBags}
 			tms[i], cs[i] = &memTimers{}, w.collector()
 		}
 		err := fn(wk.fns[inst], sts, tms, cs)

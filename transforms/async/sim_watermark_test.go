@@ -219,9 +219,7 @@ func (w *streamWorld) feedEscrow(key string, all bool) {
 		// flight, and the runner retries them on a new instance.
 		st = &memState{bags: map[string][]any{}, reversed: w.s.model.shuffledBags}
 		if e.st != nil {
-			for bag, entries := range e.st.bags {
-				st.bags[bag] = append([]any(nil), entries...)
-			}
+			st.bags = copyBags(e.st.bags)
 		}
 		failAt := -1
 		if try < 3 && w.rng.IntN(4) == 0 {
