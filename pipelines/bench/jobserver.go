@@ -73,16 +73,20 @@ type jobServer struct {
 // startJobServer starts prism on free ports and waits until it accepts
 // connections.
 func startJobServer() (*jobServer, error) {
-	bin, err := prismBinary()
-	if err != nil {
-		return nil, err
-	}
 	ports, err := freePorts(2)
 	if err != nil {
 		return nil, err
 	}
 	j := &jobServer{port: ports[0], logs: newTailBuffer(8 << 10), exited: make(chan struct{})}
-	j.cmd = exec.Command(bin, "-job_port", strconv.Itoa(ports[0]), "-web_port", strconv.Itoa(ports[1]), "-log_level", "warn")
+	if *runnerProfile != "" { // this program as the job server, profiled (jobserver_profile.go)
+		j.cmd = exec.Command(os.Args[0], "--serve_jobserver="+strconv.Itoa(ports[0]), "--runner_cpuprofile="+*runnerProfile)
+	} else {
+		bin, err := prismBinary()
+		if err != nil {
+			return nil, err
+		}
+		j.cmd = exec.Command(bin, "-job_port", strconv.Itoa(ports[0]), "-web_port", strconv.Itoa(ports[1]), "-log_level", "warn")
+	}
 	j.cmd.Stdout, j.cmd.Stderr = j.logs, j.logs
 	if err := j.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting prism: %w", err)
