@@ -128,6 +128,9 @@ func (j *jobServer) stop() usage {
 			<-j.exited
 		}
 		j.usage = usageOf(j.cmd.ProcessState)
+		if *runnerProfile != "" && !j.cmd.ProcessState.Success() {
+			fmt.Fprintf(os.Stderr, "bench: the profiled job server ended with %v; its profile (%s) may be incomplete: %s\n", j.cmd.ProcessState, *runnerProfile, j.logs)
+		}
 	})
 	return j.usage
 }

@@ -110,7 +110,7 @@ var (
 	asyncHeld        = flag.Int("async_held", 0, "async WithMaxItemsHeld (0: the transform's default)")
 	child            = flag.String("child", "", "internal: run this spec (JSON) and print its result as JSON")
 	cpuProfile       = flag.String("cpuprofile", "", "write a CPU profile of each Go worker process here (the last run's remains)")
-	runnerProfile    = flag.String("runner_cpuprofile", "", "with a job server: run it from this program (prism's job server without its web UI) and write a CPU profile of it here (the last run's remains)")
+	runnerProfile    = flag.String("runner_cpuprofile", "", "with a job server (ignored on embedded prism): run it from this program (prism's job server without its web UI) and write a CPU profile of it here (the last run's remains)")
 	serveJobServerOn = flag.Int("serve_jobserver", 0, "internal: serve prism's job server on this port, profiling it into --runner_cpuprofile")
 )
 
