@@ -50,6 +50,16 @@ func isFlink(name string) bool { return name == "flink" || name == "flinkrunner"
 // interval, in milliseconds.
 const checkpointingOption = "beam:option:checkpointing_interval:v1"
 
+// stableDrainOption is Flink's pipeline option enableStableInputDrain: a
+// drained streaming job then runs the input a stable-input step holds for
+// the next checkpoint, where without it the drain does not (read in Beam's
+// FlinkPipelineOptions and DoFnOperatorTest, not run). For the revert step
+// that input is failure records, final once the job stops, so they reach
+// Revert and the failure output; a task failure during the drain itself
+// can still replay one of them. Sent with the checkpoint interval; runners
+// without the option ignore it.
+const stableDrainOption = "beam:option:enable_stable_input_drain:v1"
+
 // RunStableRevert submits p to the job server at --endpoint as Beam Go's
 // portable runner does (flink and universal alike), with the revert steps
 // of the async transforms marked as requiring stable input
@@ -132,7 +142,7 @@ func checkFlinkRevert(marked int, streaming bool, interval time.Duration, batchO
 			"pass --checkpointing_interval (for example 30s; Revert's failure records wait for the next checkpoint)", marked)
 	case !streaming && !batchOK:
 		return fmt.Errorf("runner: %d revert step(s) in a job without unbounded input: Flink runs it in batch mode, which ignores stable input, "+
-			"so Revert could run for an element that a restart then replays; run it in streaming mode (an unbounded input), "+
+			"so Revert could run for an element that a restart then replays; give the job an unbounded input (Flink then runs it in streaming mode; Beam Go cannot set that mode otherwise), "+
 			"drop Revert, or pass --flink_batch_revert to accept that", marked)
 	}
 	return nil
@@ -168,6 +178,7 @@ func jobOptions(name string, interval time.Duration) (*structpb.Struct, error) {
 	}
 	if interval > 0 {
 		options.Fields[checkpointingOption] = structpb.NewNumberValue(float64(interval.Milliseconds()))
+		options.Fields[stableDrainOption] = structpb.NewBoolValue(true)
 	}
 	return options, nil
 }

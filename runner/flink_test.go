@@ -44,7 +44,7 @@ func TestCheckFlinkRevert(t *testing.T) {
 // TestJobOptions: the checkpoint interval goes at the top level of the
 // job's options, in milliseconds, where Flink's Java options read it (Beam
 // Go's own flags go under go_options, which they do not), and only when
-// set.
+// set; with it, the stable-input drain is switched on.
 func TestJobOptions(t *testing.T) {
 	for _, tc := range []struct {
 		interval time.Duration
@@ -67,6 +67,10 @@ func TestJobOptions(t *testing.T) {
 			t.Errorf("interval %v: %s = %v; want it absent", tc.interval, checkpointingOption, v)
 		case tc.want != 0 && (!ok || v.GetNumberValue() != tc.want):
 			t.Errorf("interval %v: %s = %v (set %v); want %v", tc.interval, checkpointingOption, v, ok, tc.want)
+		}
+		drain, ok := opts.Fields[stableDrainOption]
+		if got, want := ok && drain.GetBoolValue(), tc.want != 0; got != want || (ok && !want) {
+			t.Errorf("interval %v: %s = %v (set %v); want it true exactly when the interval is set", tc.interval, stableDrainOption, drain, ok)
 		}
 	}
 }

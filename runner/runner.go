@@ -70,7 +70,7 @@ func Check() error {
 	switch Name() {
 	case "dataflow", "dataflowrunner":
 		return requireFlags("--runner=dataflow", "project", "region", "staging_location", "temp_location")
-	case "universal", "portable", "flink", "spark":
+	case "universal", "portable", "flink", "flinkrunner", "spark":
 		return requireFlags("--runner="+Name()+" submits to a job server and", "endpoint")
 	}
 	return nil

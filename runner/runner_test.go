@@ -21,7 +21,8 @@ func TestCheck(t *testing.T) {
 		{"prism", "prism", false},
 		{"direct", "prism", false},
 		{"DirectRunner", "prism", false},
-		{"portable", "portable", true}, // no --endpoint
+		{"portable", "portable", true},       // no --endpoint
+		{"FlinkRunner", "flinkrunner", true}, // no --endpoint: Run sends it to RunStableRevert
 	}
 	for _, tc := range tests {
 		*runners.Runner = tc.flag

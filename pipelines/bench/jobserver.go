@@ -79,7 +79,11 @@ func startJobServer() (*jobServer, error) {
 	}
 	j := &jobServer{port: ports[0], logs: newTailBuffer(8 << 10), exited: make(chan struct{})}
 	if *runnerProfile != "" { // this program as the job server, profiled (jobserver_profile.go)
-		j.cmd = exec.Command(os.Args[0], "--serve_jobserver="+strconv.Itoa(ports[0]), "--runner_cpuprofile="+*runnerProfile)
+		self, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("finding this program to serve the job server: %w", err)
+		}
+		j.cmd = exec.Command(self, "--serve_jobserver="+strconv.Itoa(ports[0]), "--runner_cpuprofile="+*runnerProfile)
 	} else {
 		bin, err := prismBinary()
 		if err != nil {

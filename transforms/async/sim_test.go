@@ -284,8 +284,10 @@ var simWindowKinds = []string{"global", "fixed", "sliding", "sessions"}
 //     checkpoint (sim_checkpoint_test.go; Flink's failover, not a bundle
 //     retry: read in ExecutableStageDoFnOperator, which keeps no bundle
 //     to retry); checkpoints come at every other wait or advance
-//     action, between bundles (the operator finishes its bundle before
-//     the barrier: prepareSnapshotPreBarrier; read). Flink's Reshuffle is
+//     action, between bundles (a simplification: by default Flink's
+//     operator keeps a bundle open across the barrier and holds its
+//     outputs, so they reach the next stage a checkpoint later, which
+//     delays Revert and changes nothing it may see). Flink's Reshuffle is
 //     a rebalance (FlinkStreamingPortablePipelineTranslator's
 //     translateReshuffle; read), so the revert step runs on stable input
 //     (BufferingDoFnRunner releases a stage's input once the checkpoint
@@ -675,7 +677,9 @@ func (w *simWorld) checkOrder(delivered map[string]int) {
 
 // checkCalls checks what the schedule cost in calls: the revert step that
 // follows the transform, run on the committed failure records (revertUpTo:
-// here, for those no checkpoint of the model ran it on), reverts each once,
+// here, for those no checkpoint of the model ran it on; on the Flink model
+// that is the stable-input drain, which runner.RunStableRevert switches on:
+// without it Flink's drain leaves them unrun), reverts each once,
 // and Revert never ran elsewhere (inside the transform); and no element was
 // called more than MaxAttempts times per record and window for each fault
 // injected, plus one.

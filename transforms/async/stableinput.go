@@ -57,7 +57,11 @@ func RequireStableInput(p *pipepb.Pipeline) (int, error) {
 		if err := proto.Unmarshal(t.GetSpec().GetPayload(), &pardo); err != nil {
 			return 0, fmt.Errorf("async: reading the ParDo payload of transform %s (%s): %w", id, t.GetUniqueName(), err)
 		}
-		if !runsRevert(pardo.GetDoFn()) {
+		revert, err := runsRevert(pardo.GetDoFn())
+		if err != nil {
+			return 0, fmt.Errorf("async: reading the DoFn of transform %s (%s), to tell whether it is a revert step: %w", id, t.GetUniqueName(), err)
+		}
+		if !revert {
 			continue
 		}
 		marked++
@@ -79,23 +83,23 @@ func RequireStableInput(p *pipepb.Pipeline) (int, error) {
 
 // runsRevert reports whether a Go DoFn's spec is the revert step's, by the
 // registered type of its receiver (decoding the whole DoFn would need every
-// function of the pipeline registered, which closures are not). A payload
-// that does not decode is not the revert step's, which graphx wrote: the
-// marking leaves it for the job server to judge.
-func runsRevert(spec *pipepb.FunctionSpec) bool {
+// function of the pipeline registered, which closures are not). A Go DoFn
+// whose payload does not decode is an error, not a step to pass over: it
+// could be a revert step that would then run unmarked.
+func runsRevert(spec *pipepb.FunctionSpec) (bool, error) {
 	if spec.GetUrn() != graphx.URNDoFn {
-		return false
+		return false, nil
 	}
 	var tp v1pb.TransformPayload
 	if err := protox.DecodeBase64(string(spec.GetPayload()), &tp); err != nil {
-		return false
+		return false, err
 	}
 	t := tp.GetEdge().GetFn().GetType()
 	for t.GetKind() == v1pb.Type_PTR {
 		t = t.GetElement()
 	}
 	key, _ := runtime.TypeKey(reflect.TypeOf(revertFn{}))
-	return t != nil && t.GetExternalKey() == key
+	return t != nil && t.GetExternalKey() == key, nil
 }
 
 // flinkRevertWarning is logged once per process (warnRevertOnFlink).
@@ -112,7 +116,7 @@ func warnRevertOnFlink() {
 		flinkRevertWarning.Do(func() {
 			slog.Warn("async: on Flink a Reshuffle is no checkpoint, so Revert could run for a failure that a restore then replays, " +
 				"unless the revert step requires stable input: runner.Run (github.com/asyncbeam/asyncbeam/runner) marks it for --runner=flink; " +
-				"launching otherwise (beamx.Run), call async.RequireStableInput on the pipeline's model")
+				"launch it with runner.Run, or runner.RunStableRevert (beamx.Run does not mark it)")
 		})
 	}
 }

@@ -2,6 +2,7 @@ package async
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -92,8 +93,14 @@ func TestRequireStableInput(t *testing.T) {
 				if n != tc.wantMarked {
 					t.Errorf("round %d: marked %d steps; want %d", round, n, tc.wantMarked)
 				}
-				if got := stableSteps(t, p); len(got) != tc.wantMarked {
+				got := stableSteps(t, p)
+				if len(got) != tc.wantMarked {
 					t.Errorf("round %d: steps requiring stable input %q; want %d", round, got, tc.wantMarked)
+				}
+				for _, name := range got { // the revert step itself, not a ParDo of its Reshuffle
+					if !strings.Contains(name, "revertFn") {
+						t.Errorf("round %d: step %q requires stable input; want only the revertFn step", round, name)
+					}
 				}
 				if got, want := countRequirement(p), min(tc.wantMarked, 1); got != want {
 					t.Errorf("round %d: requirement %s declared %d times; want %d", round, StableInputRequirement, got, want)
