@@ -112,3 +112,37 @@ func TestRequireStableInput(t *testing.T) {
 		})
 	}
 }
+
+// TestRequireStableInputUnreadableDoFn: a Go DoFn whose payload does not
+// decode is refused with the transform's name, not passed over (it could be
+// a revert step that would then run unmarked).
+func TestRequireStableInputUnreadableDoFn(t *testing.T) {
+	p := marshal(t, &reverting{gated: gated{Name: "stable"}}, true)
+	var broken string
+	for id, tr := range p.GetComponents().GetTransforms() {
+		if tr.GetSpec().GetUrn() != graphx.URNParDo {
+			continue
+		}
+		var pardo pipepb.ParDoPayload
+		if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &pardo); err != nil {
+			t.Fatal(err)
+		}
+		if pardo.GetDoFn().GetUrn() != graphx.URNDoFn {
+			continue
+		}
+		pardo.DoFn.Payload = []byte("not base64 of a payload!")
+		b, err := proto.Marshal(&pardo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Spec.Payload, broken = b, id
+		break
+	}
+	if broken == "" {
+		t.Fatal("no Go DoFn in the pipeline to break")
+	}
+	n, err := RequireStableInput(p)
+	if err == nil || !strings.Contains(err.Error(), broken) {
+		t.Errorf("RequireStableInput with transform %s unreadable = %d, %v; want an error naming it", broken, n, err)
+	}
+}
