@@ -51,14 +51,14 @@ func isFlink(name string) bool { return name == "flink" || name == "flinkrunner"
 const checkpointingOption = "beam:option:checkpointing_interval:v1"
 
 // stableDrainOption is Flink's pipeline option enableStableInputDrain,
-// which lets a job with a stable-input step be drained: such a job then
-// runs the input a stable-input step holds
-// for the next checkpoint, which without it is not run at the drain (read
-// in Beam's FlinkPipelineOptions and DoFnOperatorTest, not run; the Flink
-// runner versions before the option ignore it). For the revert step
-// that input is failure records, final once the job stops, so they reach
-// Revert and the failure output; a task failure during the drain itself
-// can still replay one of them. Sent with the checkpoint interval.
+// which lets a job with a stable-input step be drained: the job then runs
+// the input such a step holds for the next checkpoint, which without it is
+// not run at the drain (read in Beam's FlinkPipelineOptions and
+// DoFnOperatorTest, not run; Flink runner versions before the option
+// ignore it). For the revert step that input is failure records, final
+// once the job stops, so they reach Revert and the failure output; a task
+// failure during the drain itself can still replay one of them. Sent with
+// the checkpoint interval.
 const stableDrainOption = "beam:option:enable_stable_input_drain:v1"
 
 // RunStableRevert submits p to the job server at --endpoint as Beam Go's

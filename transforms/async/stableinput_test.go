@@ -37,12 +37,11 @@ func marshal(t *testing.T, fn any, failures bool) *pipepb.Pipeline {
 	return model
 }
 
-// stableSteps lists the unique names of the ParDos marked as requiring
-// stable input.
-func stableSteps(t *testing.T, p *pipepb.Pipeline) []string {
+// parDos returns the ParDo payloads of the model's transforms, by id.
+func parDos(t *testing.T, p *pipepb.Pipeline) map[string]*pipepb.ParDoPayload {
 	t.Helper()
-	var names []string
-	for _, tr := range p.GetComponents().GetTransforms() {
+	out := map[string]*pipepb.ParDoPayload{}
+	for id, tr := range p.GetComponents().GetTransforms() {
 		if tr.GetSpec().GetUrn() != graphx.URNParDo {
 			continue
 		}
@@ -50,8 +49,19 @@ func stableSteps(t *testing.T, p *pipepb.Pipeline) []string {
 		if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &pardo); err != nil {
 			t.Fatal(err)
 		}
+		out[id] = &pardo
+	}
+	return out
+}
+
+// stableSteps lists the unique names of the ParDos marked as requiring
+// stable input.
+func stableSteps(t *testing.T, p *pipepb.Pipeline) []string {
+	t.Helper()
+	var names []string
+	for id, pardo := range parDos(t, p) {
 		if pardo.GetRequiresStableInput() {
-			names = append(names, tr.GetUniqueName())
+			names = append(names, p.GetComponents().GetTransforms()[id].GetUniqueName())
 		}
 	}
 	return names
@@ -119,23 +129,16 @@ func TestRequireStableInput(t *testing.T) {
 func TestRequireStableInputUnreadableDoFn(t *testing.T) {
 	p := marshal(t, &reverting{gated: gated{Name: "stable"}}, true)
 	var broken string
-	for id, tr := range p.GetComponents().GetTransforms() {
-		if tr.GetSpec().GetUrn() != graphx.URNParDo {
-			continue
-		}
-		var pardo pipepb.ParDoPayload
-		if err := proto.Unmarshal(tr.GetSpec().GetPayload(), &pardo); err != nil {
-			t.Fatal(err)
-		}
+	for id, pardo := range parDos(t, p) {
 		if pardo.GetDoFn().GetUrn() != graphx.URNDoFn {
 			continue
 		}
 		pardo.DoFn.Payload = []byte("not base64 of a payload!")
-		b, err := proto.Marshal(&pardo)
+		b, err := proto.Marshal(pardo)
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr.Spec.Payload, broken = b, id
+		p.GetComponents().GetTransforms()[id].Spec.Payload, broken = b, id
 		break
 	}
 	if broken == "" {
