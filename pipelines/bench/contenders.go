@@ -226,22 +226,54 @@ type timerOnlyStream struct {
 	Commit  beamtimers.ProcessingTime
 	CNs     int64
 
-	arrivals map[string]state.Arrivals // when each key's bundles brought elements here
-	before   map[string]time.Time      // keys this bundle has committed: their last element before it
-	inForce  map[string]timers.Plan    // the timers in force at the bundle's first touch of their keys
-	began    time.Time                 // when the bundle started
-	holds    map[string]beam.EventTime // per key touched in this bundle: the earliest event time its bag holds
+	before  map[string]time.Time      // keys this bundle has committed: their last element before it
+	inForce map[string]timers.Plan    // the timers in force at the bundle's first touch of their keys
+	began   time.Time                 // when the bundle started
+	holds   map[string]beam.EventTime // per key touched in this bundle: the earliest event time its bag holds
 }
 
 // timerOnlyPace is the runner's pace as timeronly sees it: one per process,
 // and a bench run's worker runs one transform.
 var timerOnlyPace timers.Pace
 
+// timerOnlyArrivals is when each key's bundles brought elements to this
+// process, shared by every instance of the DoFn as async's pool shares its
+// keys' arrivals (state.Pool.Touch). A runner that runs a stage's bundles
+// at once (embedded prism does) runs each on an instance of its own, and
+// arrivals kept per instance took most elements for a newcomer's (a
+// backstop at the floor, which fires before the key's next element: a
+// timer bundle per element) until each instance had seen each key.
+var timerOnlyArrivals = keyArrivals{m: map[string]state.Arrivals{}}
+
+type keyArrivals struct {
+	mu sync.Mutex
+	m  map[string]state.Arrivals
+}
+
+// arrive records an element of key k at now and returns when the key's
+// previous one came (zero: none within forget, after which async's pool
+// forgets a key that holds nothing, too).
+func (a *keyArrivals) arrive(k string, now time.Time, forget time.Duration) time.Time {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	ar := a.m[k]
+	if !ar.Last.IsZero() && now.Sub(ar.Last) > forget {
+		ar = state.Arrivals{}
+	}
+	last := ar.Last
+	ar.Arrive(now)
+	a.m[k] = ar
+	return last
+}
+
+func (a *keyArrivals) get(k string) state.Arrivals {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.m[k]
+}
+
 func (f *timerOnlyStream) StartBundle(_ func(string)) {
 	f.before = map[string]time.Time{}
-	if f.arrivals == nil {
-		f.arrivals = map[string]state.Arrivals{}
-	}
 	f.inForce = map[string]timers.Plan{}
 	f.holds = map[string]beam.EventTime{}
 	f.began = time.Now()
@@ -262,10 +294,8 @@ func (f *timerOnlyStream) ProcessElement(ts beam.EventTime, sp beamstate.Provide
 		if err := emitAndClear(sp, &f.Pending, emit); err != nil {
 			return err
 		}
-		a := f.arrivals[k]
-		last = a.Last
-		a.Arrive(now)
-		f.arrivals[k], f.before[k] = a, last
+		last = timerOnlyArrivals.arrive(k, now, timers.NewCadence(time.Duration(f.CNs)).Forget)
+		f.before[k] = last
 		if pl, ok := timerOnlyPace.InForce(k); ok {
 			f.inForce[k] = pl
 		}
@@ -276,7 +306,7 @@ func (f *timerOnlyStream) ProcessElement(ts beam.EventTime, sp beamstate.Provide
 		f.holds[k] = ts
 	}
 	cad := timers.NewCadence(time.Duration(f.CNs))
-	a := f.arrivals[k]
+	a := timerOnlyArrivals.get(k)
 	at := cad.Plan(timers.Facts{Now: now, AtElement: true, Seen: last, Gaps: a.Gaps, Gap: a.Gap, MeanGap: a.MeanGap,
 		Active: 1, Runner: timerOnlyPace.Runner(now)})
 	timerOnlyPace.Planned(k, at, now, cad)
