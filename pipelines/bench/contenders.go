@@ -227,6 +227,7 @@ type timerOnlyStream struct {
 	CNs     int64
 
 	before  map[string]time.Time      // keys this bundle has committed: their last element before it
+	arrived map[string]state.Arrivals // the same keys' arrivals after this bundle's first element, as Plan reads them
 	inForce map[string]timers.Plan    // the timers in force at the bundle's first touch of their keys
 	began   time.Time                 // when the bundle started
 	holds   map[string]beam.EventTime // per key touched in this bundle: the earliest event time its bag holds
@@ -243,37 +244,55 @@ var timerOnlyPace timers.Pace
 // arrivals kept per instance took most elements for a newcomer's (a
 // backstop at the floor, which fires before the key's next element: a
 // timer bundle per element) until each instance had seen each key.
-var timerOnlyArrivals = keyArrivals{m: map[string]state.Arrivals{}}
+var timerOnlyArrivals = keyArrivals{m: map[string]*keyArrival{}}
 
 type keyArrivals struct {
 	mu sync.Mutex
-	m  map[string]state.Arrivals
+	m  map[string]*keyArrival
 }
 
-// arrive records an element of key k at now and returns when the key's
-// previous one came (zero: none within forget, after which async's pool
-// forgets a key that holds nothing, too).
-func (a *keyArrivals) arrive(k string, now time.Time, forget time.Duration) time.Time {
+// keyArrival is a key's entry, as the pool keeps an owner's: its
+// arrivals, its last callback, and whether its bag holds elements.
+type keyArrival struct {
+	arrivals   state.Arrivals
+	lastActive time.Time
+	holds      bool
+}
+
+// touch records a callback of key k at now (element: it brought one) and
+// returns the key's arrivals before and after it. Like state.Pool.Touch, it
+// first forgets a key that holds nothing and has had no callback for
+// longer than forget (the pool checks at most once a second, so it forgets
+// up to a second later; that is not copied).
+func (a *keyArrivals) touch(k string, now time.Time, element bool, forget time.Duration) (before, after state.Arrivals) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	ar := a.m[k]
-	if !ar.Last.IsZero() && now.Sub(ar.Last) > forget {
-		ar = state.Arrivals{}
+	e := a.m[k]
+	if e == nil || (!e.holds && now.Sub(e.lastActive) > forget) {
+		e = &keyArrival{}
+		a.m[k] = e
 	}
-	last := ar.Last
-	ar.Arrive(now)
-	a.m[k] = ar
-	return last
+	before = e.arrivals
+	if element {
+		e.arrivals.Arrive(now)
+	}
+	e.lastActive = now
+	return before, e.arrivals
 }
 
-func (a *keyArrivals) get(k string) state.Arrivals {
+// setHolds records whether k's bag holds elements: a key that does is not
+// forgotten.
+func (a *keyArrivals) setHolds(k string, holds bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.m[k]
+	if e := a.m[k]; e != nil {
+		e.holds = holds
+	}
 }
 
 func (f *timerOnlyStream) StartBundle(_ func(string)) {
 	f.before = map[string]time.Time{}
+	f.arrived = map[string]state.Arrivals{}
 	f.inForce = map[string]timers.Plan{}
 	f.holds = map[string]beam.EventTime{}
 	f.began = time.Now()
@@ -294,30 +313,40 @@ func (f *timerOnlyStream) ProcessElement(ts beam.EventTime, sp beamstate.Provide
 		if err := emitAndClear(sp, &f.Pending, emit); err != nil {
 			return err
 		}
-		last = timerOnlyArrivals.arrive(k, now, timers.NewCadence(time.Duration(f.CNs)).Forget)
-		f.before[k] = last
+		before, after := timerOnlyArrivals.touch(k, now, true, timers.NewCadence(time.Duration(f.CNs)).Forget)
+		last = before.Last
+		f.before[k], f.arrived[k] = last, after
 		if pl, ok := timerOnlyPace.InForce(k); ok {
 			f.inForce[k] = pl
 		}
 	}
-	// The first touch emptied the bag, so the hold is the earliest event
-	// time among this bundle's elements of the key.
+	// The first touch emptied the bag (and so does a timer of the key in
+	// this bundle), so the hold is the earliest event time among this
+	// bundle's elements of the key since.
 	if h, ok := f.holds[k]; !ok || ts < h {
 		f.holds[k] = ts
 	}
 	cad := timers.NewCadence(time.Duration(f.CNs))
-	a := timerOnlyArrivals.get(k)
+	a := f.arrived[k]
 	at := cad.Plan(timers.Facts{Now: now, AtElement: true, Seen: last, Gaps: a.Gaps, Gap: a.Gap, MeanGap: a.MeanGap,
 		Active: 1, Runner: timerOnlyPace.Runner(now)})
 	timerOnlyPace.Planned(k, at, now, cad)
 	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(f.holds[k].ToTime()))
+	timerOnlyArrivals.setHolds(k, true)
 	return f.Pending.Add(sp, v)
 }
 
 func (f *timerOnlyStream) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, k string, _ beamtimers.Context, emit func(string)) error {
 	timerOnlyPace.Drop(k)
 	delete(f.inForce, k)
-	return emitAndClear(sp, &f.Pending, emit)
+	timerOnlyArrivals.touch(k, time.Now(), false, timers.NewCadence(time.Duration(f.CNs)).Forget)
+	if err := emitAndClear(sp, &f.Pending, emit); err != nil {
+		return err
+	}
+	// The bag is empty: the key's next element sets its hold afresh.
+	delete(f.holds, k)
+	timerOnlyArrivals.setHolds(k, false)
+	return nil
 }
 
 // roundTimer is a stateful reference that shares none of async's timer
