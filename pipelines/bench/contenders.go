@@ -243,7 +243,10 @@ var timerOnlyPace timers.Pace
 // at once (embedded prism does) runs each on an instance of its own, and
 // arrivals kept per instance took most elements for a newcomer's (a
 // backstop at the floor, which fires before the key's next element: a
-// timer bundle per element) until each instance had seen each key.
+// timer bundle per element) until each instance had seen each key. A
+// forgotten key's entry is reset when it comes back, not deleted: the map
+// holds every key of the run (a bench run's worker sees at most the
+// suite's key count).
 var timerOnlyArrivals = keyArrivals{m: map[string]*keyArrival{}}
 
 type keyArrivals struct {
