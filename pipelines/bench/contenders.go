@@ -265,8 +265,9 @@ type keyArrival struct {
 // touch records a callback of key k at now (element: it brought one) and
 // returns the key's arrivals before and after it. Like state.Pool.Touch, it
 // first forgets a key that holds nothing and has had no callback for
-// longer than forget (the pool checks at most once a second, so it forgets
-// up to a second later; that is not copied).
+// longer than forget. Not copied: the pool checks at most once a second,
+// so it forgets up to a second later, and it remembers a key whose work it
+// evicted for longer (timeronly evicts nothing).
 func (a *keyArrivals) touch(k string, now time.Time, element bool, forget time.Duration) (before, after state.Arrivals) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -342,7 +343,11 @@ func (f *timerOnlyStream) ProcessElement(ts beam.EventTime, sp beamstate.Provide
 func (f *timerOnlyStream) OnTimer(sp beamstate.Provider, _ beamtimers.Provider, k string, _ beamtimers.Context, emit func(string)) error {
 	timerOnlyPace.Drop(k)
 	delete(f.inForce, k)
-	timerOnlyArrivals.touch(k, time.Now(), false, timers.NewCadence(time.Duration(f.CNs)).Forget)
+	if _, touched := f.before[k]; !touched {
+		// As async, which touches a key once per bundle: an element of it
+		// earlier in this bundle did.
+		timerOnlyArrivals.touch(k, time.Now(), false, timers.NewCadence(time.Duration(f.CNs)).Forget)
+	}
 	if err := emitAndClear(sp, &f.Pending, emit); err != nil {
 		return err
 	}

@@ -9,6 +9,8 @@ import (
 // keeps an owner: every element counts a gap from the one before, a timer
 // keeps the key alive without counting one, and a key is forgotten only
 // when its bag is empty and it has had no callback for longer than forget.
+// Each step makes the calls timerOnlyStream's ProcessElement (an element)
+// or OnTimer (a timer) makes; the DoFn itself is not run here.
 func TestKeyArrivals(t *testing.T) {
 	const forget = 4 * time.Second
 	t0 := time.Unix(1000, 0)
