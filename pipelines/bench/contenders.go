@@ -262,7 +262,8 @@ type keyArrival struct {
 	holds      bool
 }
 
-// touch records a callback of key k at now (element: it brought one) and
+// touch records a callback of key k at now (element: it brought one, which
+// the caller adds to the key's bag, so the key then holds something) and
 // returns the key's arrivals before and after it. Like state.Pool.Touch, it
 // first forgets a key that holds nothing and has had no callback for
 // longer than forget. Not copied: the pool checks at most once a second,
@@ -279,13 +280,14 @@ func (a *keyArrivals) touch(k string, now time.Time, element bool, forget time.D
 	before = e.arrivals
 	if element {
 		e.arrivals.Arrive(now)
+		e.holds = true
 	}
 	e.lastActive = now
 	return before, e.arrivals
 }
 
-// setHolds records whether k's bag holds elements: a key that does is not
-// forgotten.
+// setHolds records whether k's bag holds elements (touch records it for
+// an element): a key that does is not forgotten.
 func (a *keyArrivals) setHolds(k string, holds bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -312,12 +314,13 @@ func (f *timerOnlyStream) FinishBundle(_ func(string)) {
 
 func (f *timerOnlyStream) ProcessElement(ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, k string, v string, emit func(string)) error {
 	now := time.Now()
+	cad := timers.NewCadence(time.Duration(f.CNs))
 	last, touched := f.before[k]
 	if !touched {
 		if err := emitAndClear(sp, &f.Pending, emit); err != nil {
 			return err
 		}
-		before, after := timerOnlyArrivals.touch(k, now, true, timers.NewCadence(time.Duration(f.CNs)).Forget)
+		before, after := timerOnlyArrivals.touch(k, now, true, cad.Forget)
 		last = before.Last
 		f.before[k], f.arrived[k] = last, after
 		if pl, ok := timerOnlyPace.InForce(k); ok {
@@ -327,16 +330,20 @@ func (f *timerOnlyStream) ProcessElement(ts beam.EventTime, sp beamstate.Provide
 	// The first touch emptied the bag (and so does a timer of the key in
 	// this bundle), so the hold is the earliest event time among this
 	// bundle's elements of the key since.
-	if h, ok := f.holds[k]; !ok || ts < h {
+	h, held := f.holds[k]
+	if !held || ts < h {
 		f.holds[k] = ts
 	}
-	cad := timers.NewCadence(time.Duration(f.CNs))
+	if touched && !held {
+		// A timer of the key emptied its bag earlier in this bundle: it
+		// holds something again (a first touch recorded that itself).
+		timerOnlyArrivals.setHolds(k, true)
+	}
 	a := f.arrived[k]
 	at := cad.Plan(timers.Facts{Now: now, AtElement: true, Seen: last, Gaps: a.Gaps, Gap: a.Gap, MeanGap: a.MeanGap,
 		Active: 1, Runner: timerOnlyPace.Runner(now)})
 	timerOnlyPace.Planned(k, at, now, cad)
 	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(f.holds[k].ToTime()))
-	timerOnlyArrivals.setHolds(k, true)
 	return f.Pending.Add(sp, v)
 }
 
