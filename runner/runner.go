@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
@@ -64,14 +65,36 @@ func useLocalRunner() {
 }
 
 // Check returns an error naming the fix when the selected runner lacks a
-// flag it needs; it runs before any work. --runner=direct passes: Run uses
-// prism for it.
+// flag it needs, or when --async would leave the job without a worker; it
+// runs before any work. --runner=direct passes: Run uses prism for it.
 func Check() error {
+	if err := checkAsync(); err != nil {
+		return err
+	}
 	switch Name() {
 	case "dataflow", "dataflowrunner":
 		return requireFlags("--runner=dataflow", "project", "region", "staging_location", "temp_location")
 	case "universal", "portable", "flink", "flinkrunner", "spark":
 		return requireFlags("--runner="+Name()+" submits to a job server and", "endpoint")
+	}
+	return nil
+}
+
+// checkAsync refuses --async where the job's worker runs inside this
+// program: a LOOPBACK worker, which embedded prism uses unless
+// --environment_type says otherwise. Run returns as soon as such a job is
+// submitted, and the worker stops when it does (Beam Go's portable runner
+// and RunStableRevert stop it on return), so the job would be left with no
+// worker to run it.
+func checkAsync() error {
+	if !*jobopts.Async {
+		return nil
+	}
+	embedded := Name() == "prism" && *jobopts.Endpoint == ""
+	if jobopts.IsLoopback() || embedded && *jobopts.EnvironmentType == "" {
+		return fmt.Errorf("runner: --async returns once the job is submitted, but its worker runs inside this program " +
+			"(LOOPBACK, embedded prism's default) and stops then: drop --async, or submit to a job server (--endpoint) " +
+			"with a worker that runs on its own (--environment_type=PROCESS, DOCKER or EXTERNAL)")
 	}
 	return nil
 }

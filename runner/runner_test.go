@@ -53,6 +53,42 @@ func TestDirectRunsOnPrism(t *testing.T) {
 	}
 }
 
+// TestCheckRefusesAsyncWithoutAWorker: --async is refused where the job's
+// worker would stop when Run returns (LOOPBACK, and embedded prism, which
+// uses it by default), and passes where the worker runs on its own.
+func TestCheckRefusesAsyncWithoutAWorker(t *testing.T) {
+	defer func(r, ep, env string, async bool) {
+		*runners.Runner, *jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.Async = r, ep, env, async
+	}(*runners.Runner, *jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.Async)
+	tests := []struct {
+		runner, endpoint, env string
+		async, wantErr        bool
+	}{
+		{"prism", "", "", false, false},
+		{"prism", "", "", true, true},                // embedded: LOOPBACK by default
+		{"", "", "", true, true},                     // the default runner is embedded prism
+		{"direct", "", "", true, true},               // runs on embedded prism
+		{"prism", "", "PROCESS", true, false},        // prism's worker runs on its own
+		{"prism", "localhost:8073", "", true, false}, // a prism job server; the worker is DOCKER by default
+		{"prism", "localhost:8073", "LOOPBACK", true, true},
+		{"universal", "localhost:8099", "loopback", true, true},
+		{"universal", "localhost:8099", "loopback", false, false},
+		{"universal", "localhost:8099", "EXTERNAL", true, false},
+		{"flink", "localhost:8099", "LOOPBACK", true, true},
+	}
+	for _, tc := range tests {
+		*runners.Runner, *jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.Async = tc.runner, tc.endpoint, tc.env, tc.async
+		err := Check()
+		if (err != nil) != tc.wantErr {
+			t.Errorf("Check() with --runner=%q --endpoint=%q --environment_type=%q --async=%v = %v, want error %v",
+				tc.runner, tc.endpoint, tc.env, tc.async, err, tc.wantErr)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--environment_type=PROCESS") {
+			t.Errorf("Check() error %q does not name the fix", err)
+		}
+	}
+}
+
 func TestCheckNamesMissingDataflowFlag(t *testing.T) {
 	old := *runners.Runner
 	defer func() { *runners.Runner = old }()
