@@ -8,7 +8,8 @@
 #   integration/redis.sh stop
 #
 # It needs redis-server (Debian: apt-get install redis-server); it installs
-# it when run as root without it. The server keeps nothing on disk.
+# it when run as root without it. The server keeps nothing on disk. It will
+# not use or stop a Redis server on the port that it did not start.
 set -euo pipefail
 port=${ASYNCBEAM_REDIS_PORT:-6390}
 dir=${TMPDIR:-/tmp}/asyncbeam-redis-$port
@@ -23,7 +24,16 @@ start)
     fi
   fi
   mkdir -p "$dir"
-  if ! redis-cli -p "$port" ping >/dev/null 2>&1; then
+  # A server answering on the port is reused only if this script started it
+  # (its pid file is here and names a live process); the tests write and
+  # delete keys, so another one is refused, not used.
+  ours=false
+  if [ -s "$dir/redis.pid" ] && kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null; then ours=true; fi
+  if redis-cli -p "$port" ping >/dev/null 2>&1; then
+    if ! $ours; then
+      echo "port $port has a Redis server this script did not start; set ASYNCBEAM_REDIS_PORT to a free port" >&2; exit 1
+    fi
+  else
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
       --dir "$dir" --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" >&2
     for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -32,7 +42,10 @@ start)
   echo "export ASYNCBEAM_REDIS=127.0.0.1:$port"
   ;;
 stop)
-  redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  # Only a server this script started (see start).
+  if [ -s "$dir/redis.pid" ] && kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null; then
+    redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
+  fi
   rm -rf "$dir"
   ;;
 *)
