@@ -76,6 +76,29 @@ func TestEnrichOnEmbeddedPrism(t *testing.T) {
 	}
 }
 
+// TestEnrichRefusesAsync: --async is refused before any work, with what to
+// change: by runner.Check where the program runs the job's worker or runner
+// (embedded prism, LOOPBACK), and by the job itself elsewhere, since it
+// waits for its run to summarise the outputs.
+func TestEnrichRefusesAsync(t *testing.T) {
+	bin := build(t, "./pipelines/enrich")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--async"}, "runner: --async returns once the job is submitted"},
+		{[]string{"--async", "--runner=universal", "--endpoint=localhost:1", "--environment_type=LOOPBACK"}, "runner: --async returns once the job is submitted"},
+		{[]string{"--async", "--runner=universal", "--endpoint=localhost:1", "--environment_type=PROCESS"}, "this job waits for its run to summarise the outputs"},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		out, err := exec.CommandContext(ctx, bin, append([]string{"--output", t.TempDir()}, tc.args...)...).CombinedOutput()
+		cancel()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("enrich %v: error %v; want it refused with %q:\n%s", tc.args, err, tc.want, tail(out, 2000))
+		}
+	}
+}
+
 // TestEnrichBadLines: a line that is not JSON and a record without the key
 // field go to failures.jsonl with their line numbers and raw text, and the
 // job finishes with every line accounted for.

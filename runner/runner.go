@@ -40,10 +40,11 @@ const PrismExperiment = async.PrismExperiment
 // calls when it is built. Run calls it too.
 func UsePrismExperiment() { async.UsePrismExperiment() }
 
-// Name returns the runner Run will use: the --runner flag, or "prism" when
-// it is empty or names the legacy Go direct runner.
+// Name returns the runner Run will use: the --runner flag, lower case, or
+// "prism" when it is empty, names prism (prism or PrismRunner) or names the
+// legacy Go direct runner.
 func Name() string {
-	if r := flagRunner(); r != "" && !isDirect(r) {
+	if r := flagRunner(); r != "" && r != "prismrunner" && !isDirect(r) {
 		return r
 	}
 	return "prism"
@@ -80,21 +81,22 @@ func Check() error {
 	return nil
 }
 
-// checkAsync refuses --async where the job's worker runs inside this
-// program: a LOOPBACK worker, which embedded prism uses unless
-// --environment_type says otherwise. Run returns as soon as such a job is
-// submitted, and the worker stops when it does (Beam Go's portable runner
-// and RunStableRevert stop it on return), so the job would be left with no
-// worker to run it.
+// checkAsync refuses --async where the job would be left with nothing to
+// run it once Run returns, which --async makes it do as soon as the job is
+// submitted: a LOOPBACK worker runs inside this program and stops then
+// (Beam Go's portable runner and RunStableRevert stop it on return), and
+// embedded prism (no --endpoint) is itself part of this program, whatever
+// the worker.
 func checkAsync() error {
 	if !*jobopts.Async {
 		return nil
 	}
 	embedded := Name() == "prism" && *jobopts.Endpoint == ""
-	if jobopts.IsLoopback() || embedded && *jobopts.EnvironmentType == "" {
-		return fmt.Errorf("runner: --async returns once the job is submitted, but its worker runs inside this program " +
-			"(LOOPBACK, embedded prism's default) and stops then: drop --async, or submit to a job server (--endpoint) " +
-			"with a worker that runs on its own (--environment_type=PROCESS, DOCKER or EXTERNAL)")
+	if embedded || jobopts.IsLoopback() {
+		return fmt.Errorf("runner: --async returns once the job is submitted, but this program runs the job's worker " +
+			"(LOOPBACK) or its runner (embedded prism), which stop when it does: drop --async, or submit to a runner of " +
+			"its own (a job server at --endpoint with a worker that runs on its own: --environment_type=PROCESS, DOCKER, " +
+			"or EXTERNAL with --environment_config; or Dataflow)")
 	}
 	return nil
 }

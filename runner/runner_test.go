@@ -19,6 +19,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"", "prism", false},
 		{"prism", "prism", false},
+		{"PrismRunner", "prism", false},
 		{"direct", "prism", false},
 		{"DirectRunner", "prism", false},
 		{"portable", "portable", true},       // no --endpoint
@@ -54,8 +55,8 @@ func TestDirectRunsOnPrism(t *testing.T) {
 }
 
 // TestCheckRefusesAsyncWithoutAWorker: --async is refused where the job's
-// worker would stop when Run returns (LOOPBACK, and embedded prism, which
-// uses it by default), and passes where the worker runs on its own.
+// worker or runner would stop when Run returns (LOOPBACK, embedded prism),
+// and passes where both run on their own.
 func TestCheckRefusesAsyncWithoutAWorker(t *testing.T) {
 	defer func(r, ep, env string, async bool) {
 		*runners.Runner, *jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.Async = r, ep, env, async
@@ -65,10 +66,12 @@ func TestCheckRefusesAsyncWithoutAWorker(t *testing.T) {
 		async, wantErr        bool
 	}{
 		{"prism", "", "", false, false},
-		{"prism", "", "", true, true},                // embedded: LOOPBACK by default
-		{"", "", "", true, true},                     // the default runner is embedded prism
-		{"direct", "", "", true, true},               // runs on embedded prism
-		{"prism", "", "PROCESS", true, false},        // prism's worker runs on its own
+		{"prism", "", "", true, true},        // embedded: LOOPBACK by default
+		{"", "", "", true, true},             // the default runner is embedded prism
+		{"direct", "", "", true, true},       // runs on embedded prism
+		{"PrismRunner", "", "", true, true},  // Beam's other name for prism
+		{"prism", "", "PROCESS", true, true}, // embedded prism stops with the program
+		{"dataflow", "", "", true, false},
 		{"prism", "localhost:8073", "", true, false}, // a prism job server; the worker is DOCKER by default
 		{"prism", "localhost:8073", "LOOPBACK", true, true},
 		{"universal", "localhost:8099", "loopback", true, true},
@@ -78,13 +81,13 @@ func TestCheckRefusesAsyncWithoutAWorker(t *testing.T) {
 	}
 	for _, tc := range tests {
 		*runners.Runner, *jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.Async = tc.runner, tc.endpoint, tc.env, tc.async
-		err := Check()
+		err := checkAsync()
 		if (err != nil) != tc.wantErr {
-			t.Errorf("Check() with --runner=%q --endpoint=%q --environment_type=%q --async=%v = %v, want error %v",
+			t.Errorf("checkAsync() with --runner=%q --endpoint=%q --environment_type=%q --async=%v = %v, want error %v",
 				tc.runner, tc.endpoint, tc.env, tc.async, err, tc.wantErr)
 		}
-		if err != nil && !strings.Contains(err.Error(), "--environment_type=PROCESS") {
-			t.Errorf("Check() error %q does not name the fix", err)
+		if err != nil && !strings.Contains(err.Error(), "drop --async") {
+			t.Errorf("checkAsync() error %q does not name the fix", err)
 		}
 	}
 }

@@ -34,6 +34,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/textio"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
 	"github.com/asyncbeam/asyncbeam/runner"
@@ -117,6 +118,9 @@ func run(ctx context.Context) error {
 	}
 	if err := runner.Check(); err != nil {
 		return err
+	}
+	if *jobopts.Async {
+		return fmt.Errorf("--async: this job waits for its run to summarise the outputs (and serves its lookup service meanwhile); run it without --async")
 	}
 	outDir, err := outputDir()
 	if err != nil {

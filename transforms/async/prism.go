@@ -68,11 +68,11 @@ func UsePrismExperiment() {
 }
 
 // runsOnPrism reports whether the --runner flag selects prism, as
-// runner.Name decides: empty, "prism", or the legacy Go direct runner's
-// names.
+// runner.Name decides: empty, prism's names ("prism", "PrismRunner", in
+// any case), or the legacy Go direct runner's.
 func runsOnPrism() bool {
 	switch strings.ToLower(strings.TrimSpace(*runners.Runner)) {
-	case "", "prism", "direct", "directrunner":
+	case "", "prism", "prismrunner", "direct", "directrunner":
 		return true
 	}
 	return false

@@ -33,6 +33,7 @@ func TestTransformsSetPrismExperiment(t *testing.T) {
 		{"prism", "", true, async.PrismExperiment},
 		{"direct", "beam_fn_api", false, "beam_fn_api," + async.PrismExperiment},
 		{"Prism", async.PrismExperiment, false, async.PrismExperiment},
+		{"PrismRunner", "", false, async.PrismExperiment},
 		{"prism", "a," + async.PrismExperiment + ",b", false, "a," + async.PrismExperiment + ",b"},
 		{"dataflow", "", false, ""},
 		{"universal", "beam_fn_api", false, "beam_fn_api"},
