@@ -13,6 +13,19 @@
 set -euo pipefail
 port=${ASYNCBEAM_REDIS_PORT:-6390}
 dir=${TMPDIR:-/tmp}/asyncbeam-redis-$port
+# server_pid prints the process id of the Redis server on the port, if one
+# answers without a password.
+server_pid() {
+  redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p' || true
+}
+answering() { [ -n "$(server_pid)" ] || redis-cli -p "$port" ping >/dev/null 2>&1; }
+# ours: the server on the port is the one this script started here.
+ours() {
+  local pid srv
+  pid=$(cat "$dir/redis.pid" 2>/dev/null || true)
+  srv=$(server_pid)
+  [ -n "$pid" ] && [ "$pid" = "$srv" ]
+}
 case "${1:-}" in
 start)
   if ! command -v redis-server >/dev/null; then
@@ -25,13 +38,11 @@ start)
   fi
   mkdir -p "$dir"
   # A server answering on the port is reused only if this script started it
-  # (its pid file is here and names a live process); the tests write and
+  # (the pid in its pid file here is the server's own); the tests write and
   # delete keys, so another one is refused, not used.
-  ours=false
-  if [ -s "$dir/redis.pid" ] && kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null; then ours=true; fi
-  if redis-cli -p "$port" ping >/dev/null 2>&1; then
-    if ! $ours; then
-      echo "port $port has a Redis server this script did not start; set ASYNCBEAM_REDIS_PORT to a free port" >&2; exit 1
+  if answering; then
+    if ! ours; then
+      echo "port $port has a Redis server this script did not start: set ASYNCBEAM_REDIS_PORT to a free port (or, if it is one an earlier run left behind, stop it: redis-cli -p $port shutdown nosave)" >&2; exit 1
     fi
   else
     redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
@@ -43,7 +54,7 @@ start)
   ;;
 stop)
   # Only a server this script started (see start).
-  if [ -s "$dir/redis.pid" ] && kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null; then
+  if ours; then
     redis-cli -p "$port" shutdown nosave >/dev/null 2>&1 || true
   fi
   rm -rf "$dir"
