@@ -91,10 +91,14 @@ func TestEnrichRefusesAsync(t *testing.T) {
 		{[]string{"--async", "--runner=universal", "--endpoint=localhost:1", "--environment_type=PROCESS"}, "this job waits for its run to summarise the outputs"},
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		out, err := exec.CommandContext(ctx, bin, append([]string{"--output", t.TempDir()}, tc.args...)...).CombinedOutput()
+		outDir := t.TempDir()
+		out, err := exec.CommandContext(ctx, bin, append([]string{"--output", outDir}, tc.args...)...).CombinedOutput()
 		cancel()
 		if err == nil || !strings.Contains(string(out), tc.want) {
 			t.Errorf("enrich %v: error %v; want it refused with %q:\n%s", tc.args, err, tc.want, tail(out, 2000))
+		}
+		if left, _ := os.ReadDir(outDir); len(left) > 0 {
+			t.Errorf("enrich %v wrote %d files to --output before refusing; want none", tc.args, len(left))
 		}
 	}
 }

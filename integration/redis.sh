@@ -18,7 +18,9 @@ dir=${TMPDIR:-/tmp}/asyncbeam-redis-$port
 server_pid() {
   redis-cli -p "$port" info server 2>/dev/null | tr -d '\r' | sed -n 's/^process_id://p' || true
 }
-answering() { [ -n "$(server_pid)" ] || redis-cli -p "$port" ping >/dev/null 2>&1; }
+# answering: a server replies on the port (PONG, or an error such as
+# NOAUTH from one with a password).
+answering() { [ -n "$(server_pid)" ] || [ -n "$(redis-cli -p "$port" ping 2>/dev/null || true)" ]; }
 # ours: the server on the port is the one this script started here.
 ours() {
   local pid srv

@@ -66,8 +66,9 @@ func useLocalRunner() {
 }
 
 // Check returns an error naming the fix when the selected runner lacks a
-// flag it needs, or when --async would leave the job without a worker; it
-// runs before any work. --runner=direct passes: Run uses prism for it.
+// flag it needs, or when --async would leave the job without its worker or
+// runner (checkAsync); it runs before any work. --runner=direct passes: Run
+// uses prism for it.
 func Check() error {
 	if err := checkAsync(); err != nil {
 		return err

@@ -120,7 +120,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	if *jobopts.Async {
-		return fmt.Errorf("--async: this job waits for its run to summarise the outputs (and serves its lookup service meanwhile); run it without --async")
+		return fmt.Errorf("--async: this job waits for its run to summarise the outputs (and, without --service_url, serves its lookup service meanwhile); run it without --async")
 	}
 	outDir, err := outputDir()
 	if err != nil {

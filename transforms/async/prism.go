@@ -68,8 +68,8 @@ func UsePrismExperiment() {
 }
 
 // runsOnPrism reports whether the --runner flag selects prism, as
-// runner.Name decides: empty, prism's names ("prism", "PrismRunner", in
-// any case), or the legacy Go direct runner's.
+// runner.Name decides (in lower case): empty, prism's names ("prism",
+// "PrismRunner"), or the legacy Go direct runner's.
 func runsOnPrism() bool {
 	switch strings.ToLower(strings.TrimSpace(*runners.Runner)) {
 	case "", "prism", "prismrunner", "direct", "directrunner":
