@@ -89,7 +89,8 @@ func TestCheckRefusesAsyncWithoutAWorker(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "drop --async") {
 			t.Errorf("checkAsync() error %q does not name the fix", err)
 		}
-	} // Check refuses it too, before the runner's own flags.
+	}
+	// Check refuses it too, before the runner's own flags.
 	*runners.Runner, *jobopts.Endpoint, *jobopts.EnvironmentType, *jobopts.Async = "prism", "", "", true
 	if err := Check(); err == nil || !strings.Contains(err.Error(), "drop --async") {
 		t.Errorf("Check() with --async on embedded prism = %v, want the refusal", err)
