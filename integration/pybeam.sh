@@ -17,7 +17,7 @@
 # apt-get install python3-venv, done when run as root without it) and the
 # Python package index.
 set -euo pipefail
-version=2.77.0
+version=2.78.0
 venv=${ASYNCBEAM_PYBEAM_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/asyncbeam-pybeam-$version}
 installed() {
   [ -f "$venv/installed-$version" ] &&

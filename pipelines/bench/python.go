@@ -34,7 +34,7 @@ func pythonBin() (string, error) {
 	}
 	p := filepath.Join("pipelines", "bench", "python", ".venv", "bin", "python")
 	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("Beam Python is not installed: run pipelines/bench/python/setup.sh (pip install apache-beam==2.77.0 into a virtual environment) from the repository root")
+		return "", fmt.Errorf("Beam Python is not installed: run pipelines/bench/python/setup.sh (pip install apache-beam==2.78.0 into a virtual environment) from the repository root")
 	}
 	return p, nil
 }

@@ -5,5 +5,5 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 python3 -m venv "$here/.venv"
-"$here/.venv/bin/pip" install --quiet 'apache-beam==2.77.0'
+"$here/.venv/bin/pip" install --quiet 'apache-beam==2.78.0'
 echo "installed: $("$here/.venv/bin/python" -c 'import apache_beam; print(apache_beam.__version__)')"
