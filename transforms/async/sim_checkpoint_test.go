@@ -20,13 +20,15 @@ import (
 // simCheckpoint is what a completed checkpoint holds: every key's state,
 // timers and records in flight to escrowFn, the source's position and the
 // records it delivered, the committed outputs (those of the sink's
-// transaction at the checkpoint) and the watermarks.
+// transaction at the checkpoint), the watermarks, and what the operators'
+// buffers hold (sim_flink_test.go).
 type simCheckpoint struct {
 	keys      map[string]simKey
 	next      int
 	delivered map[string]int
 	commits   int
 	wm        simWatermarks
+	buffers   []simOutputs
 }
 
 // copyKey is a deep copy of a key's committed state.
@@ -67,15 +69,24 @@ func copyWatermarks(m simWatermarks) simWatermarks {
 	return c
 }
 
-// checkpoint completes a checkpoint of the Flink model (simModel.restores).
-// Flink finishes the bundles in progress before a checkpoint's barrier, so
-// it always falls between the simulator's bundles. With stable input
-// (Revert's step marked @RequiresStableInput: RequireStableInput), Flink
-// hands the revert step its input only once the checkpoint that holds it
-// completes (runners/flink's BufferingDoFnRunner), so Revert runs here.
+// checkpoint completes a checkpoint of the Flink model (simModel.restores),
+// between the simulator's bundles. It finishes the operators' open bundles
+// (checkpointBundles): with finish_bundle_before_checkpointing before its
+// barrier, their outputs sent on and the watermarks moved first
+// (prepareSnapshotPreBarrier calls updateOutputWatermark); without, into
+// their buffers, which the checkpoint keeps, and the watermarks move after
+// (the finished bundle lets the stage's watermark through). With stable
+// input (Revert's step marked @RequiresStableInput: RequireStableInput),
+// Flink hands the revert step its input only once the checkpoint that
+// holds it completes (runners/flink's BufferingDoFnRunner), so Revert runs
+// here.
 func (w *streamWorld) checkpoint() {
+	w.checkpointBundles()
+	if w.s.flink.finishBeforeCheckpoint {
+		w.watermark()
+	}
 	cp := &simCheckpoint{keys: make(map[string]simKey, len(w.keys)), next: w.next,
-		delivered: maps.Clone(w.delivered), commits: len(w.commits), wm: copyWatermarks(w.wm)}
+		delivered: maps.Clone(w.delivered), commits: len(w.commits), wm: copyWatermarks(w.wm), buffers: w.flink.buffers()}
 	for name, k := range w.keys {
 		cp.keys[name] = copyKey(k)
 	}
@@ -83,19 +94,25 @@ func (w *streamWorld) checkpoint() {
 	if !w.s.unstableRevert {
 		w.revertUpTo(len(w.commits))
 	}
+	if !w.s.flink.finishBeforeCheckpoint {
+		w.watermark()
+	}
 }
 
 // restore is a task failure on the Flink model: the job restarts from the
 // last completed checkpoint (the start, before the first), new DoFn
-// instances everywhere, and each worker's registry either survives (an SDK
-// harness that outlives the task) or, with harness, restarts empty. The
-// source replays its records from the checkpoint's position; duplicate
+// instances everywhere, the operators' buffers as the checkpoint kept them
+// and no bundle open (the outputs of those open at the failure never left),
+// the source's task started anew, and each worker's registry either survives
+// (an SDK harness that outlives the task) or, with harness, restarts empty.
+// The source replays its records from the checkpoint's position; duplicate
 // records delivered since are not replayed (the model's duplicates are
-// actions of the schedule, not records of the source).
-// Without stable input the revert step has already seen the failure
-// records committed since that checkpoint (a Reshuffle is a pipelined
-// rebalance on Flink, no checkpoint), and their elements are now replayed.
+// actions of the schedule, not records of the source). Without stable input
+// the revert step has already seen the failure records committed since that
+// checkpoint (a Reshuffle is a pipelined rebalance on Flink, no checkpoint),
+// and their elements are now replayed.
 func (w *streamWorld) restore(harness bool) {
+	w.closeDue() // the bundles that closed by time before the task failed
 	cp := w.lastCheckpoint
 	if w.s.unstableRevert {
 		w.revertUpTo(len(w.commits))
@@ -111,6 +128,7 @@ func (w *streamWorld) restore(harness bool) {
 		w.keys[name] = &c
 	}
 	w.escrowFn = nil
+	w.flink.restore(cp.buffers, w.clock.Now())
 	for _, wk := range w.workers {
 		if harness {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -159,7 +177,8 @@ func (w *simWorld) revertUpTo(n int) {
 
 // TestSimulatorRevertOnFlink: Flink restores a failed job from its last
 // checkpoint, and its Reshuffle is no checkpoint. Each schedule commits
-// failure records (every attempt fails), then a task fails and the job
+// failure records (every attempt fails; two seconds without a checkpoint
+// let their bundles close and send them on), then a task fails and the job
 // restores: to its start, or to a checkpoint taken after the first
 // elements' failures were committed. The elements after the checkpoint
 // are replayed and fail again. If the revert step ran on failure records
@@ -179,13 +198,14 @@ func TestSimulatorRevertOnFlink(t *testing.T) {
 		}
 		return out
 	}
+	closed := []simAction{{"advance", 1, 999}, {"advance", 1, 999}}
 	schedules := []struct {
 		name    string
 		actions []simAction
 	}{
-		{"restored to the start", slices.Concat([]simAction{{"deliver", 1, 2}, {"deliver", 1, 2}}, rounds(), []simAction{{"restart", 0, 1}})},
+		{"restored to the start", slices.Concat([]simAction{{"deliver", 1, 2}, {"deliver", 1, 2}}, rounds(), closed, []simAction{{"restart", 0, 1}})},
 		{"restored to a checkpoint between failures", slices.Concat([]simAction{{"deliver", 1, 2}}, rounds(),
-			[]simAction{{"wait", 0, 0}, {"deliver", 1, 2}}, rounds(), []simAction{{"restart", 0, 1}})},
+			[]simAction{{"wait", 0, 0}, {"deliver", 1, 2}}, rounds(), closed, []simAction{{"restart", 0, 1}})},
 	}
 	for _, sc := range schedules {
 		for _, unstable := range []bool{true, false} {

@@ -27,23 +27,25 @@ package async
 // step of the stage fails, or, on bounded input, through a panicking emit,
 // as when a later one does), keys moving between workers that each have
 // their own registry (a bundle of the key may still run on the old worker
-// when it moves: a zombie, whose commit the runner refuses), duplicate input records, timers firing early, late
-// (also by more than the stale period), or twice, and slow and failing
-// calls with retries. Inputs are in the global window, or in fixed,
-// sliding or session windows.
+// when it moves: a zombie, whose commit the runner refuses), duplicate input
+// records, timers firing early, late (also by more than the stale period),
+// or twice, and slow and failing calls with retries. Inputs are in the
+// global window, or in fixed, sliding or session windows.
 //
 // With the end-of-input drain (WithEndOfInputDrain, the default here),
 // escrowFn (escrow.go) keeps one state and one timer per key while the
 // stream runs: the records a committed bundle of streamFn sends it are in
-// flight until the runner delivers them, in order on prism, and on the
-// other models some at a time and shuffled, so that releases can come
-// before their escrows. A bundle of escrowFn fails now and then, part way
-// through its records: its state changes are discarded and its records
-// delivered again to a new instance; so does a bundle of its drain timer,
-// after its work. At the end of input the runner fires
-// the keys' timers until every key is empty, unless the model's final
-// watermark comes first (simModel); then escrowFn takes what is still in
-// flight and fires its timer where it holds elements.
+// flight until the runner delivers them: all at once and in order on prism,
+// some at a time and in order per key on Flink, some at a time and shuffled
+// on Dataflow, so that releases can come before their escrows. A bundle of
+// escrowFn fails now and then, part way through its records: its state
+// changes are discarded and its records delivered again to a new instance;
+// so does a bundle of its drain timer, after its work. At the end of input
+// the runner fires the keys' timers until every key is empty, unless the
+// model's final watermark comes first (simModel); then escrowFn takes what
+// is still in flight and fires its timer where it holds elements. On Flink's
+// model the job's end can also hang, and outputs a checkpoint buffered can
+// stay there (sim_flink_test.go).
 //
 // Watermarks (unbounded input; sim_watermark_test.go), each a minimum that
 // never goes back, so a hold set behind one holds nothing:
@@ -51,17 +53,21 @@ package async
 //     bundle of streamFn has committed: those not yet delivered (a source
 //     holds its watermark at a record it has yet to emit), and those of a
 //     bundle in progress or retried (Windmill holds Dataflow's output
-//     watermark at a work item's earliest element until it commits: the
-//     doc comment of WindmillTimerInternals.currentOutputWatermarkTime). A
-//     duplicate record behind the input watermark is late data, as late
-//     after the transform as after a ParDo: as many of its element's
+//     watermark at a work item's earliest element until it commits: the doc
+//     comment of WindmillTimerInternals.currentOutputWatermarkTime); once all
+//     are, the source's own watermark: the end of time, or on Flink's model
+//     the last record's event time until the source's final watermark
+//     (simModel). A duplicate record behind the input watermark is late data,
+//     as late after the transform as after a ParDo: as many of its element's
 //     outputs as it has windows are let be late;
-//   - streamFn's output watermark: the input watermark, and on the models
-//     that hold at processing-time timers (simModel.procTimersHold: prism,
-//     read in its elementmanager.go, and Dataflow, in the Java worker's
-//     WindmillTimerInternals; not Flink, whose DoFnOperator holds at
-//     event-time timers only) also the output timestamp of each key's set
-//     timer, and of a timer whose firing bundle has not committed;
+//   - streamFn's output watermark: the input watermark, and the output
+//     timestamp of each key's set timer and of a timer whose firing bundle
+//     has not committed: every model holds at processing-time timers
+//     (simModel: prism's elementmanager.go, Dataflow's
+//     WindmillTimerInternals.persistTo, Flink's
+//     DoFnOperator.FlinkTimerInternals.registerTimer, each read). On
+//     Flink's model a stage's output watermark does not move while a
+//     bundle of it is open;
 //   - escrowFn's output watermark: streamFn's, the event time of each
 //     record in flight to it (Flink sends a watermark after the records
 //     before it; Dataflow and prism hold at pending elements), and the
@@ -76,10 +82,10 @@ package async
 // After each schedule it checks: every input record is committed exactly
 // once in each of its windows (to the output or the failure output), with
 // its own timestamp and window; no output or failure record was committed
-// behind the downstream watermark as it was before its bundle committed (a
+// behind the downstream watermark as it was when it reached it (a
 // GroupByKey after the transform would drop it as late: counted, and a
-// violation except without the drain on a model whose processing-time
-// timers hold nothing, Flink's, where it is the expected finding); bag
+// violation); on Flink's model, the job's end did not hang and no
+// checkpoint's buffer kept outputs after the final watermark; bag
 // state is empty; no pool held more than it may; a failed bundle that saw
 // its failure left no work behind; Revert ran once per committed failure
 // record and only after the transform; no element was called more than its
@@ -119,7 +125,7 @@ var (
 	simSchedules = flag.Int("sim.schedules", 1000, "how many seeded schedules TestSimulator runs")
 	simSeed      = flag.Uint64("sim.seed", 0, "run only this seed (with its schedule) in TestSimulator")
 	simModelName = flag.String("sim.model", "", "run only this runner model (prism, dataflow, flink) in TestSimulator")
-	simNoDrain   = flag.Bool("sim.nodrain", false, "run TestSimulator without WithEndOfInputDrain: Flink's model then loses records and commits outputs late, counted, not violations")
+	simNoDrain   = flag.Bool("sim.nodrain", false, "run TestSimulator without WithEndOfInputDrain: Flink's model then loses records, counted, not violations")
 )
 
 // simFn is the wrapped fn of the simulator: whether an attempt is slow or
@@ -240,61 +246,123 @@ var simKinds = []string{"deliver", "deliver", "deliver", "fire", "fire", "fire",
 var simWindowKinds = []string{"global", "fixed", "sliding", "sessions"}
 
 // simModel is a runner's rules where runners differ, for the unbounded
-// path (bounded schedules run alike on every model). What each takes from
-// where (read in Beam's sources for issue 38, not run on those runners):
-//   - prism v2.77 (engine/elementmanager.go): a bag reads in the order it
-//     was written; state is collected on the output watermark, which a
-//     commit timer's hold keeps back, so pending timers fire after the
-//     input ends until the keys are empty. A processing-time timer's hold
-//     enters the stage's watermark holds like an event-time timer's
-//     (PersistBundle: processingTimeTimers.Persist returns the changed
-//     holds, added to watermarkHolds; read). prism fails the job on a
-//     failed bundle (execute.go: FailBundle); the simulator retries it
-//     instead, which asks more of the transform.
-//   - Dataflow: bag order is not promised (read here last entry first); a
-//     failed work item is retried, here on another worker where the key
-//     then stays (assumed, as for any runner that moves keys: not read).
-//     At the end of input or on drain, processing-time timers keep firing
-//     (inferred from Beam issue 33595: a timer that re-arms keeps a drain
-//     from finishing) and the global window's state is not collected by a
-//     timer (Beam PR 13032, read for the Java worker), so keys drain as on
-//     prism. A user timer of either domain sets a watermark hold at its
-//     output timestamp (the Java worker's WindmillTimerInternals.persistTo,
-//     needsWatermarkHold; read).
-//   - Flink's portable runner (ExecutableStageDoFnOperator wraps the stage
-//     in runners-core's StatefulDoFnRunner): only event-time timers hold
-//     the output watermark (DoFnOperator.FlinkTimerInternals: registerTimer
-//     calls onNewEventTimer, which queues the output timestamp if it is
-//     before the firing, for EVENT_TIME only; read), so streamFn's commit
-//     timers hold nothing there and its outputs can fall behind the
-//     watermark (late_outputs without the drain; escrowFn's event-time
-//     timer holds them). Once the input watermark is at the end of time,
-//     StatefulDoFnRunner.onTimer ignores processing-time timers of a late
-//     window, the global window included (read), and
-//     DoFnOperator.flushData force-fires the rest at shutdown into the same
-//     check (inferred): every element still in a bag then is never
-//     committed by streamFn, or the job does not finish (the portable
-//     operator's flushData may wait on the timers' holds; not modelled).
-//     The end-of-input drain runs them (an event-time timer, which
-//     StatefulDoFnRunner never takes for late); without it (noDrain) they
-//     are lost (lostAtEnd).
-//     The final watermark follows the last elements by up to finalRounds
-//     rounds of timers. Bag order as Dataflow's. A worker restart is a
-//     task failure, which restores the job from its last completed
-//     checkpoint (sim_checkpoint_test.go; Flink's failover, not a bundle
-//     retry: read in ExecutableStageDoFnOperator, which keeps no bundle
-//     to retry); checkpoints come at every other wait or advance
-//     action, between bundles (a simplification: by default Flink's
-//     operator keeps a bundle open across the barrier and holds its
-//     outputs, so they reach the next stage a checkpoint later, which
-//     delays Revert and changes nothing it may see). Flink's Reshuffle is
-//     a rebalance (FlinkStreamingPortablePipelineTranslator's
-//     translateReshuffle; read), so the revert step runs on stable input
-//     (BufferingDoFnRunner releases a stage's input once the checkpoint
-//     holding it completes, when a ParDo in it requires stable input;
-//     read), and Revert at each checkpoint; unstableRevert shows what
-//     happens without. Bundle failures are retried as on the other
-//     models, which asks more of the transform.
+// path (bounded schedules run alike on every model). Each rule says where
+// it comes from: "read" in a runner's sources (at the version named),
+// "run" on that runner, "inferred" from what was read, "assumed" where
+// nothing was found. Flink's were read for issue 54 at the commits the
+// project's Flink notes name (DoFnOperator and runners-core's
+// StatefulDoFnRunner at 94530b19, Beam 2.75.0-SNAPSHOT;
+// ExecutableStageDoFnOperator at 283335fd, Beam 2.7x, whose flushData a
+// Beam 2.5x copy has alike), and run on Beam 2.67's Flink runner (Flink
+// 1.19); Dataflow's were read in its Java worker at the commits named.
+//   - prism v2.77 (engine/elementmanager.go; read): a bag reads in the order
+//     it was written; state is collected on the output watermark, which a
+//     commit timer's hold keeps back, so pending timers fire after the input
+//     ends until the keys are empty. A processing-time timer's hold enters the
+//     stage's watermark holds like an event-time timer's (PersistBundle:
+//     processingTimeTimers.Persist returns the changed holds, added to
+//     watermarkHolds). Records to escrowFn arrive all at once, in order (the
+//     simulator's choice). prism fails the job on a failed bundle (execute.go:
+//     FailBundle); the simulator retries it instead, which asks more of the
+//     transform.
+//   - Dataflow (Runner v2, the only one for Go: its runner harness is not
+//     public, so the Java worker's code stands for Windmill's rules, which
+//     both share; inferred): bag order is not promised (read here last entry
+//     first); a failed work item is retried, here on another worker where the
+//     key then stays (assumed). A user timer of either domain holds the output
+//     watermark at its output timestamp until it fires or is deleted
+//     (WindmillTimerInternals.persistTo, needsWatermarkHold; read at
+//     011982eb4744). Processing-time timers are not dropped when the input
+//     ends or on drain, and fire at their time (inferred): the worker does not
+//     wrap user DoFns in runners-core's StatefulDoFnRunner
+//     (UserParDoFnFactory.createDefault, SimpleDoFnRunnerFactory.createRunner;
+//     read at 039f9a1b5b0e and 078fcdedcbeb), SimpleParDoFn.processUserTimer
+//     delivers a timer with no lateness check (read at 01d83b87d4c4),
+//     StreamingModeExecutionContext.getNextFiredUserTimer hands on every timer
+//     Windmill fires (read at 00e5fbf40b5e), and Beam issue 32727 reports
+//     processing-time timers firing after their window expired, on Runner v2
+//     too (read); nothing found says a drain fires them early. So keys drain
+//     as on prism. The global window's state has no collection timer
+//     (SimpleParDoFn.registerStateCleanup, without OnWindowExpiration; read at
+//     01d83b87d4c4). The drain's event-time timer fires once the watermark
+//     reaches the end of time, at a drain or the end of a bounded source (Beam
+//     issues 17879 and 20203, PR 33037; read; for Go on Runner v2, inferred).
+//     Records to escrowFn arrive some at a time and in any order (a shuffle
+//     between two stages; assumed).
+//
+// Flink's portable runner, in streaming mode (the job is sent
+// streaming=true, a positive shutdown_sources_after_idle_ms and
+// finish_bundle_before_checkpointing=true; the last two are schedule
+// parameters, simFlinkOptions). Its stage is an ExecutableStageDoFnOperator,
+// which wraps the SDK's runner in runners-core's StatefulDoFnRunner:
+//   - Holds: a timer of either domain holds the stage's output watermark at
+//     its output timestamp until it fires or is deleted
+//     (DoFnOperator.FlinkTimerInternals.registerTimer adds a hold for every
+//     domain since BEAM-14265, Beam 2.41; read at 2.75.0-SNAPSHOT).
+//   - End of input: the source's final watermark follows its last record by
+//     finalRounds rounds of timers (a choice of the simulator's). Once the
+//     input watermark has passed the global window's end, a processing-time
+//     timer that fires is ignored (StatefulDoFnRunner.onTimer, isLate; read at
+//     2.75.0-SNAPSHOT), its hold released first (DoFnOperator.fireTimer calls
+//     onFiredOrDeletedTimer before the runner's onTimer; read); run: Flink
+//     logged "Firing timer" and the Go OnTimer never ran. What the keys hold
+//     then is never committed by streamFn: the drain (an event-time timer,
+//     which onTimer never takes for late) runs it; without it (noDrain) it is
+//     lost (lostAtEnd), as the run lost 20 to 80 of 200 outputs. The keys'
+//     state goes once the output watermark passes the global window's end
+//     (DoFnOperator.maybeEmitWatermark calls clearGlobalState; read).
+//   - Shutdown: the source's task ends shutdown_sources_after_idle_ms after it
+//     started (ImpulseSourceFunction.run emits the impulse and the final
+//     watermark, then waits that long; read in a Beam 2.6x copy), at once with
+//     0. Then the stage's ExecutableStageDoFnOperator.flushData loops while
+//     its output watermark is below the end of time, and fires processing-time
+//     timers only for a splittable DoFn (read at 2.7x): a processing-time
+//     timer still set then holds the watermark for ever, a hang (run: 100%
+//     CPU, never ends). Timers that fall due before the task ends fire and are
+//     ignored, as above.
+//   - Bundles: a bundle closes at 1,000 elements or 1 s after it started
+//     (DoFnOperator.checkInvokeFinishBundleByCount and
+//     checkInvokeFinishBundleByTime, which do nothing unless streaming=true;
+//     read at 2.75.0-SNAPSHOT), at a checkpoint, or when the stage's output
+//     watermark reaches the end of time (maybeEmitWatermark finishes it first;
+//     read). Its outputs leave when it closes
+//     (SdkHarnessDoFnRunner.finishBundle emits the SDK worker's results;
+//     read), and the stage's output watermark does not move while it is open
+//     (maybeEmitWatermark returns while a bundle is started; read). The
+//     simulator's bundles of a subtask (a worker's of streamFn's stage, or
+//     escrowFn's) within that second make one (never 1,000 elements: the
+//     schedules have fewer); each still commits its own state.
+//   - Checkpoints finish the open bundle. With
+//     finish_bundle_before_checkpointing, before their barrier
+//     (DoFnOperator.prepareSnapshotPreBarrier; read at 2.75.0-SNAPSHOT): its
+//     outputs leave, nothing is buffered. Without, in snapshotState, with the
+//     output buffer open (DoFnOperator.BufferedOutputManager; read): its
+//     outputs wait in operator state until the subtask starts its next bundle
+//     (checkInvokeStartBundle, for an element or a timer, an ignored one too)
+//     or a higher watermark arrives (processWatermark1): both call
+//     flushBuffer, nothing else does (read), and the stage's watermark may
+//     pass them meanwhile. After its final watermark a subtask that gets no
+//     further element or timer keeps them until flushData, behind the final
+//     watermark, or for ever (run: an Impulse stage held its one output to the
+//     end of input, 0 of 200 outputs).
+//   - Records of streamFn to escrowFn arrive in order per key, some at a time:
+//     a redistributing exchange keeps the order of each pair of sending and
+//     receiving subtasks (Flink's documentation, "Parallel Dataflows"; read),
+//     a key's records all come from the subtask that owns the key, and a
+//     watermark follows the records sent before it.
+//   - Restores: a worker restart is a task failure, which restores the job
+//     from its last completed checkpoint (sim_checkpoint_test.go; Flink's
+//     failover, not a bundle retry: ExecutableStageDoFnOperator keeps no
+//     bundle to retry; read); checkpoints come at every other wait or advance
+//     action, and, drawn, after each round of timers, ignored timer and drain
+//     bundle at the end of input. Flink's Reshuffle is a rebalance
+//     (FlinkStreamingPortablePipelineTranslator's translateReshuffle; read),
+//     so the revert step runs on stable input (BufferingDoFnRunner releases a
+//     stage's input once the checkpoint holding it completes, when a ParDo in
+//     it requires stable input; read), and Revert at each checkpoint;
+//     unstableRevert shows what happens without.
+//   - Bag order as Dataflow's (assumed). Bundle failures are retried as on the
+//     other models, which asks more of the transform.
 type simModel struct {
 	name string
 	// shuffledBags: bags read in an order other than the writes'.
@@ -302,22 +370,27 @@ type simModel struct {
 	// retryElsewhere: a failed bundle's retry runs on another worker, and
 	// its key stays there.
 	retryElsewhere bool
+	// escrowInParts: the records in flight to escrowFn arrive some at a
+	// time, across later bundles of the stream (feedEscrow); shuffledEscrow:
+	// in any order, not in the order a key sent them.
+	escrowInParts, shuffledEscrow bool
 	// dropsLateTimers: processing-time timers are ignored once the input
-	// watermark reaches the end of time (see finish).
+	// watermark reaches the end of time (see finish), and the source's
+	// shutdown can hang the job (finalWatermark).
 	dropsLateTimers bool
-	// procTimersHold: a processing-time timer holds the output watermark
-	// at its output timestamp (WithOutputTimestamp), as an event-time one
-	// does on every model (see simWatermarks).
-	procTimersHold bool
+	// timedBundles: a stage's bundles stay open for a second, send their
+	// outputs when they close, and are finished by checkpoints
+	// (sim_flink_test.go).
+	timedBundles bool
 	// restores: a worker restart restores the job from its last
 	// completed checkpoint (sim_checkpoint_test.go).
 	restores bool
 }
 
 var simModels = []simModel{
-	{name: "prism", procTimersHold: true},
-	{name: "dataflow", shuffledBags: true, retryElsewhere: true, procTimersHold: true},
-	{name: "flink", shuffledBags: true, dropsLateTimers: true, restores: true},
+	{name: "prism"},
+	{name: "dataflow", shuffledBags: true, retryElsewhere: true, escrowInParts: true, shuffledEscrow: true},
+	{name: "flink", shuffledBags: true, escrowInParts: true, dropsLateTimers: true, timedBundles: true, restores: true},
 }
 
 // simSchedule is everything a seed decides.
@@ -349,9 +422,11 @@ type simSchedule struct {
 	actions      []simAction
 	// model is the runner the schedule runs on; finalRounds how many
 	// rounds of timers a runner whose final watermark drops timers
-	// (simModel.dropsLateTimers) fires after the input ends and before it.
+	// (simModel.dropsLateTimers) fires after the input ends and before it;
+	// flink the job's options on the Flink model.
 	model       simModel
 	finalRounds int
+	flink       simFlinkOptions
 	// noDrain: without WithEndOfInputDrain (escrow.go); the records a final
 	// watermark leaves in the keys' bags are then lost (lostAtEnd).
 	noDrain bool
@@ -386,7 +461,7 @@ func newSchedule(seed uint64) simSchedule {
 	s.batchSize = 1 + int(seed/7919/1024%5)
 	s.batchWait = time.Duration(seed/7919/8192%2) * time.Millisecond
 	s.batchesByKey = (seed/7919/16384)%2 == 0
-	s.model = simModels[0]
+	s.model, s.flink = simModels[0], simFlinkDefaults
 	s.finalRounds = int((seed*0x9e3779b97f4a7c15)>>32) % 3 // drawn apart, as the flags above
 	for i := 0; i < 20+r.IntN(60); i++ {
 		s.actions = append(s.actions, simAction{Kind: simKinds[r.IntN(len(simKinds))], A: r.IntN(1000), B: r.IntN(1000)})
@@ -814,6 +889,9 @@ type streamWorld struct {
 	// restores; restores counts them (sim_checkpoint_test.go).
 	lastCheckpoint *simCheckpoint
 	restores       int
+	// flink is the Flink model's operators, its source and what they did
+	// (sim_flink_test.go); zero on the other models.
+	flink simFlink
 }
 
 func newStreamWorld(t *testing.T, s simSchedule) *streamWorld {
@@ -830,6 +908,7 @@ func newStreamWorld(t *testing.T, s simSchedule) *streamWorld {
 		}
 	}
 	w.startWatermarks()
+	w.startFlink()
 	w.startCheckpoints()
 	return w
 }
@@ -846,7 +925,8 @@ func (w *streamWorld) newStreamFn(wk *streamWorker) *streamFn {
 // says so). records are the input records the bundle delivers: they hold
 // the input watermark until it commits. Its outputs must not be behind the
 // downstream watermark as it was before it committed (checkLate); its
-// escrow records go in flight to escrowFn, which may take some at once.
+// escrow records go in flight to escrowFn, which may take some at once. On
+// Flink's model both leave when the subtask's bundle closes (emit).
 func (w *streamWorld) bundle(keys []string, records []simElem, fn func(f *streamFn, sts []*memState, tms []*memTimers, cs []*collector) error) {
 	owner := w.keys[keys[0]].owner
 	for _, key := range keys[1:] {
@@ -855,9 +935,11 @@ func (w *streamWorld) bundle(keys []string, records []simElem, fn func(f *stream
 			return
 		}
 	}
+	w.startBundle(w.streamOp(owner))
 	wm := w.watermark()
 	for try := 0; ; try++ {
 		wk := w.workers[owner]
+		w.startBundle(w.streamOp(owner)) // a retry elsewhere starts one there
 		inst := try % len(wk.fns)
 		sts, tms, cs := make([]*memState, len(keys)), make([]*memTimers, len(keys)), make([]*collector, len(keys))
 		for i, key := range keys {
@@ -906,6 +988,7 @@ func (w *streamWorld) bundle(keys []string, records []simElem, fn func(f *stream
 			w.violation("bundle for keys %v keeps failing: %v", keys, err)
 			return
 		}
+		var out simOutputs
 		for i, key := range keys {
 			k := w.keys[key]
 			k.bags = sts[i].bags
@@ -919,14 +1002,16 @@ func (w *streamWorld) bundle(keys []string, records []simElem, fn func(f *stream
 			case k.timer == nil: // fired in this bundle, or never set
 				k.hold = nil
 			}
-			w.commits = append(w.commits, cs[i].commits...)
-			w.checkLate(cs[i].commits, wm, "streamFn")
+			out.commits = append(out.commits, cs[i].commits...)
 			if w.s.noDrain && len(cs[i].escrows) > 0 {
 				w.violation("streamFn sent %d escrow records of key %s without WithEndOfInputDrain", len(cs[i].escrows), key)
 				continue
 			}
-			k.escrow.inflight = append(k.escrow.inflight, cs[i].escrows...)
+			for _, r := range cs[i].escrows {
+				out.escrows = append(out.escrows, keyedRecord{key: key, rec: r})
+			}
 		}
+		w.emit(w.streamOp(owner), out, wm, "streamFn")
 		w.wm.deliver(w.simWorld, records)
 		for _, key := range keys {
 			w.feedEscrow(key, false)
@@ -1149,19 +1234,23 @@ func (w *streamWorld) apply(a simAction) {
 	case "failnext":
 		w.failNext = true
 	}
+	w.closeDue() // Flink closes its bundles by time, whatever else happens
 	w.checkBounds()
 }
 
 // finish delivers the rest of the input, then fires timers until every key
 // is empty, as prism and Dataflow do. On a model whose final watermark
 // drops processing-time timers (Flink), that watermark comes after
-// s.finalRounds rounds: what the keys still hold then is lost (lostAtEnd).
+// s.finalRounds rounds, or once the keys are empty if sooner
+// (finalWatermark), with a checkpoint or not after each round.
 func (w *streamWorld) finish() {
 	w.deliver(w.input[w.next:], false, false, true)
 	w.next = len(w.input)
+	if w.s.model.dropsLateTimers {
+		defer w.finalWatermark()
+	}
 	for round := 0; round < 200; round++ {
 		if w.s.model.dropsLateTimers && round == w.s.finalRounds {
-			w.finalWatermark()
 			return
 		}
 		pending := false
@@ -1188,37 +1277,9 @@ func (w *streamWorld) finish() {
 		// moved key left behind on its old worker grow stale and can be
 		// evicted for room.
 		w.clock.Advance(time.Second)
+		w.endCheckpoint()
 	}
 	w.violation("keys still hold elements after 200 rounds")
-}
-
-// finalWatermark is the input watermark reaching the end of time on a
-// runner that then ignores processing-time timers (simModel): no callback
-// of streamFn commits what a key still holds, and the key's state goes once
-// its timer's hold is released (the ignored firing releases it). A key
-// holding elements with no timer set is a violation, as in finish: it would
-// never commit on any runner. Without the drain (noDrain) those elements
-// are lost (lostAtEnd; copies of one element in a bag count once, as the
-// transform reads them); with it, drain runs them.
-func (w *streamWorld) finalWatermark() {
-	w.waitAll()
-	for _, key := range w.sortedKeys() {
-		k := w.keys[key]
-		if k.elements() > 0 && k.timer == nil {
-			w.violation("key %s holds %d elements but no timer at the final watermark: they would never commit", key, k.elements())
-		}
-		st := &memState{bags: k.bags}
-		records := map[state.ElementID]bool{}
-		for _, env := range append(st.envelopes(), st.queued()...) {
-			if id := env.Element(key).Base(); !records[id] && w.s.noDrain {
-				records[id] = true
-				v := int(env.EventTimeMs) - 1000 // simElem.ts
-				w.lostAtEnd[[2]string{simElem{key, v}.name(), env.Window}]++
-			}
-		}
-		k.bags, k.timer, k.hold = map[string][]any{}, nil, nil
-	}
-	w.watermark()
 }
 
 // drain runs the end-of-input drain (escrow.go) once the input watermark
@@ -1227,11 +1288,15 @@ func (w *streamWorld) finalWatermark() {
 // timer fires in a bundle of its own. A key that holds elements without a
 // timer is a violation; on the models whose timers fire until the keys are
 // empty, the drain must find nothing to run, or the element would be
-// committed twice (check counts every commit).
+// committed twice (check counts every commit). On Flink's model the drain
+// bundles run on escrowFn's subtask (emit), with a checkpoint or not after
+// each, and the last closes when its output watermark reaches the end of
+// time; a job that hung at its end (finalWatermark) never drains.
 func (w *streamWorld) drain() {
-	if w.s.noDrain {
+	if w.s.noDrain || w.flink.hung {
 		return
 	}
+	defer w.finishBundle(w.escrowOp())
 	reg := w.workers[0].registry
 	for _, key := range w.sortedKeys() {
 		w.feedEscrow(key, true)
@@ -1256,6 +1321,7 @@ func (w *streamWorld) drain() {
 		if !set {
 			continue
 		}
+		w.startBundle(w.escrowOp())
 		wm := w.watermark()
 		var (
 			c  *collector
@@ -1304,10 +1370,10 @@ func (w *streamWorld) drain() {
 			w.violation("the drain left the state of key %s holding elements or releases (err %v)", key, err)
 		}
 		w.drained += len(c.commits)
-		w.commits = append(w.commits, c.commits...)
 		w.problems = append(w.problems, c.problems...)
-		w.checkLate(c.commits, wm, "the drain")
+		w.emit(w.escrowOp(), simOutputs{commits: c.commits}, wm, "the drain")
 		w.watermark()
+		w.endCheckpoint()
 	}
 }
 
@@ -1342,14 +1408,16 @@ func runSchedule(t *testing.T, s simSchedule) []string {
 
 // simResult is what one schedule's run found: its violations; how many
 // records its runner's final watermark left uncommitted (simModel) and how
-// many the end-of-input drain committed; and how many outputs and failure
+// many the end-of-input drain committed; how many outputs and failure
 // records were committed behind the downstream watermark (simWatermarks),
-// lateAfterInput of them once all input was delivered.
+// lateAfterInput of them once all input was delivered; and how many
+// outputs and records Flink's checkpoints buffered (simFlink).
 type simResult struct {
 	problems                            []string
 	lost, drained, late, lateAfterInput int
 	escrowBundlesFailed, restores       int
 	drainBundlesFailed, zombies         int
+	buffered                            int
 }
 
 // simulate runs one schedule.
@@ -1368,6 +1436,7 @@ func simulate(t *testing.T, s simSchedule) simResult {
 	}
 	w.finish()
 	w.drain()
+	w.checkBuffers()
 	w.checkState()
 	w.check(w.delivered)
 	var regs []*state.Registry
@@ -1375,7 +1444,7 @@ func simulate(t *testing.T, s simSchedule) simResult {
 		regs = append(regs, wk.registry)
 	}
 	w.release(regs, baseline)
-	return simResult{problems: w.problems, lost: w.lost, drained: w.drained, late: w.wm.late, lateAfterInput: w.wm.lateAfterInput, escrowBundlesFailed: w.escrowBundlesFailed, restores: w.restores, drainBundlesFailed: w.drainBundlesFailed, zombies: w.zombies}
+	return simResult{problems: w.problems, lost: w.lost, drained: w.drained, late: w.wm.late, lateAfterInput: w.wm.lateAfterInput, escrowBundlesFailed: w.escrowBundlesFailed, restores: w.restores, drainBundlesFailed: w.drainBundlesFailed, zombies: w.zombies, buffered: w.flink.buffered}
 }
 
 // shrink removes actions while the schedule still fails, to report the
@@ -1395,9 +1464,10 @@ func shrink(t *testing.T, s simSchedule) simSchedule {
 // and prints one line per model. Schedules run with the end-of-input drain
 // (WithEndOfInputDrain), so a record missing, or committed behind the
 // downstream watermark, on any model is a violation; lost_at_final_watermark
-// and late_outputs count only what schedules without it lose, or commit
-// late, on Flink (TestSimulatorEndOfInputDrain, TestSimulatorLateOutputs),
-// and stay 0 here unless -sim.nodrain runs them without it.
+// counts only what schedules without it lose on Flink
+// (TestSimulatorEndOfInputDrain), and stays 0 here unless -sim.nodrain runs
+// them without it; late_outputs (each a violation) and buffered (what
+// Flink's checkpoints buffered, none with the library's options) stay 0.
 func TestSimulator(t *testing.T) {
 	seeds := make([]uint64, 0, *simSchedules)
 	if *simSeed != 0 {
@@ -1415,14 +1485,14 @@ func TestSimulator(t *testing.T) {
 		if *simModelName != "" && model.name != *simModelName {
 			continue
 		}
-		violations, lost, late, escrowFailed, restores, drainFailed, zombies := 0, 0, 0, 0, 0, 0, 0
+		violations, lost, late, escrowFailed, restores, drainFailed, zombies, buffered := 0, 0, 0, 0, 0, 0, 0, 0
 		for _, seed := range seeds {
 			s := newSchedule(seed)
 			s.model, s.noDrain = model, *simNoDrain
 			res := simulate(t, s)
 			problems := res.problems
 			lost, late, escrowFailed, restores = lost+res.lost, late+res.late, escrowFailed+res.escrowBundlesFailed, restores+res.restores
-			drainFailed, zombies = drainFailed+res.drainBundlesFailed, zombies+res.zombies
+			drainFailed, zombies, buffered = drainFailed+res.drainBundlesFailed, zombies+res.zombies, buffered+res.buffered
 			if len(problems) == 0 {
 				continue
 			}
@@ -1434,7 +1504,7 @@ func TestSimulator(t *testing.T) {
 				break
 			}
 		}
-		fmt.Printf("model=%s schedules=%d violations=%d lost_at_final_watermark=%d late_outputs=%d escrow_bundles_failed=%d drain_bundles_failed=%d restores=%d zombies=%d\n", model.name, len(seeds), violations, lost, late, escrowFailed, drainFailed, restores, zombies)
+		fmt.Printf("model=%s schedules=%d violations=%d lost_at_final_watermark=%d late_outputs=%d buffered=%d escrow_bundles_failed=%d drain_bundles_failed=%d restores=%d zombies=%d\n", model.name, len(seeds), violations, lost, late, buffered, escrowFailed, drainFailed, restores, zombies)
 	}
 }
 
@@ -1443,11 +1513,12 @@ func TestSimulator(t *testing.T) {
 // since streamFn has no callback once the final watermark is in (simModel)
 // and its only timer is one Flink then ignores; with the drain the same
 // schedules lose nothing, and the drain commits those records. Elements
-// pending at the end are common (calls take time), so both counts must be
-// above zero; no schedule may break another rule on the way.
+// pending at the end are common (calls take time), so the records lost
+// without the drain and those drained with it must be some; no schedule
+// may break another rule on the way.
 func TestSimulatorEndOfInputDrain(t *testing.T) {
 	for _, noDrain := range []bool{true, false} {
-		lost, drained := 0, 0
+		lost, drained, schedules, lossy := 0, 0, 0, 0
 		for i := 1; i <= 40; i++ {
 			s := newSchedule(uint64(i) * 7919)
 			if s.batch {
@@ -1458,14 +1529,20 @@ func TestSimulatorEndOfInputDrain(t *testing.T) {
 			if len(res.problems) > 0 {
 				t.Errorf("model flink, noDrain %v, seed %d: %s", noDrain, s.seed, strings.Join(res.problems, "; "))
 			}
+			schedules++
+			if res.lost > 0 {
+				lossy++
+			}
 			lost, drained = lost+res.lost, drained+res.drained
 		}
-		t.Logf("noDrain %v: %d records lost, %d drained", noDrain, lost, drained)
+		t.Logf("noDrain %v: %d of %d schedules lost %d records, %d drained", noDrain, lossy, schedules, lost, drained)
 		switch {
 		case noDrain && lost == 0:
-			t.Errorf("without the drain no record was lost at Flink's final watermark over 40 schedules; the model no longer ends the stream with work pending: update simModel and this test")
-		case !noDrain && drained == 0: // a record lost with the drain on is a violation of its schedule (check)
-			t.Errorf("with the drain no record was drained at Flink's final watermark over 40 schedules; want some")
+			t.Errorf("without the drain no record was lost at Flink's final watermark over %d schedules; the model no longer ends the stream with work pending: update simModel and this test", schedules)
+		case !noDrain && lost > 0:
+			t.Errorf("with the drain %d records were lost at Flink's final watermark over %d schedules; want none", lost, schedules)
+		case !noDrain && drained == 0:
+			t.Errorf("with the drain no record was drained at Flink's final watermark over %d schedules; want some", schedules)
 		}
 	}
 }
