@@ -69,12 +69,12 @@ type simOperator struct {
 	buffer  simOutputs
 }
 
-// simFlink is the Flink model's operators (one subtask of streamFn's stage
-// per worker, one of escrowFn's), when the source's task started, whether
-// the job hung at its end, and how many outputs and records checkpoints
-// buffered.
+// simFlink is the Flink model's operators, one subtask of streamFn's stage
+// and one of escrowFn's (a key never changes subtask on Flink, whichever
+// worker runs it here), when the source's task started, whether the job
+// hung at its end, and how many outputs and records checkpoints buffered.
 type simFlink struct {
-	stream   []*simOperator
+	stream   *simOperator
 	escrow   *simOperator
 	start    time.Time
 	hung     bool
@@ -82,15 +82,10 @@ type simFlink struct {
 }
 
 func (f *simFlink) operators() []*simOperator {
-	if f.escrow == nil {
-		return f.stream
+	if f.stream == nil {
+		return nil
 	}
-	return append(slices.Clone(f.stream), f.escrow)
-}
-
-// streamOpen says whether a subtask of streamFn's stage has a bundle open.
-func (f *simFlink) streamOpen() bool {
-	return slices.ContainsFunc(f.stream, func(op *simOperator) bool { return op.open })
+	return []*simOperator{f.stream, f.escrow}
 }
 
 // startFlink makes the operators on a model with timedBundles.
@@ -99,20 +94,12 @@ func (w *streamWorld) startFlink() {
 	if !w.s.model.timedBundles {
 		return
 	}
-	for range w.workers {
-		w.flink.stream = append(w.flink.stream, &simOperator{name: "streamFn"})
-	}
+	w.flink.stream = &simOperator{name: "streamFn"}
 	w.flink.escrow = &simOperator{name: "the drain"}
 }
 
-// streamOp is the subtask of streamFn's stage on worker owner, or nil on a
-// model without timedBundles.
-func (w *streamWorld) streamOp(owner int) *simOperator {
-	if w.flink.stream == nil {
-		return nil
-	}
-	return w.flink.stream[owner]
-}
+// streamOp is streamFn's subtask, or nil on a model without timedBundles.
+func (w *streamWorld) streamOp() *simOperator { return w.flink.stream }
 
 // escrowOp is escrowFn's subtask, or nil on a model without timedBundles.
 func (w *streamWorld) escrowOp() *simOperator { return w.flink.escrow }
@@ -230,7 +217,7 @@ func (f *simFlink) restore(buffers []simOutputs, now time.Time) {
 // callback of streamFn commits what a key still holds from then on: each
 // key's timer fires at its time, in the order they fall due, and is
 // ignored, its hold released, and the firing starts a bundle (which
-// flushes its subtask's buffer). A timer still set when the source's task
+// flushes the subtask's buffer). A timer still set when the source's task
 // ends (simFlinkOptions.idleShutdown after it started) holds the watermark
 // for ever: the job hangs, a violation, and the drain never runs. Once no
 // timer is left the keys' state goes, the stage's open bundles close and
@@ -278,7 +265,7 @@ func (w *streamWorld) finalWatermark() {
 			return
 		}
 		w.clock.Advance(at.Sub(w.clock.Now()))
-		w.startBundle(w.streamOp(k.owner))
+		w.startBundle(w.streamOp())
 		k.timer, k.hold = nil, nil
 		w.watermark()
 		w.endCheckpoint()
@@ -286,9 +273,7 @@ func (w *streamWorld) finalWatermark() {
 	for _, k := range w.keys {
 		k.bags = map[string][]any{}
 	}
-	for _, op := range w.flink.stream {
-		w.finishBundle(op)
-	}
+	w.finishBundle(w.streamOp())
 	w.watermark()
 }
 

@@ -329,9 +329,10 @@ var simWindowKinds = []string{"global", "fixed", "sliding", "sessions"}
 //     (SdkHarnessDoFnRunner.finishBundle emits the SDK worker's results;
 //     read), and the stage's output watermark does not move while it is open
 //     (maybeEmitWatermark returns while a bundle is started; read). The
-//     simulator's bundles of a subtask (a worker's of streamFn's stage, or
-//     escrowFn's) within that second make one (never 1,000 elements: the
-//     schedules have fewer); each still commits its own state.
+//     simulator's bundles of a stage within that second make one (never
+//     1,000 elements: the schedules have fewer), in one subtask per stage (a
+//     key never changes subtask on Flink, whichever worker runs it here);
+//     each still commits its own state.
 //   - Checkpoints finish the open bundle. With
 //     finish_bundle_before_checkpointing, before their barrier
 //     (DoFnOperator.prepareSnapshotPreBarrier; read at 2.75.0-SNAPSHOT): its
@@ -935,11 +936,10 @@ func (w *streamWorld) bundle(keys []string, records []simElem, fn func(f *stream
 			return
 		}
 	}
-	w.startBundle(w.streamOp(owner))
+	w.startBundle(w.streamOp())
 	wm := w.watermark()
 	for try := 0; ; try++ {
 		wk := w.workers[owner]
-		w.startBundle(w.streamOp(owner)) // a retry elsewhere starts one there
 		inst := try % len(wk.fns)
 		sts, tms, cs := make([]*memState, len(keys)), make([]*memTimers, len(keys)), make([]*collector, len(keys))
 		for i, key := range keys {
@@ -1011,7 +1011,7 @@ func (w *streamWorld) bundle(keys []string, records []simElem, fn func(f *stream
 				out.escrows = append(out.escrows, keyedRecord{key: key, rec: r})
 			}
 		}
-		w.emit(w.streamOp(owner), out, wm, "streamFn")
+		w.emit(w.streamOp(), out, wm, "streamFn")
 		w.wm.deliver(w.simWorld, records)
 		for _, key := range keys {
 			w.feedEscrow(key, false)

@@ -125,11 +125,9 @@ func (w *streamWorld) watermark() mtime.Time {
 	input := w.wm.input()
 	if input > w.wm.seen {
 		w.wm.seen = input
-		for _, op := range w.flink.stream {
-			w.flush(op)
-		}
+		w.flush(w.streamOp())
 	}
-	if !w.flink.streamOpen() {
+	if op := w.streamOp(); op == nil || !op.open {
 		stream := input
 		for _, k := range w.keys {
 			if k.hold != nil {
