@@ -39,10 +39,11 @@ func TestEnrichOnPythonJobService(t *testing.T) {
 	}{
 		{"defaults", nil, `records: in=3000 out=3000 failed=0 wall=`},
 		{"ordered, failing calls", []string{"--ordered", "--error_rate=0.5", "--max_attempts=1", "--latency=5ms"}, `records: in=3000 out=\d+ failed=[1-9]\d* wall=`},
-		// --runner=flink goes through runner.RunStableRevert, which marks
-		// revert steps (the main job has none) and submits to the job
-		// server as Beam Go's Flink runner does, with Flink's checkpoint
-		// interval among the options (this job server ignores it).
+		// --runner=flink goes through runner.RunPortable, which completes
+		// the job for Flink (package runner/portable: revert steps marked,
+		// the main job has none; Flink's options, the checkpoint interval
+		// among them, which this job server ignores) and submits it as Beam
+		// Go's Flink runner does.
 		{"Flink's launch path", []string{"--runner=flink", "--checkpointing_interval=2s"}, `records: in=3000 out=3000 failed=0 wall=`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,8 +22,11 @@ func TestCheck(t *testing.T) {
 		{"PrismRunner", "prism", false},
 		{"direct", "prism", false},
 		{"DirectRunner", "prism", false},
-		{"portable", "portable", true},       // no --endpoint
-		{"FlinkRunner", "flinkrunner", true}, // no --endpoint: Run sends it to RunStableRevert
+		{"portable", "portable", true}, // no --endpoint
+		{"PortableRunner", "portablerunner", true},
+		{"FlinkRunner", "flinkrunner", true}, // no --endpoint: Run sends it to RunPortable
+		{"SparkRunner", "sparkrunner", true},
+		{"Prism", "prism", false},
 	}
 	for _, tc := range tests {
 		*runners.Runner = tc.flag
@@ -33,6 +36,26 @@ func TestCheck(t *testing.T) {
 		err := Check()
 		if (err != nil) != tc.wantErr {
 			t.Errorf("Check() with --runner=%q = %v, want error %v", tc.flag, err, tc.wantErr)
+		}
+	}
+}
+
+// TestRegisteredName: a runner name Check takes in any case is spelled as
+// Beam registers it before beam.Run looks it up.
+func TestRegisteredName(t *testing.T) {
+	defer func(r string) { *runners.Runner = r }(*runners.Runner)
+	for _, tc := range []struct{ flag, want string }{
+		{"Prism", "prism"},
+		{"PRISM", "prism"},
+		{"Dataflow", "dataflow"},
+		{"dataflowrunner", "DataflowRunner"},
+		{"", ""}, // the default, left to Beam
+		{"myrunner", "myrunner"},
+	} {
+		*runners.Runner = tc.flag
+		useRegisteredName()
+		if got := *runners.Runner; got != tc.want {
+			t.Errorf("--runner=%q: beam.Run gets %q, want %q", tc.flag, got, tc.want)
 		}
 	}
 }

@@ -64,6 +64,9 @@ type config struct {
 	// second DoFn that runs, at the end of input, whatever the runner left
 	// uncommitted (escrow.go): WithEndOfInputDrain.
 	Drain bool
+	// DrainDeclined: WithoutEndOfInputDrain was given, so a job server
+	// that is Flink takes the job without the drain (jobedit.go).
+	DrainDeclined bool
 }
 
 // newConfig checks everything about the transform that is not the input and
@@ -110,6 +113,7 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 		Cache:             inspectCache(set.cache),
 		Batch:             newBatchSpec(set.batch),
 		Drain:             set.drain,
+		DrainDeclined:     set.drainSet && !set.drain,
 	}, nil
 }
 

@@ -43,7 +43,8 @@ type settings struct {
 	protect     protection
 	cache       *Cache
 	noCache     bool // WithoutCache
-	drain       bool // WithEndOfInputDrain
+	drain       bool // the end-of-input drain runs (see resolveDrain)
+	drainSet    bool // WithEndOfInputDrain or WithoutEndOfInputDrain was given
 	batch       batchSettings
 	// parallelismSet: WithParallelism was given (it conflicts with
 	// WithAdaptiveParallelism).
@@ -196,7 +197,18 @@ func WithIDFn(fn any) Option {
 // commits: the transform then fails the job. Not needed on bounded input.
 // Default: off.
 func WithEndOfInputDrain() Option {
-	return func(s *settings) { s.drain = true }
+	return func(s *settings) { s.drain, s.drainSet = true, true }
+}
+
+// WithoutEndOfInputDrain turns the end-of-input drain off where it would be
+// on by default (unbounded input built for --runner=flink). On Flink the
+// elements still pending when the input ends, or when the job is drained
+// (flink stop --drain), then get no output and no failure record: Flink
+// drops the commit timers of the global window once its final watermark is
+// in. The transform says so in a log line, and a job server that is Flink
+// takes the job all the same.
+func WithoutEndOfInputDrain() Option {
+	return func(s *settings) { s.drain, s.drainSet = false, true }
 }
 
 // resolve applies opts and validates the combination.
