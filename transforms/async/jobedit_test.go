@@ -27,7 +27,7 @@ func TestResolveDrain(t *testing.T) {
 		{true, portable.Unknown, nil, false},
 		{true, portable.Unknown, []Option{WithEndOfInputDrain()}, true},
 		{true, portable.Spark, nil, false},
-		{false, portable.Flink, nil, false}, // bounded input needs none
+		{false, portable.Flink, nil, false},                                                      // bounded input needs none
 		{true, portable.Flink, []Option{WithEndOfInputDrain(), WithoutEndOfInputDrain()}, false}, // the last one given wins
 	} {
 		set, err := resolve(tc.opts)
