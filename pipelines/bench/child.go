@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"runtime/pprof"
-	"strings"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -44,12 +42,12 @@ func runChild(s spec) (result, error) {
 		}
 	}
 	submitted := time.Now()
-	_, runErr := runner.Run(context.Background(), p)
+	res0, runErr := runner.Run(context.Background(), p)
 	wall := time.Since(submitted)
 	if s.embedded() || *cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
-	if runErr != nil && !metricsFailed(runErr) {
+	if runErr != nil {
 		return result{}, runErr
 	}
 	if *cpuProfile != "" {
@@ -73,27 +71,13 @@ func runChild(s spec) (result, error) {
 		res.StartupS = float64(first-submitted.UnixMicro()) / 1e6
 	}
 	switch msg := checkOnce(s, outs); {
-	case msg != "" && runErr != nil:
-		return result{}, fmt.Errorf("%w; and the outputs: %s", runErr, msg)
 	case msg != "":
 		res.Failed, res.Note = true, msg
-	case runErr != nil:
-		res.Note = "every output came out exactly once, but the job server did not report the job's metrics: " + runErr.Error()
+	case runner.MetricsError(res0) != nil:
+		res.Note = "every output came out exactly once, but the job's metrics are missing: " + runner.MetricsError(res0).Error()
 	}
 	for _, p := range state.Default.Pools() {
 		res.PeakHeld = max(res.PeakHeld, p.PeakHeld())
 	}
 	return res, nil
-}
-
-// metricsFailed reports whether err says that the job server did not
-// report the job's metrics (Beam's portable runner: "failed to get
-// metrics"; the launcher's Flink path: "reading the job's metrics"), which
-// comes after the job's end. Beam Python's job service fails so on a job
-// of many bundles (its GetJobMetrics recurses once per bundle). The job
-// may also have failed: a run accepts the error only when every output
-// came out exactly once.
-func metricsFailed(err error) bool {
-	msg := err.Error()
-	return strings.Contains(msg, "failed to get metrics") || strings.Contains(msg, "reading the job's metrics")
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -157,21 +156,6 @@ func TestNotes(t *testing.T) {
 	} {
 		if got := tt.r.notes(); got != tt.want {
 			t.Errorf("%s: notes %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}
-
-func TestMetricsFailed(t *testing.T) {
-	for _, tt := range []struct {
-		err  string
-		want bool
-	}{
-		{"failed to get metrics caused by: rpc error: code = Unknown desc = maximum recursion depth exceeded", true},
-		{"runner: reading the job's metrics: rpc error", true},
-		{"job go-job-1 failed", false},
-	} {
-		if got := metricsFailed(errors.New(tt.err)); got != tt.want {
-			t.Errorf("metricsFailed(%q) = %v, want %v", tt.err, got, tt.want)
 		}
 	}
 }
