@@ -7,8 +7,7 @@
 // pipeline on embedded prism, a local runner that can, and says so in one
 // log line (as Beam Python's direct runner hands pipelines to a local runner
 // that supports them). A runner that needs flags (Dataflow, a job server)
-// is checked for them before any work. On prism it turns off bundle
-// splitting (see PrismExperiment). A job for a job server (flink, spark,
+// is checked for them before any work. A job for a job server (flink, spark,
 // universal, portable) goes through RunPortable: package portable sends
 // Flink the options Beam Go cannot (streaming mode, the source's idle
 // shutdown, checkpointing) and marks the async transforms' revert steps as
@@ -32,20 +31,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
 	"github.com/asyncbeam/asyncbeam/runner/portable"
-	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
-
-// PrismExperiment turns off prism's splitting of slow bundles, which loses
-// the async transform's bag state: see async.PrismExperiment. Every async
-// transform adds it at construction when the runner is prism; pass
-// --experiments=prism_disable_sdf_split yourself when you submit to a prism
-// job server with --runner=universal or portable.
-const PrismExperiment = async.PrismExperiment
-
-// UsePrismExperiment adds PrismExperiment to --experiments when the runner
-// is prism: it is async.UsePrismExperiment, which every async transform
-// calls when it is built. Run calls it too.
-func UsePrismExperiment() { async.UsePrismExperiment() }
 
 // Name returns the runner Run will use: the --runner flag, lower case, or
 // "prism" when it is empty, names prism (prism or PrismRunner) or names the
@@ -152,7 +138,6 @@ func Run(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	}
 	useLocalRunner()
 	useRegisteredName()
-	UsePrismExperiment()
 	if isPortable(Name()) {
 		return RunPortable(ctx, p)
 	}

@@ -21,7 +21,6 @@ import (
 	"strings"
 
 	"github.com/asyncbeam/asyncbeam/pipelines/bench/launcherflags"
-	"github.com/asyncbeam/asyncbeam/runner"
 )
 
 // external is the job server the runs submit to when the bench does not
@@ -101,11 +100,9 @@ var benchSets = []string{"runner", "endpoint", "environment_type", "experiments"
 // childArgs are the flags a Go child gets after --child, from the spec and
 // the flags set on the bench's command line (set). On a job server (the
 // bench's own on port, or the one at the spec's endpoint) it submits with
-// the runner named, its SDK worker inside (LOOPBACK), and prism's
-// experiment on the command line beside any given, since runner.Run adds it
-// for embedded prism only (see runner.PrismExperiment); runners other than
-// prism ignore it. On embedded prism runner.Run chooses. Every other flag
-// of Beam or the launcher set goes as given, in name order.
+// the runner named and its SDK worker inside (LOOPBACK). On embedded prism
+// runner.Run chooses. Every other flag of Beam or the launcher set goes as
+// given, in name order.
 func childArgs(s spec, port int, set map[string]string) []string {
 	var args []string
 	switch {
@@ -117,9 +114,6 @@ func childArgs(s spec, port int, set map[string]string) []string {
 	exps := list(set["experiments"])
 	if len(args) > 0 {
 		args = append(args, "--environment_type=LOOPBACK")
-		if !slices.Contains(exps, runner.PrismExperiment) {
-			exps = append(exps, runner.PrismExperiment)
-		}
 	}
 	if len(exps) > 0 {
 		args = append(args, "--experiments="+strings.Join(exps, ","))

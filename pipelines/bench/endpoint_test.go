@@ -53,7 +53,7 @@ func TestChooseExternal(t *testing.T) {
 }
 
 func TestChildArgs(t *testing.T) {
-	const exp = "prism_disable_sdf_split"
+	const exp = "x"
 	onFlink := spec{Endpoint: "flink:8099", Runner: "flink"}
 	for _, tt := range []struct {
 		name string
@@ -67,9 +67,9 @@ func TestChildArgs(t *testing.T) {
 			map[string]string{"experiments": "a", "checkpointing_interval": "5s", "suites": "stream", "p": "8"},
 			[]string{"--experiments=a", "--checkpointing_interval=5s"}},
 		{"the bench's job server", spec{JobServer: true}, 4321, nil,
-			[]string{"--runner=universal", "--endpoint=localhost:4321", "--environment_type=LOOPBACK", "--experiments=" + exp}},
+			[]string{"--runner=universal", "--endpoint=localhost:4321", "--environment_type=LOOPBACK"}},
 		{"an endpoint", onFlink, 0, nil,
-			[]string{"--runner=flink", "--endpoint=flink:8099", "--environment_type=LOOPBACK", "--experiments=" + exp}},
+			[]string{"--runner=flink", "--endpoint=flink:8099", "--environment_type=LOOPBACK"}},
 		{"an endpoint, with the launcher's flags in name order and the bench's own left out", onFlink, 0,
 			map[string]string{"runner": "flink", "endpoint": "flink:8099", "environment_type": "loopback", "experiments": "a," + exp + ",b",
 				"parallelism": "2", "checkpointing_interval": "5s", "stream_rates": "0.4", "suites": "stream"},

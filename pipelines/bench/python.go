@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/asyncbeam/asyncbeam/runner"
 )
 
 // pythonNote is said on every python row. Beam Python's AsyncWrapper sets
@@ -66,10 +64,9 @@ func pythonWorker(ctx context.Context, sp spec, endpoint string) (worker, error)
 		fmt.Sprint("--slow_every=", sp.SlowEvery), "--slow_at=" + intsText(sp.SlowAt), fmt.Sprint("--slow_x=", sp.SlowX),
 		"--outputs=" + outsPath, "--first=" + firstPath}
 	// Beam's own options, which the script hands to PipelineOptions: the
-	// job server, the SDK worker in the python process (LOOPBACK), and
-	// prism's experiment as its own flag, as for the Go rows.
+	// job server and the SDK worker in the python process (LOOPBACK).
 	args = append(args, "--runner=PortableRunner", "--job_endpoint="+endpoint,
-		"--environment_type=LOOPBACK", "--experiments="+runner.PrismExperiment, "--streaming")
+		"--environment_type=LOOPBACK", "--streaming")
 	figures := func(out []byte) (result, error) {
 		var r struct {
 			WallS       float64 `json:"wall_s"`

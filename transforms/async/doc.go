@@ -262,10 +262,6 @@
 //     reason.
 //   - In sliding windows the wrapped fn is called once per window an element
 //     is in (a plain ParDo whose fn ignores windows is called once).
-//   - Prism (v2.77.0) splits slow stateful bundles in a way that can run two
-//     bundles of one key at once and drop bag state writes; run it with
-//     --experiments=prism_disable_sdf_split (every transform of this package
-//     adds it when built for prism; pass it yourself to a prism job server).
 //   - Prism (v2.77.0) re-queues, in a loop, a processing-time timer that falls
 //     due while its key is in a bundle, so a busy key's timer is a backstop
 //     a few of its gaps ahead: when such a key's input stops, its last

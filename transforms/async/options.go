@@ -143,9 +143,7 @@ func WithMaxItemsHeld(n int) Option {
 // bundle's results free.
 //
 // Zero never waits. Must be >= 0. Default: DefaultMaxWait (0). A wait stalls
-// the input bundle, and prism (v2.77.0) splits a stalled bundle in a way that
-// loses bag state (see PrismExperiment, which turns splitting off).
-// Raise it only on runners you have checked.
+// the input bundle, which a runner may split.
 func WithMaxWait(d time.Duration) Option {
 	return func(s *settings) {
 		if d < 0 {

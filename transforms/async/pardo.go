@@ -99,7 +99,6 @@ var errCacheKeyFn = errors.New("WithCache: KeyFn caches one element's outputs fo
 // also adjust the settings (Enrich's default cache).
 func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Option,
 	inspect func(keyT, valT reflect.Type, set *settings) (userSpec, reflect.Type, error)) ([]beam.PCollection, error) {
-	UsePrismExperiment() // prism splits bundles in a way that loses state: turn it off (prism.go)
 	if !col.IsValid() {
 		return nil, fmt.Errorf("the input PCollection is invalid (zero value?)")
 	}
