@@ -61,7 +61,7 @@ type instance struct {
 }
 
 // Setup rebuilds the wrapped fn, forwards its Setup, prepares coders, and
-// makes sure the listener (if any) can be built in this process.
+// makes sure the listeners (if any) can be built in this process.
 func (f *core) Setup(ctx context.Context) error {
 	if f.clock == nil {
 		f.clock = timers.System{}
@@ -82,8 +82,8 @@ func (f *core) Setup(ctx context.Context) error {
 	if f.Carried {
 		f.outEnc = beam.NewElementEncoder(f.OutputType.T)
 	}
-	if f.Listener != nil {
-		if _, err := f.reg().SharedValue(f.ID, func() (any, error) { return newHub(f.Listener) }); err != nil {
+	if len(f.Listeners) > 0 {
+		if _, err := f.reg().SharedValue(f.ID, func() (any, error) { return newHub(f.Listeners) }); err != nil {
 			return err
 		}
 	}
