@@ -52,13 +52,23 @@ type Cache struct {
 	// records by the lookup key and use Enrich, whose cache is keyed by
 	// that key.
 	KeyFn any
-	// Redis, if not empty, shares results among all workers that name the
-	// same Prefix: host:port, or a URL, redis://[user@]host[:port][/db] or
+	// Redis, if not empty, shares results among all workers through a
+	// Redis server: host:port, or a URL, redis://[user@]host[:port][/db] or
 	// rediss://... for TLS. A Redis that fails or is slow (250 ms), or
 	// refuses the password, makes a lookup a miss and a store a no-op,
 	// counted in the metric shared_cache_errors (the first failure after a
 	// success is logged, naming its cause): never a failed or wrong element.
-	Redis, Prefix string
+	Redis string
+	// Prefix, required with Redis, names the cache there: every key starts
+	// with it, so that an operator can find the cache's entries
+	// (Prefix:lookup:hash). The lookup's identity follows it in each key:
+	// the wrapped fn's (Enrich: the lookup's) registered type, method and
+	// JSON of its exported fields, or its function name, and the
+	// WithFallbacks value, hashed to 16 hex digits. So transforms with
+	// different lookups never share entries, even under one Prefix, and
+	// the same lookup in two transforms or jobs shares them when they give
+	// the same Prefix. Entries written with other output types are misses.
+	Prefix string
 	// PasswordEnv names the environment variable, or PasswordFile the
 	// absolute path of the file, that holds Redis's password on each
 	// worker: one of them, or neither for a server without a password. The
@@ -80,10 +90,12 @@ type cacheSpec struct {
 	PasswordEnv, PasswordFile, CAFile string
 }
 
-// shared is the config of the Redis-shared cache.
-func (c *cacheSpec) shared() cache.SharedConfig {
-	return cache.SharedConfig{Addr: c.Redis, Prefix: c.Prefix, TTL: c.TTL,
-		PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}
+// sharedCache is the config of the transform's Redis-shared cache: under
+// Cache.Prefix, the namespace of its lookup (cachens.go).
+func (c *config) sharedCache() cache.SharedConfig {
+	s := c.Cache
+	return cache.SharedConfig{Addr: s.Redis, Prefix: s.Prefix, Namespace: c.cacheNamespace(), TTL: s.TTL,
+		PasswordEnv: s.PasswordEnv, PasswordFile: s.PasswordFile, CAFile: s.CAFile}
 }
 
 // WithCache keeps the results of calls in each worker (and in Redis with
@@ -193,7 +205,7 @@ func (f *core) resultCache() (*resultCache, error) {
 		}
 		rc := &resultCache{local: local, shape: f.cachedShape(), published: ledger.New(len(cacheStats{}.vector()))}
 		if f.Cache.Redis != "" {
-			if rc.shared, err = cache.NewShared(f.Cache.shared()); err != nil {
+			if rc.shared, err = cache.NewShared(f.sharedCache()); err != nil {
 				return nil, err
 			}
 		}
