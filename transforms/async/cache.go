@@ -79,6 +79,16 @@ type Cache struct {
 	// CAFile, only with rediss://, is the absolute path on each worker of
 	// the PEM certificates that sign Redis's, instead of the system's roots.
 	CAFile string
+	// RedisRequired, only with Redis, makes Redis a requirement of each
+	// worker instead of a help: when a DoFn of the transform sets up, the
+	// worker makes one round trip to Redis, and if it cannot read the
+	// password (PasswordEnv names a variable that is not set, say), Redis
+	// refuses it, or Redis does not answer within 250 ms, the DoFn's Setup
+	// fails with the cause, and so does the bundle (the runner retries it
+	// as it retries any failed bundle). Without it such a worker runs with
+	// its own cache only, logging the cause once. Once set up, a worker
+	// treats a failing Redis as a miss either way.
+	RedisRequired bool
 }
 
 // cacheSpec is Cache as the DoFn carries it to workers.
@@ -88,6 +98,7 @@ type cacheSpec struct {
 	Redis, Prefix string
 	// Where the worker reads Redis's password and CA (Cache's fields).
 	PasswordEnv, PasswordFile, CAFile string
+	RedisRequired                     bool
 }
 
 // sharedCache is the config of the transform's Redis-shared cache: under
@@ -115,6 +126,8 @@ func WithCache(c Cache) Option {
 			s.errs = append(s.errs, fmt.Errorf("WithCache: Size %d: want > 0 results per worker", c.Size))
 		case c.TTL <= 0:
 			s.errs = append(s.errs, fmt.Errorf("WithCache: TTL %v: want > 0", c.TTL))
+		case c.RedisRequired && c.Redis == "":
+			s.errs = append(s.errs, errors.New("WithCache: RedisRequired without Redis; give Cache.Redis, or drop RedisRequired"))
 		case c.Redis != "" || c.Prefix != "" || c.PasswordEnv != "" || c.PasswordFile != "" || c.CAFile != "":
 			if err := (cache.SharedConfig{Addr: c.Redis, Prefix: c.Prefix, TTL: c.TTL,
 				PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}).Validate(); err != nil {
@@ -150,7 +163,7 @@ func inspectCache(c *Cache) *cacheSpec {
 		return nil
 	}
 	return &cacheSpec{Size: c.Size, TTL: c.TTL, Redis: c.Redis, Prefix: c.Prefix,
-		PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}
+		PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile, RedisRequired: c.RedisRequired}
 }
 
 // resultCache is a transform's cache in one worker process: one per
@@ -215,6 +228,22 @@ func (f *core) resultCache() (*resultCache, error) {
 		return nil, fmt.Errorf("async: %s: the result cache: %w", f.Name, err)
 	}
 	return v.(*resultCache), nil
+}
+
+// requireRedis makes one round trip to Redis with Cache.RedisRequired, and
+// returns its failure with the cause: Setup fails with it.
+func (f *core) requireRedis(ctx context.Context) error {
+	if f.Cache == nil || !f.Cache.RedisRequired {
+		return nil
+	}
+	rc, err := f.resultCache()
+	if err != nil {
+		return err
+	}
+	if err := rc.shared.Check(ctx); err != nil {
+		return fmt.Errorf("async: %s: Cache.RedisRequired: %w", f.Name, err)
+	}
+	return nil
 }
 
 // cacheKey is the lookup an element stands for: its key for Enrich (the

@@ -60,11 +60,15 @@ type instance struct {
 	tickets *bundleTickets
 }
 
-// Setup rebuilds the wrapped fn, forwards its Setup, prepares coders, and
-// makes sure the listeners (if any) can be built in this process.
+// Setup reaches Redis if the cache requires it (Cache.RedisRequired),
+// rebuilds the wrapped fn, forwards its Setup, prepares coders, and makes
+// sure the listeners (if any) can be built in this process.
 func (f *core) Setup(ctx context.Context) error {
 	if f.clock == nil {
 		f.clock = timers.System{}
+	}
+	if err := f.requireRedis(ctx); err != nil {
+		return err // before the wrapped fn's Setup, which would want its Teardown
 	}
 	u, err := startUserFn(ctx, f.User)
 	if err != nil {

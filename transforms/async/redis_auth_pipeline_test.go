@@ -58,6 +58,8 @@ func TestRedisOptionErrorsSayWhatToChange(t *testing.T) {
 			"WithCache: the Redis address is empty"},
 		{"cache both sources", async.WithCache(async.Cache{Size: 1, TTL: time.Minute, Redis: "h:1", Prefix: "p", PasswordEnv: "PW", PasswordFile: "/pw"}),
 			"both set; keep one"},
+		{"cache RedisRequired without Redis", async.WithCache(async.Cache{Size: 1, TTL: time.Minute, RedisRequired: true}),
+			"WithCache: RedisRequired without Redis; give Cache.Redis, or drop RedisRequired"},
 		{"rate URL with password", async.WithSharedRateLimit(async.SharedRateLimit{Redis: "rediss://app:pw@h:1", Key: "k", PerSecond: 1, Burst: 1}),
 			"WithSharedRateLimit: the Redis URL carries a password"},
 		{"rate bad scheme", async.WithSharedRateLimit(async.SharedRateLimit{Redis: "http://h:1", Key: "k", PerSecond: 1, Burst: 1}),

@@ -206,6 +206,22 @@ func (s *Shared) failed(err error) {
 	s.mu.Unlock()
 }
 
+// Check makes one round trip to Redis (a PTTL of a key under the Prefix,
+// which the cache's own commands need anyway) and returns nil, or an error
+// that names the cause as the log line would: a password that cannot be
+// read or is refused, a server that does not answer within 250 ms. It is
+// for a caller that would rather fail than run without Redis; it counts
+// and logs nothing.
+func (s *Shared) Check(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	if err := s.rdb.PTTL(rctx, s.key(Key{})).Err(); err != nil {
+		return fmt.Errorf("shared cache: %w", s.report.Explain(err))
+	}
+	s.report.Succeeded()
+	return nil
+}
+
 // SharedStats are a Shared cache's counts since it was made.
 type SharedStats struct {
 	Hits, Misses int64
