@@ -42,7 +42,8 @@ type config struct {
 	// Ordered commits each key's results in acceptance order (WithOrdered).
 	Ordered    bool
 	PriorityFn *shippedFunc
-	Listener   *listenerSpec
+	// Listeners are WithListener's, in the order given.
+	Listeners []*listenerSpec
 	// Protect is what protects the called service (protect.go).
 	Protect protection
 	// Cache is WithCache's, or nil.
@@ -84,7 +85,7 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 	if err != nil {
 		return config{}, err
 	}
-	listener, err := inspectListener(set.listener)
+	listeners, err := inspectListeners(set.listeners)
 	if err != nil {
 		return config{}, err
 	}
@@ -108,7 +109,7 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 		HasFailures:       hasFailures,
 		Ordered:           set.ordered,
 		PriorityFn:        priorityFn,
-		Listener:          listener,
+		Listeners:         listeners,
 		Protect:           set.protect,
 		Cache:             inspectCache(set.cache),
 		Batch:             newBatchSpec(set.batch),

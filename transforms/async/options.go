@@ -39,7 +39,7 @@ type settings struct {
 	fallbacks   []string
 	ordered     bool
 	priorityFn  any
-	listener    Listener
+	listeners   []Listener
 	protect     protection
 	cache       *Cache
 	noCache     bool // WithoutCache

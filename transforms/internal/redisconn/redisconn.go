@@ -2,7 +2,10 @@
 // shared rate limit (transforms/guard) reach Redis: the address as
 // host:port or as a redis:// or rediss:// URL, a password read on the
 // worker from an environment variable or a file, TLS, and one log line per
-// streak of failures (Reporter).
+// streak of failures (Reporter), go-redis's own lines included: go-redis
+// logs through slog once a client is made here, its lines marked
+// source=go-redis, and a failed dial only through the Reporter of the
+// round trip that failed.
 //
 // A Config travels inside the pipeline graph as JSON, so it never holds a
 // password: Validate refuses a URL that carries one, and the worker reads
@@ -145,12 +148,15 @@ func safeURL(u *url.URL) string {
 // dial, read and write takes at most timeout, and that never retries a
 // command: the callers have their own fallbacks. Each new connection reads
 // the password from its source; a source that cannot be read fails that
-// connection with a SourceError.
+// connection with a SourceError. The first client made in a process routes
+// go-redis's own log lines (a process-wide logger) through slog, once per
+// streak of failures (goRedisLogger).
 func (c Config) NewClient(timeout time.Duration) (*redis.Client, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	o, _ := c.options()
+	routeGoRedisLog()
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = timeout, timeout, timeout
 	o.MaxRetries, o.DialerRetries = -1, 1
 	if c.PasswordEnv != "" || c.PasswordFile != "" {
