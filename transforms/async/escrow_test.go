@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,16 +113,26 @@ func (h history) hold() mtime.Time {
 	return first
 }
 
-// escrowKey is one key of escrowFn on in-memory state.
+// runs numbers the runs of tests (runName).
+var runs atomic.Int64
+
+// runName names the gates of one run of a test: its name and the run's
+// number, so that a test run again in one process (-count) has new gates.
+func runName(t testing.TB) string { return fmt.Sprintf("%s#%d", t.Name(), runs.Add(1)) }
+
+// escrowKey is one key of escrowFn on in-memory state; name names its
+// gates.
 type escrowKey struct {
-	f  *escrowFn
-	st *memState
-	tm *memTimers
+	f    *escrowFn
+	st   *memState
+	tm   *memTimers
+	name string
 }
 
 func newEscrowKey(t *testing.T) *escrowKey {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithEndOfInputDrain())
-	return &escrowKey{f: newEscrowFn(h.c), st: &memState{}, tm: &memTimers{}}
+	name := runName(t)
+	h := newHarness(t, &gated{Name: name}, stringKey, WithEndOfInputDrain())
+	return &escrowKey{f: newEscrowFn(h.c), st: &memState{}, tm: &memTimers{}, name: name}
 }
 
 func (k *escrowKey) apply(rec []byte) error {
@@ -440,7 +451,7 @@ func TestEscrowFnDrainedTwice(t *testing.T) {
 			k := newEscrowKey(t)
 			k.applyAll(t, []escrowStep{{escrow: []int64{1, 2}}, {release: []int64{1}}})
 			ctx := context.Background()
-			book.open(gateID(t.Name(), "a", 2))
+			book.open(gateID(k.name, "a", 2))
 			if err := k.f.StartBundle(ctx, discard, discardFailure); err != nil {
 				t.Fatal(err)
 			}
@@ -771,10 +782,11 @@ func TestDrainFiring(t *testing.T) {
 // after its callback: the output timestamp of the key's commit timer, or
 // none once the key is empty.
 func TestEscrowReleasesDroppedCopies(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(parity), WithParallelism(1),
+	name := runName(t)
+	h := newHarness(t, &gated{Name: name}, stringKey, WithIDFn(parity), WithParallelism(1),
 		WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithEndOfInputDrain())
 	for _, v := range []int{1, 2, 4} {
-		book.open(gateID(t.Name(), "a", v))
+		book.open(gateID(name, "a", v))
 	}
 	escrowed := newEscrowBook()
 	var last escrowRecord

@@ -1,7 +1,10 @@
 package async
 
 // The drain itself (escrow.go): when escrowFn's timer fires, and how it
-// runs what a key still holds, as the bounded path runs it (bundleFn).
+// runs what a key still holds. An element whose call the stream path
+// finished on this worker is committed without calling again; the others
+// run as the bounded path runs them (bundleFn), and the stream's calls
+// that will never be committed give up their places to them.
 
 import (
 	"context"
@@ -45,9 +48,10 @@ func drainFiring(hold mtime.Time) mtime.Time {
 }
 
 // OnTimer is the end of input: the key's escrowed elements were never
-// committed by streamFn, and never will be. They start here, in their key's
-// acceptance order, and FinishBundle emits their outputs and failures in
-// this bundle, which also writes the key's state.
+// committed by streamFn, and never will be. Each is committed here, in its
+// key's acceptance order: from its stream call if that finished on this
+// worker with success, else by a call of this bundle; FinishBundle emits
+// what is left in this bundle, which also writes the key's state.
 func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 	if timer.Family != drainFamily {
 		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
@@ -107,27 +111,85 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 	return f.drain(ctx, key, b.held, emit, fail)
 }
 
-// drain runs held, the elements of key that the stream never committed.
+// drain commits held, the elements of key that the stream never committed.
 // At the end of input (on such a runner) every record has arrived, so they
-// are of the key's last incarnation, whose order is its seq.
+// are of the key's last incarnation, whose order is its seq. An element
+// whose stream call (its task: owner the key, as settle.go looks it up)
+// finished on this worker with success is adopted; a stream call still
+// running, or failed, is removed, and the element runs in this bundle. So
+// does one this worker never ran. This bundle's elements then take the
+// places of stream calls that will never be committed (reclaim).
 func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+	if len(held) == 0 {
+		return nil
+	}
 	sort.Slice(held, func(i, j int) bool {
 		if held[i].Nonce != held[j].Nonce {
 			return held[i].Nonce < held[j].Nonce
 		}
 		return held[i].Seq < held[j].Seq
 	})
+	kb, err := encode(f.keyEnc, key)
+	if err != nil {
+		return fmt.Errorf("async: encoding key %v: %w", key, err)
+	}
+	owner, run := string(kb), f.run
+	run.endOfInput = true
 	for _, env := range held {
 		value, err := f.drainedValue(key, env)
 		if err != nil {
 			return err
 		}
 		f.metrics.drained.Inc(ctx, 1)
-		if err := f.bundleFn.ProcessElement(ctx, beam.EventTime(env.EventTimeMs), key, value, emit, fail); err != nil {
+		ts := beam.EventTime(env.EventTimeMs)
+		if t := run.pool.Lookup(state.TaskKey{Owner: owner, Element: env.Element(owner)}); t != nil {
+			if succeeded(t) {
+				if err := f.adopt(ctx, ts, key, value, env.Attempts, t); err != nil {
+					return err
+				}
+				continue
+			}
+			run.pool.Remove(t)
+			f.metrics.cancelled.Inc(ctx, 1)
+			f.event(EventCancelled, key, env.ID, t.Attempts(), nil)
+		}
+		if err := f.bundleFn.ProcessElement(ctx, ts, key, value, emit, fail); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// succeeded reports whether t finished with its element's outputs.
+func succeeded(t *state.Task) bool {
+	if t.Status() != state.Finished || t.Interrupted() {
+		return false
+	}
+	_, err := t.Result()
+	return err == nil
+}
+
+// streamTask reports whether t is a call of the unbounded path: its owner
+// is its element's key (settle.go), where a bundle's calls are owned by
+// the bundle.
+func streamTask(t *state.Task) bool { return t.Key.Owner == t.Key.Element.Key }
+
+// reclaim makes room for an element of a drain (run.endOfInput) when the
+// pool has none. At the end of input no key of the stream is called back:
+// its calls still held will never be committed, and its keys' waits for
+// room will never take a place. So the waits end, and the stream's calls
+// not finished with success go; its finished results, which their keys'
+// drains adopt, go one at a time and only when nothing of this bundle is
+// left to free a place.
+func (f *bundleFn) reclaim(ctx context.Context, run *bundleRun) {
+	if run.pool.HasRoom(run.id) {
+		return
+	}
+	evicted := run.pool.Reclaim(func(t *state.Task) bool { return streamTask(t) && !succeeded(t) }, 0)
+	if !run.pool.HasRoom(run.id) && !run.holdsPlaces() {
+		evicted = append(evicted, run.pool.Reclaim(streamTask, 1)...)
+	}
+	f.reportEvicted(ctx, evicted)
 }
 
 // drainedValue is the input value of an escrowed element, as bundleFn
