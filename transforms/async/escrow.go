@@ -25,8 +25,9 @@ package async
 // A record costs the same whatever the key holds: it reads the summary,
 // appends its body to the log, and rewrites the summary. The log is read
 // only by the drain, by the first record of a key, by every record once a
-// drain has run (errDrainedTwice), and by a rewrite as the book it amounts
-// to, which the summary's counts call for once cancelled pairs weigh enough
+// drain has run (errDrainedTwice), by a record without a hold (an earlier
+// version's), and by a rewrite as the book it amounts to, which the
+// summary's counts call for once cancelled pairs weigh enough
 // (escrowSummary.compactDue): a rewrite reads at most a few elements per
 // element appended since the last one.
 //
