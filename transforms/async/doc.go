@@ -162,10 +162,12 @@
 //     timer near the global window's end (held at the earliest such
 //     element); that timer fires only at the end of input, and runs what is
 //     left as the bounded path does: each element's outputs or failure
-//     record, once, in its window. A second DoFn, because Beam Go v2.77's
-//     harness can hang bundles of a DoFn with two timer families. Off by
-//     default, for its cost. The fault simulator models these runners
-//     (sim_test.go, simModel).
+//     record, once, in its window. An element whose call finished on the
+//     worker is committed from that call. Each record costs the same
+//     whatever its key holds; the drain reads a key's escrow once. A
+//     second DoFn, because Beam Go v2.77's harness can hang bundles of a
+//     DoFn with two timer families. Off by default, for its cost. The
+//     fault simulator models these runners (sim_test.go, simModel).
 //   - The fn's Revert method (compensation for a saga) runs only for an
 //     element whose failure the runner has committed: in a step after the
 //     transform, behind a reshuffle, so never for an element that a retried
@@ -273,7 +275,9 @@
 //     one does not read (before windows were carried; back to one before
 //     the combined bag entries; a job that ran with WithEndOfInputDrain
 //     before its escrow became one log, state "asyncEscrow", whose old
-//     bags this version does not read): drain the pipeline first.
+//     bags this version does not read): drain the pipeline first. A
+//     key's drain summary (state "asyncEscrowSummary") may be missing:
+//     its log is then read once, and records without a hold are read too.
 //   - With WithEndOfInputDrain switched on in a running pipeline, the
 //     commits of elements accepted before it are early releases that no
 //     escrow cancels: each stays named in its key's drain log (a few bytes)

@@ -23,11 +23,12 @@ import (
 
 // memState is an in-memory state.Provider for one key: bag state only.
 // It counts the writes to each bag, each of which would be a request to the
-// runner.
+// runner, and the reads and the bytes they return.
 type memState struct {
 	mu           sync.Mutex
 	bags         map[string][]any
 	adds, clears map[string]int
+	reads, bytes map[string]int
 	// reversed reads each bag last entry first: Beam does not promise the
 	// order of a bag, and a runner may give it in any.
 	reversed bool
@@ -37,6 +38,15 @@ func (m *memState) ReadBagState(id string) ([]any, []beamstate.Transaction, erro
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := append([]any(nil), m.bags[id]...)
+	if m.reads == nil {
+		m.reads, m.bytes = map[string]int{}, map[string]int{}
+	}
+	m.reads[id]++
+	for _, e := range out {
+		if b, ok := e.([]byte); ok {
+			m.bytes[id] += len(b)
+		}
+	}
 	if m.reversed {
 		slices.Reverse(out)
 	}
@@ -74,6 +84,17 @@ func (m *memState) writes(bag string) (adds, clears int) {
 	delete(m.adds, bag)
 	delete(m.clears, bag)
 	return adds, clears
+}
+
+// readsOf returns the reads of a bag, and the bytes they returned, since
+// the last call.
+func (m *memState) readsOf(bag string) (reads, bytes int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	reads, bytes = m.reads[bag], m.bytes[bag]
+	delete(m.reads, bag)
+	delete(m.bytes, bag)
+	return reads, bytes
 }
 
 // size counts the elements the key's bags hold, pending and queued

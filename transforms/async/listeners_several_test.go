@@ -2,10 +2,8 @@ package async
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -30,15 +28,12 @@ func (l *inTurn) OnEvent(e Event) {
 
 func init() { beam.RegisterType(reflect.TypeOf(inTurn{})) }
 
-// runs numbers the runs of a test, whose gates and logs are per run.
-var runs atomic.Int64
-
 // TestSeveralListenersHearEveryEventInOrder: WithListener given three
 // times keeps all three; each hears every event of an element, in the
 // order the options gave them, and a listener that panics between two
 // others keeps neither from hearing.
 func TestSeveralListenersHearEveryEventInOrder(t *testing.T) {
-	name := fmt.Sprintf("%s/%d", t.Name(), runs.Add(1)) // its own gates and log under -count
+	name := runName(t) // its own gates and log under -count
 	h := newHarness(t, &gated{Name: name}, reflect.TypeOf(""),
 		WithListener(&inTurn{Test: name, Name: "first"}), WithListener(&panicky{}), WithListener(&inTurn{Test: name, Name: "second"}),
 		WithMaxAttempts(2), WithBackoff(FixedBackoff(time.Millisecond)))

@@ -26,7 +26,7 @@ import (
 //	cancelled         work dropped: element gone, bundle failed     EventCancelled, evictions aside
 //	evicted           work of an owner gone from the worker         EventCancelled of evictions
 //	deduplicated      copies of a pending element (WithIDFn)        EventDeduplicated
-//	drained           elements run at end of input (unbounded)      EventAccepted, once more
+//	drained           elements the end-of-input drain committed     EventAccepted once more, but of a finished call
 //	progress_reports  ReportProgress calls                          EventProgress
 //	calls             calls of the fn the guard let through         EventStarted (batches: requests)
 //	cache_hits        attempts answered from the cache, not called  none (no EventStarted)
@@ -63,7 +63,8 @@ const (
 	MetricFailed       = "failed"       // elements that failed for good: EventFailed
 	// MetricDrained counts the elements of unbounded input that the runner
 	// ended with uncommitted (no timer of their key fired again) and that
-	// the end-of-input drain ran (escrow.go); each is accepted once more.
+	// the end-of-input drain committed (escrow.go): each is accepted once
+	// more and run again, unless its call had finished on the worker.
 	MetricDrained = "drained"
 
 	MetricInFlight    = "in_flight"       // gauge: local tasks of the transform in the worker
