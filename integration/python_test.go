@@ -81,6 +81,12 @@ func TestUnboundedOnPythonJobService(t *testing.T) {
 		{"short calls", true, nil, ""},
 		{"calls longer than a tick, C = 2 s", true, []string{"--call=400ms", "--callback_frequency=2s"}, ""},
 		{"1,000 keys", true, []string{"--ticks=30", "--per_tick=40", "--keys=1000", "--call=20ms"}, ""},
+		// Two async transforms in a row, fused into one stage, with string
+		// then int64 keys: this runner buffers a stage's timers by family
+		// name, so each transform's timer families are its own
+		// (timerfamily.go).
+		{"two transforms in a row", true, []string{"--chain"}, ""},
+		{"two transforms in a row, embedded prism", false, []string{"--chain"}, ""},
 		// The runner's watermark passes a stage's pending timers (README,
 		// Runners): the drain runs elements the stream commits too, and the
 		// transform fails the job, with what to change, rather than go on.

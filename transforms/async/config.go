@@ -21,11 +21,14 @@ type config struct {
 	// ID names the transform's shared Pool in each worker process.
 	ID string
 	// Name is the transform's scope, the namespace of its metrics.
-	Name      string
-	User      userSpec
-	KeyType   beam.EncodedType
-	ValueType beam.EncodedType
-	IDFn      *shippedFunc
+	Name string
+	// TimerSuffix ends the names of the transform's timer families
+	// (timerfamily.go).
+	TimerSuffix string
+	User        userSpec
+	KeyType     beam.EncodedType
+	ValueType   beam.EncodedType
+	IDFn        *shippedFunc
 	// Parallelism, Buffer and Held are the pool's bounds: calls running,
 	// elements in flight, and elements in flight or awaiting their commit.
 	Parallelism, Buffer, Held int
@@ -92,6 +95,7 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 	return config{
 		Name:              name,
 		ID:                uuid.NewString(),
+		TimerSuffix:       timerSuffix(name),
 		User:              spec,
 		KeyType:           beam.EncodedType{T: keyT},
 		ValueType:         beam.EncodedType{T: valT},

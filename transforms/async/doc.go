@@ -275,7 +275,9 @@
 //     one does not read (before windows were carried; back to one before
 //     the combined bag entries; a job that ran with WithEndOfInputDrain
 //     before its escrow became one log, state "asyncEscrow", whose old
-//     bags this version does not read): drain the pipeline first. A
+//     bags this version does not read; one whose timer families had no
+//     suffix, before each transform named its own): drain the pipeline
+//     first. A
 //     key's drain summary (state "asyncEscrowSummary") may be missing:
 //     its log is then read once, and records without a hold are read too.
 //   - With WithEndOfInputDrain switched on in a running pipeline, the

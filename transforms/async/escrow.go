@@ -102,7 +102,7 @@ type escrowFn struct {
 
 func newEscrowFn(c core) *escrowFn {
 	return &escrowFn{bundleFn: *newBundleFn(c), Escrow: beamstate.MakeBagState[[]byte](escrowStateID),
-		EscrowSummary: beamstate.MakeBagState[[]byte](summaryStateID), Drain: beamtimers.InEventTime(drainFamily)}
+		EscrowSummary: beamstate.MakeBagState[[]byte](summaryStateID), Drain: beamtimers.InEventTime(drainFamily + c.TimerSuffix)}
 }
 
 // StartBundle begins a bundle; only a drain runs anything in it.

@@ -455,7 +455,7 @@ func TestEscrowFnDrainedTwice(t *testing.T) {
 			if err := k.f.StartBundle(ctx, discard, discardFailure); err != nil {
 				t.Fatal(err)
 			}
-			if err := k.f.OnTimer(ctx, k.st, k.tm, "a", beamtimers.Context{Family: drainFamily}, discard, discardFailure); err != nil {
+			if err := k.f.OnTimer(ctx, k.st, k.tm, "a", beamtimers.Context{Family: k.f.Drain.Family}, discard, discardFailure); err != nil {
 				t.Fatal(err)
 			}
 			if err := k.f.FinishBundle(ctx, discard, discardFailure); err != nil {
@@ -534,7 +534,7 @@ func TestEscrowFnEarlyReleaseOutlivesDrain(t *testing.T) {
 	if err := k.apply(escrowStep{ord: 2, release: []int64{5}}.record(holdNone)); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.f.OnTimer(context.Background(), k.st, k.tm, "a", beamtimers.Context{Family: drainFamily}, nil, nil); err != nil {
+	if err := k.f.OnTimer(context.Background(), k.st, k.tm, "a", beamtimers.Context{Family: k.f.Drain.Family}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	k.tm.forget()
@@ -831,7 +831,7 @@ func TestEscrowReleasesDroppedCopies(t *testing.T) {
 		h.waitKey("a")
 		h.clock.Advance(time.Second)
 		f.StartBundle(ctx, nil, nil, nil)
-		if err := f.OnTimer(ctx, h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: commitFamily}, h.emitter("a"), h.fail, escrow); err != nil {
+		if err := f.OnTimer(ctx, h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: f.Commit.Family}, h.emitter("a"), h.fail, escrow); err != nil {
 			t.Fatal(err)
 		}
 		checkHold()

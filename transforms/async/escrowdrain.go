@@ -53,7 +53,7 @@ func drainFiring(hold mtime.Time) mtime.Time {
 // worker with success, else by a call of this bundle; FinishBundle emits
 // what is left in this bundle, which also writes the key's state.
 func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	if timer.Family != drainFamily {
+	if timer.Family != f.Drain.Family {
 		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
 	}
 	b, err := f.read(sp)

@@ -68,7 +68,7 @@ func (d *drainRun) drain(key string, ready func()) {
 			if _, set := tm.lastSet(); !set {
 				d.h.t.Errorf("the drain timer of key %s was never set", key)
 			}
-			if err := e.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: drainFamily}, emit, fail); err != nil {
+			if err := e.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: e.Drain.Family}, emit, fail); err != nil {
 				return err
 			}
 			ready()

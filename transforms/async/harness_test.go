@@ -474,7 +474,7 @@ func (h *harness) emitter(key any) func(beam.EventTime, beam.Z) {
 // what it emitted, after what ProcessElement committed since the last fire.
 func (h *harness) fire(f *streamFn, key any) ([]string, error) {
 	f.StartBundle(context.Background(), nil, nil, nil)
-	err := f.OnTimer(context.Background(), h.st(key), h.tm(key), key, beamtimers.Context{Family: commitFamily}, h.emitter(key), h.fail, nil)
+	err := f.OnTimer(context.Background(), h.st(key), h.tm(key), key, beamtimers.Context{Family: f.Commit.Family}, h.emitter(key), h.fail, nil)
 	out := h.early[key]
 	delete(h.early, key)
 	return out, err

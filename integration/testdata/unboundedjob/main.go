@@ -40,6 +40,7 @@ var (
 	frequency = flag.Duration("callback_frequency", 200*time.Millisecond, "the transform's callback frequency")
 	drain     = flag.Bool("drain", false, "the transform's end-of-input drain (WithEndOfInputDrain; on by default for --runner=flink)")
 	noDrain   = flag.Bool("no_drain", false, "no end-of-input drain, even on Flink (WithoutEndOfInputDrain)")
+	chain     = flag.Bool("chain", false, "a second async transform after the first, keyed by the element's number (int64)")
 )
 
 // fanOut turns each impulse into PerTick keyed elements, numbered from the
@@ -70,6 +71,17 @@ func (f *slowLabel) ProcessElement(ctx context.Context, key string, n int, emit 
 	return nil
 }
 
+// byNumber keys a label by its element's number, for the second transform
+// of --chain: another key type than the first's.
+func byNumber(label string) (int64, string) {
+	var n int64
+	fmt.Sscanf(label[strings.IndexByte(label, ':')+1:], "%d", &n)
+	return n, label
+}
+
+// relay is the second transform's fn: it passes the label on.
+func relay(_ int64, label string) string { return label }
+
 // writeOutputs writes the outputs of each bundle to a file of its own in
 // Dir (the worker runs on this machine: LOOPBACK or embedded).
 type writeOutputs struct {
@@ -85,6 +97,8 @@ func init() {
 	register.DoFn3x0[beam.EventTime, []byte, func(string, int)](&fanOut{})
 	register.DoFn4x1[context.Context, string, int, func(string), error](&slowLabel{})
 	register.DoFn1x0[string](&writeOutputs{})
+	register.Function1x2(byNumber)
+	register.Function2x1(relay)
 	register.Emitter1[string]()
 	register.Emitter2[string, int]()
 }
@@ -122,6 +136,9 @@ func run() error {
 		return err
 	}
 	defer os.RemoveAll(dir)
+	if *chain {
+		out = async.ParDo(s, relay, beam.ParDo(s, byNumber, out), opts...)
+	}
 	beam.ParDo0(s, &writeOutputs{Dir: dir}, out)
 	if _, err := runner.Run(context.Background(), p); err != nil {
 		return fmt.Errorf("pipeline failed: %w", err)
