@@ -30,7 +30,8 @@ type Config struct {
 	// and not yet removed (their results wait for a commit). It bounds
 	// memory. Zero means Buffer; otherwise it must be >= Buffer.
 	Hold int
-	// Now is the clock of Touch and EvictIdle; nil means time.Now.
+	// Now is the pool's clock: of Touch, EvictIdle and the durations of
+	// calls (ExpectedLatency); nil means time.Now.
 	Now func() time.Time
 	// Forget is how long the pool remembers an owner that holds no task
 	// (see Touch); zero means a minute.
@@ -572,7 +573,7 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 	if !ok {
 		return
 	}
-	start := time.Now()
+	start := p.cfg.Now()
 	n := t.setRunning(start)
 	outputs, err := call(t.ctx, job.Work, n)
 	if done != nil {
@@ -580,7 +581,7 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 		p.followLimit()
 	}
 	p.queue.releaseSlot()
-	p.observe(time.Since(start))
+	p.observe(p.cfg.Now().Sub(start))
 	p.endAttempt(t, job, c, n, outputs, err)
 }
 

@@ -267,7 +267,8 @@ func TestCommitTimerAtMostAPeriodAhead(t *testing.T) {
 	f := h.stream()
 	p, _ := h.c.pool()
 	h.process(f, "b", 1)
-	time.Sleep(3 * c) // b's call takes at least three periods
+	h.waitRunning("b", 1)
+	h.clock.Advance(3 * c) // b's call takes three periods on the pool's clock
 	book.open(gateID(t.Name(), "b", 1))
 	h.waitFinished("b", 1)
 	if got := p.ExpectedLatency(); got < 3*c {

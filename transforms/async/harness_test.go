@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -281,6 +282,23 @@ func (b *gateBook) gate(id string) chan struct{} {
 
 func (b *gateBook) open(id string) { close(b.gate(id)) }
 
+// forget drops what the book holds for the gates of name (gateID), so that
+// a test run again in one process (-count) starts with closed gates and no
+// calls counted.
+func (b *gateBook) forget(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prefix := name + "/"
+	for _, m := range []any{b.gates, b.calls, b.fail, b.panic, b.plan, b.seen} {
+		v := reflect.ValueOf(m)
+		for _, k := range v.MapKeys() {
+			if strings.HasPrefix(k.String(), prefix) {
+				v.SetMapIndex(k, reflect.Value{})
+			}
+		}
+	}
+}
+
 // planErrors makes the attempts of gate id fail with errs, in order.
 func (b *gateBook) planErrors(id string, errs ...error) {
 	b.mu.Lock()
@@ -415,6 +433,10 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 	spec, _, err := inspectFn(fn, keyT, reflect.TypeOf(0))
 	if err != nil {
 		t.Fatalf("inspectFn: %v", err)
+	}
+	if g, ok := fn.(*gated); ok {
+		// Registered first, so it runs last: after the pool is closed.
+		t.Cleanup(func() { book.forget(g.Name) })
 	}
 	h := &harness{t: t, clock: timers.NewManual(time.Unix(1_800_000_000, 0)), states: map[any]*memState{}, timers: map[any]*memTimers{}, failures: failures,
 		early: map[any][]string{}, stamps: map[string]beam.EventTime{}}
