@@ -39,10 +39,11 @@ func TestEnrichOnPythonJobService(t *testing.T) {
 	}{
 		{"defaults", nil, `records: in=3000 out=3000 failed=0 wall=`},
 		{"ordered, failing calls", []string{"--ordered", "--error_rate=0.5", "--max_attempts=1", "--latency=5ms"}, `records: in=3000 out=\d+ failed=[1-9]\d* wall=`},
-		// --runner=flink goes through runner.RunStableRevert, which marks
-		// revert steps (the main job has none) and submits to the job
-		// server as Beam Go's Flink runner does, with Flink's checkpoint
-		// interval among the options (this job server ignores it).
+		// --runner=flink goes through runner.RunPortable, which completes
+		// the job for Flink (package runner/portable: revert steps marked,
+		// the main job has none; Flink's options, the checkpoint interval
+		// among them, which this job server ignores) and submits it as Beam
+		// Go's Flink runner does.
 		{"Flink's launch path", []string{"--runner=flink", "--checkpointing_interval=2s"}, `records: in=3000 out=3000 failed=0 wall=`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -80,6 +81,12 @@ func TestUnboundedOnPythonJobService(t *testing.T) {
 		{"short calls", true, nil, ""},
 		{"calls longer than a tick, C = 2 s", true, []string{"--call=400ms", "--callback_frequency=2s"}, ""},
 		{"1,000 keys", true, []string{"--ticks=30", "--per_tick=40", "--keys=1000", "--call=20ms"}, ""},
+		// Two async transforms in a row, fused into one stage, with string
+		// then int64 keys: this runner buffers a stage's timers by family
+		// name, so each transform's timer families are its own
+		// (timerfamily.go).
+		{"two transforms in a row", true, []string{"--chain"}, ""},
+		{"two transforms in a row, embedded prism", false, []string{"--chain"}, ""},
 		// The runner's watermark passes a stage's pending timers (README,
 		// Runners): the drain runs elements the stream commits too, and the
 		// transform fails the job, with what to change, rather than go on.

@@ -12,8 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/asyncbeam/asyncbeam/runner"
 )
 
 // freePort returns a loopback port that was free a moment ago.
@@ -124,12 +122,12 @@ func TestEnrichOnPrismJobServer(t *testing.T) {
 	enrich := build(t, "./pipelines/enrich")
 	endpoint := startPrism(t)
 	t.Run("LOOPBACK", func(t *testing.T) {
-		out := runEnrich(t, enrich, "--runner=universal", "--endpoint="+endpoint, "--experiments="+runner.PrismExperiment, "--environment_type=LOOPBACK")
+		out := runEnrich(t, enrich, "--runner=universal", "--endpoint="+endpoint, "--environment_type=LOOPBACK")
 		checkSummary(t, out)
 	})
 	t.Run("PROCESS", func(t *testing.T) {
 		events := filepath.Join(t.TempDir(), "events.jsonl")
-		out := runEnrich(t, enrich, "--runner=universal", "--endpoint="+endpoint, "--experiments="+runner.PrismExperiment, "--environment_type=PROCESS",
+		out := runEnrich(t, enrich, "--runner=universal", "--endpoint="+endpoint, "--environment_type=PROCESS",
 			`--environment_config={"command":"`+bootWrapper(t)+`"}`, "--worker_binary="+enrich, "--error_rate=0.1",
 			"--ordered", "--priority_field=items", "--events="+events)
 		checkSummary(t, out)

@@ -76,9 +76,7 @@ func TestEarlyEventTimeTimersOnPythonJobService(t *testing.T) {
 				name = shape.name + ", Python job service"
 			}
 			t.Run(name, func(t *testing.T) {
-				// prism_disable_sdf_split as for every pipeline of this
-				// repository on prism (README, Runners).
-				args := append([]string{"--runner=prism", "--experiments=prism_disable_sdf_split"}, shape.args...)
+				args := append([]string{"--runner=prism"}, shape.args...)
 				if python {
 					args = append([]string{"--runner=universal", "--endpoint=" + pythonJobService(t), "--environment_type=LOOPBACK"}, shape.args...)
 				}

@@ -7,10 +7,15 @@
 // pipeline on embedded prism, a local runner that can, and says so in one
 // log line (as Beam Python's direct runner hands pipelines to a local runner
 // that supports them). A runner that needs flags (Dataflow, a job server)
-// is checked for them before any work. On prism it turns off bundle
-// splitting (see PrismExperiment). On Flink it marks the async transforms'
-// revert steps as requiring stable input (RunStableRevert), which Beam Go
-// cannot declare on a DoFn.
+// is checked for them before any work. A job for a job server (flink, spark,
+// universal, portable) goes through RunPortable: package portable sends
+// Flink the options Beam Go cannot (streaming mode, the source's idle
+// shutdown, checkpointing) and marks the async transforms' revert steps as
+// requiring stable input, which Beam Go cannot declare on a DoFn; a job
+// that ended well is a success even when the job server cannot give its
+// metrics (MetricsError).
+//
+// Runner names are taken in any case: --runner=Prism runs on prism.
 package runner
 
 import (
@@ -25,20 +30,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
-	"github.com/asyncbeam/asyncbeam/transforms/async"
+	"github.com/asyncbeam/asyncbeam/runner/portable"
 )
-
-// PrismExperiment turns off prism's splitting of slow bundles, which loses
-// the async transform's bag state: see async.PrismExperiment. Every async
-// transform adds it at construction when the runner is prism; pass
-// --experiments=prism_disable_sdf_split yourself when you submit to a prism
-// job server with --runner=universal or portable.
-const PrismExperiment = async.PrismExperiment
-
-// UsePrismExperiment adds PrismExperiment to --experiments when the runner
-// is prism: it is async.UsePrismExperiment, which every async transform
-// calls when it is built. Run calls it too.
-func UsePrismExperiment() { async.UsePrismExperiment() }
 
 // Name returns the runner Run will use: the --runner flag, lower case, or
 // "prism" when it is empty, names prism (prism or PrismRunner) or names the
@@ -73,19 +66,34 @@ func Check() error {
 	if err := checkAsync(); err != nil {
 		return err
 	}
-	switch Name() {
-	case "dataflow", "dataflowrunner":
+	switch name := Name(); {
+	case name == "dataflow" || name == "dataflowrunner":
 		return requireFlags("--runner=dataflow", "project", "region", "staging_location", "temp_location")
-	case "universal", "portable", "flink", "flinkrunner", "spark":
-		return requireFlags("--runner="+Name()+" submits to a job server and", "endpoint")
+	case isPortable(name):
+		return requireFlags("--runner="+name+" submits to a job server and", "endpoint")
 	}
 	return nil
+}
+
+// registered is the name Beam registers each runner under, by the lower
+// case of its names: beam.Run looks names up as given.
+var registered = map[string]string{
+	"prism": "prism", "dataflow": "dataflow", "dataflowrunner": "DataflowRunner",
+	"dot": "dot", "vet": "vet",
+}
+
+// useRegisteredName spells --runner as Beam registers it (--runner=Prism
+// becomes prism), so that a name Check accepted is one beam.Run finds.
+func useRegisteredName() {
+	if name, ok := registered[Name()]; ok && *runners.Runner != "" {
+		*runners.Runner = name
+	}
 }
 
 // checkAsync refuses --async where the job would be left with nothing to
 // run it once Run returns, which --async makes it do as soon as the job is
 // submitted: a LOOPBACK worker runs inside this program and stops then
-// (Beam Go's portable runner and RunStableRevert stop it on return), and
+// (Beam Go's portable runner and RunPortable stop it on return), and
 // embedded prism (no --endpoint) is itself part of this program, whatever
 // the worker.
 func checkAsync() error {
@@ -120,20 +128,21 @@ func DryRun() bool {
 	return f != nil && f.Value.String() == "true"
 }
 
-// Run checks the runner and runs p, returning its result (with metrics);
-// --runner=direct runs on embedded prism (see the package doc), and
-// --runner=flink submits through RunStableRevert.
+// Run checks the runner and runs p, returning its result (with metrics):
+// --runner=direct runs on embedded prism (see the package doc), and the
+// portable runners (flink, spark, universal, portable) submit through
+// RunPortable.
 func Run(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	if err := Check(); err != nil {
 		return nil, err
 	}
 	useLocalRunner()
-	UsePrismExperiment()
-	if isFlink(Name()) {
-		return RunStableRevert(ctx, p)
+	useRegisteredName()
+	if isPortable(Name()) {
+		return RunPortable(ctx, p)
 	}
-	if *checkpointing != 0 {
-		slog.Warn("runner: --checkpointing_interval is for --runner=flink; the " + Name() + " runner does not read it")
+	if *portable.Checkpointing != 0 {
+		slog.Warn("runner: --checkpointing_interval is for Flink; the " + Name() + " runner does not read it")
 	}
 	return beamx.RunWithMetrics(ctx, p)
 }

@@ -22,8 +22,11 @@ func TestCheck(t *testing.T) {
 		{"PrismRunner", "prism", false},
 		{"direct", "prism", false},
 		{"DirectRunner", "prism", false},
-		{"portable", "portable", true},       // no --endpoint
-		{"FlinkRunner", "flinkrunner", true}, // no --endpoint: Run sends it to RunStableRevert
+		{"portable", "portable", true}, // no --endpoint
+		{"PortableRunner", "portablerunner", true},
+		{"FlinkRunner", "flinkrunner", true}, // no --endpoint: Run sends it to RunPortable
+		{"SparkRunner", "sparkrunner", true},
+		{"Prism", "prism", false},
 	}
 	for _, tc := range tests {
 		*runners.Runner = tc.flag
@@ -37,19 +40,34 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// TestDirectRunsOnPrism: --runner=direct is replaced by prism, with the
-// experiment prism needs.
+// TestRegisteredName: a runner name Check takes in any case is spelled as
+// Beam registers it before beam.Run looks it up.
+func TestRegisteredName(t *testing.T) {
+	defer func(r string) { *runners.Runner = r }(*runners.Runner)
+	for _, tc := range []struct{ flag, want string }{
+		{"Prism", "prism"},
+		{"PRISM", "prism"},
+		{"Dataflow", "dataflow"},
+		{"dataflowrunner", "DataflowRunner"},
+		{"", ""}, // the default, left to Beam
+		{"myrunner", "myrunner"},
+	} {
+		*runners.Runner = tc.flag
+		useRegisteredName()
+		if got := *runners.Runner; got != tc.want {
+			t.Errorf("--runner=%q: beam.Run gets %q, want %q", tc.flag, got, tc.want)
+		}
+	}
+}
+
+// TestDirectRunsOnPrism: --runner=direct is replaced by prism.
 func TestDirectRunsOnPrism(t *testing.T) {
-	defer func(r, e string) { *runners.Runner, *jobopts.Experiments = r, e }(*runners.Runner, *jobopts.Experiments)
+	defer func(r string) { *runners.Runner = r }(*runners.Runner)
 	for _, name := range []string{"direct", "DirectRunner"} {
-		*runners.Runner, *jobopts.Experiments = name, ""
+		*runners.Runner = name
 		useLocalRunner()
-		UsePrismExperiment()
 		if got := Name(); got != "prism" {
 			t.Errorf("--runner=%s runs on %q, want prism", name, got)
-		}
-		if got := *jobopts.Experiments; got != PrismExperiment {
-			t.Errorf("--runner=%s: experiments %q, want %q", name, got, PrismExperiment)
 		}
 	}
 }
@@ -127,25 +145,6 @@ func TestCheckNamesMissingDataflowFlag(t *testing.T) {
 		}
 		if err == nil || !strings.Contains(err.Error(), st.wantMissing) {
 			t.Errorf("Check() after setting %q = %v, want an error naming %s", st.set, err, st.wantMissing)
-		}
-	}
-}
-
-func TestUsePrismExperiment(t *testing.T) {
-	defer func(r, e string) { *runners.Runner, *jobopts.Experiments = r, e }(*runners.Runner, *jobopts.Experiments)
-	tests := []struct {
-		runner, experiments, want string
-	}{
-		{"", "", PrismExperiment},
-		{"prism", "beam_fn_api", "beam_fn_api," + PrismExperiment},
-		{"prism", PrismExperiment, PrismExperiment},
-		{"dataflow", "", ""},
-	}
-	for _, tc := range tests {
-		*runners.Runner, *jobopts.Experiments = tc.runner, tc.experiments
-		UsePrismExperiment()
-		if got := *jobopts.Experiments; got != tc.want {
-			t.Errorf("runner %q, experiments %q: UsePrismExperiment gives %q, want %q", tc.runner, tc.experiments, got, tc.want)
 		}
 	}
 }

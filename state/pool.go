@@ -30,7 +30,8 @@ type Config struct {
 	// and not yet removed (their results wait for a commit). It bounds
 	// memory. Zero means Buffer; otherwise it must be >= Buffer.
 	Hold int
-	// Now is the clock of Touch and EvictIdle; nil means time.Now.
+	// Now is the pool's clock: of Touch, EvictIdle and the durations of
+	// calls (ExpectedLatency); nil means time.Now.
 	Now func() time.Time
 	// Forget is how long the pool remembers an owner that holds no task
 	// (see Touch); zero means a minute.
@@ -572,7 +573,7 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 	if !ok {
 		return
 	}
-	start := time.Now()
+	start := p.cfg.Now()
 	n := t.setRunning(start)
 	outputs, err := call(t.ctx, job.Work, n)
 	if done != nil {
@@ -580,7 +581,7 @@ func (p *Pool) attempt(t *Task, job *Job, c *claim) {
 		p.followLimit()
 	}
 	p.queue.releaseSlot()
-	p.observe(time.Since(start))
+	p.observe(p.cfg.Now().Sub(start))
 	p.endAttempt(t, job, c, n, outputs, err)
 }
 
@@ -657,11 +658,14 @@ func (p *Pool) observe(d time.Duration) {
 // frees when it finishes. A cancelled Work that ignores its
 // context keeps its parallelism slot until it returns. Removing a task twice,
 // or one the pool no longer holds, does nothing.
-func (p *Pool) Remove(t *Task) {
+func (p *Pool) Remove(t *Task) { p.remove(t) }
+
+// remove is Remove, and reports whether the pool held t.
+func (p *Pool) remove(t *Task) bool {
 	p.mu.Lock()
 	if t.removed || p.tasks[t.Key] != t {
 		p.mu.Unlock()
-		return
+		return false
 	}
 	t.removed = true
 	delete(p.tasks, t.Key)
@@ -677,6 +681,7 @@ func (p *Pool) Remove(t *Task) {
 	if release {
 		p.freeHold()
 	}
+	return true
 }
 
 // EvictIdle removes every task of the owners that have not been touched
@@ -714,6 +719,39 @@ func (p *Pool) EvictIdle(cutoff time.Time) []*Task {
 // task would stay for the life of the pool.
 func (p *Pool) EvictIdleUnbuffered(cutoff time.Time) []*Task {
 	return p.evict(cutoff, false, func(t *Task) bool { return !t.buffered })
+}
+
+// Reclaim takes places back for a caller that knows no waiting owner will
+// come for a place and the tasks which picks will never be committed (the
+// end of unbounded input, when the runner calls no key back): it ends
+// every wait for room, frees the places kept (see Waiting), and removes at
+// most limit (no limit when limit <= 0) of the tasks that hold a Hold
+// place and which picks, whenever their owners were last touched. It
+// returns the removed tasks. which is called without the pool's lock, so
+// it may read the task; tasks without a place are never offered to it,
+// since removing them frees nothing.
+func (p *Pool) Reclaim(which func(*Task) bool, limit int) []*Task {
+	p.mu.Lock()
+	for n := p.room.leaveAll(); n > 0; n-- {
+		p.freeHoldLocked() // nobody waits now: the place is free
+	}
+	placed := make([]*Task, 0, p.buffered)
+	for _, t := range p.tasks {
+		if t.buffered {
+			placed = append(placed, t)
+		}
+	}
+	p.mu.Unlock()
+	var removed []*Task
+	for _, t := range placed {
+		if limit > 0 && len(removed) == limit {
+			break
+		}
+		if which(t) && p.remove(t) {
+			removed = append(removed, t)
+		}
+	}
+	return removed
 }
 
 // evict removes the tasks that which picks of the owners idle since cutoff

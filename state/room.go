@@ -44,6 +44,16 @@ func (q *roomQueue) leave(o string) (kept bool) {
 	return kept
 }
 
+// leaveAll ends every owner's wait, and returns how many places were kept
+// for owners: the caller frees them.
+func (q *roomQueue) leaveAll() (kept int) {
+	kept = len(q.reserved)
+	q.waiting.Init()
+	clear(q.at)
+	clear(q.reserved)
+	return kept
+}
+
 // grant keeps a freed place for the owner that has waited longest, and
 // returns that owner; false: nobody waits, and the place is anyone's.
 func (q *roomQueue) grant() (string, bool) {

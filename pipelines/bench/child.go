@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"runtime/pprof"
 	"time"
@@ -15,11 +14,12 @@ import (
 )
 
 // runChild runs one spec's pipeline from this process, on embedded prism,
-// or submitted to the job server the parent started (--runner=universal
-// --endpoint=... --environment_type=LOOPBACK: the SDK worker runs in this
-// process), and returns what the outputs show. The parent measures the CPU
-// time and RSS of this process and of the job server; on embedded prism the
-// child profiles the run, to split its CPU time (cpusplit.go).
+// or submitted to a job server, the parent's or the one at the spec's
+// endpoint (--runner, --endpoint, --environment_type=LOOPBACK: the SDK
+// worker runs in this process; see childArgs), and returns what the outputs
+// show. The parent measures the CPU time and RSS of this process and of the
+// job server it started; on embedded prism the child profiles the run, to
+// split its CPU time (cpusplit.go).
 func runChild(s spec) (result, error) {
 	c := callerFor(s)
 	if s.Call == "http" {
@@ -36,19 +36,19 @@ func runChild(s spec) (result, error) {
 		return result{}, err
 	}
 	var prof bytes.Buffer
-	if !s.JobServer || *cpuProfile != "" {
+	if s.embedded() || *cpuProfile != "" {
 		if err := pprof.StartCPUProfile(&prof); err != nil {
 			return result{}, err
 		}
 	}
 	submitted := time.Now()
-	_, err := runner.Run(context.Background(), p)
+	res0, runErr := runner.Run(context.Background(), p)
 	wall := time.Since(submitted)
-	if !s.JobServer || *cpuProfile != "" {
+	if s.embedded() || *cpuProfile != "" {
 		pprof.StopCPUProfile()
 	}
-	if err != nil {
-		return result{}, err
+	if runErr != nil {
+		return result{}, runErr
 	}
 	if *cpuProfile != "" {
 		if err := os.WriteFile(*cpuProfile, prof.Bytes(), 0o644); err != nil {
@@ -60,7 +60,7 @@ func runChild(s spec) (result, error) {
 	outputs.Unlock()
 
 	res := measure(s, outs, wall)
-	if !s.JobServer {
+	if s.embedded() {
 		shares, err := splitProfile(prof.Bytes())
 		if err != nil {
 			return result{}, err
@@ -70,20 +70,14 @@ func runChild(s spec) (result, error) {
 	if first := firstSourceUs.Load(); first > 0 {
 		res.StartupS = float64(first-submitted.UnixMicro()) / 1e6
 	}
-	if msg := checkOnce(s, outs); msg != "" {
+	switch msg := checkOnce(s, outs); {
+	case msg != "":
 		res.Failed, res.Note = true, msg
+	case runner.MetricsError(res0) != nil:
+		res.Note = "every output came out exactly once, but the job's metrics are missing: " + runner.MetricsError(res0).Error()
 	}
 	for _, p := range state.Default.Pools() {
 		res.PeakHeld = max(res.PeakHeld, p.PeakHeld())
 	}
 	return res, nil
-}
-
-// childArgs are the flags that make the child submit to the job server on
-// port: the universal runner with the SDK worker in the child (LOOPBACK),
-// and prism's experiment passed on the command line, since runner.Run adds
-// it for embedded prism only (see runner.PrismExperiment).
-func childArgs(port int) []string {
-	return []string{"--runner=universal", fmt.Sprintf("--endpoint=localhost:%d", port),
-		"--environment_type=LOOPBACK", "--experiments=" + runner.PrismExperiment}
 }

@@ -13,6 +13,23 @@
 // RSS come from their rusage and are reported apart, and their CPU is
 // sampled every 500 ms.
 //
+// On any portable job server instead (Flink's, a prism job server, Beam
+// Python's job service), started by someone else:
+//
+//	go run ./pipelines/bench --suites stream --endpoint=HOST:PORT [--runner=flink]
+//
+// Every run then submits to it with Beam's --runner as given (universal by
+// default) and its SDK worker in the worker process (LOOPBACK, the only
+// --environment_type the sink can count in), and the rows name the runner
+// and the endpoint. The job server's process is not the bench's: its CPU
+// time and memory, and the sums with them, read "not measured", and the CPU
+// targets are not judged. Flags that choose or profile a prism of the
+// bench's (--prism, --robust_modes, --robust_p, --runner_cpuprofile) are
+// refused, and so are the suites that run the enrich job on embedded prism
+// (service, fewer's bounded half). Beam's and the launcher's flags given to
+// the bench (--checkpointing_interval, --experiments, ...) go to every Go
+// worker process as given, in every mode.
+//
 // Every contender runs in one pipeline shape: the source (bounded input, or
 // a periodic impulse that starts --lead after construction), keyed and
 // windowed, a Reshuffle, the contender, a Reshuffle, and a sink that checks
@@ -80,7 +97,7 @@ var (
 	streamRates      = flag.String("stream_rates", "0.4,0.6,0.8,0.9", "stream: source rates as shares of P/L")
 	streamKeys       = flag.String("stream_keys", "100,1000,10000", "stream: key counts")
 	streamContenders = flag.String("stream_contenders", "passthrough,timeronly,bundle,eager,async", "stream: contenders, of "+strings.Join(callers, ", ")+" (python has a suite of its own)")
-	prismMode        = flag.String("prism", "embedded", "where prism runs for the Go workers: embedded (in the worker's process, as runner.Run and the tests run it; CPU split by a profile) or jobserver (a process of its own per run; python always runs on one)")
+	prismMode        = flag.String("prism", "embedded", "where prism runs for the Go workers: embedded (in the worker's process, as runner.Run and the tests run it; CPU split by a profile) or jobserver (a process of its own per run; python always runs on one); refused with --endpoint, which sends every run to the job server there")
 	streamWindows    = flag.String("stream_windows", "global", "stream: window kinds, each global, fixed:D, sliding:SIZE/PERIOD or sessions:GAP")
 	streamFor        = flag.Duration("stream_for", 5*time.Second, "how long an unbounded source emits (stream, windows, csweep, heavytail, hotkey; quiet's burst)")
 	windowKinds      = flag.String("window_kinds", "fixed:1s,fixed:10s,sessions:2s", "windows: window kinds, as --stream_windows")
@@ -93,13 +110,13 @@ var (
 	fewerBatches     = flag.String("fewer_batches", "1,10,50,200", "fewer: the batch sizes of its unbounded rows (1: async.ParDo, one element a call)")
 	fewerBounded     = flag.Bool("fewer_bounded", true, "fewer: also run its bounded half (the enrich job, batches and the cache)")
 	cSweep           = flag.String("c_sweep", "100ms,250ms,1s", "csweep: callback frequencies")
-	robustModes      = flag.String("robust_modes", "embedded,jobserver", "robust: prism modes, of embedded and jobserver")
+	robustModes      = flag.String("robust_modes", "embedded,jobserver", "robust: prism modes, of embedded and jobserver (refused with --endpoint: its rows run there at --robust_jobserver_p)")
 	robustC          = flag.String("robust_c", "100ms,1s,5s", "robust: callback frequencies")
 	robustKeys       = flag.String("robust_keys", "10,100,1000,10000", "robust: key counts")
 	robustRates      = flag.String("robust_rates", "0.4,0.9", "robust: source rates as shares of P/L")
 	robustContenders = flag.String("robust_contenders", "bundle,timeronly,async", "robust: contenders, of async, async-drain, bundle, eager, passthrough, timeronly, roundtimer")
 	robustP          = flag.Int("robust_p", 64, "robust: the parallelism on embedded prism")
-	robustJobServerP = flag.Int("robust_jobserver_p", 16, "robust: the parallelism on the prism job server")
+	robustJobServerP = flag.Int("robust_jobserver_p", 16, "robust: the parallelism on the prism job server, and on the job server at --endpoint")
 	repeat           = flag.Int("repeat", 3, "runs of each unbounded-source workload but steady (median, min and max are reported)")
 	runTimeout       = flag.Duration("run_timeout", 15*time.Minute, "give up on a run (and count it failed) after this long")
 	jsonPath         = flag.String("json", "", "also write the results as JSON to this file (refused on a work tree with changes, unless --allow_dirty)")
@@ -110,7 +127,7 @@ var (
 	asyncHeld        = flag.Int("async_held", 0, "async WithMaxItemsHeld (0: the transform's default)")
 	child            = flag.String("child", "", "internal: run this spec (JSON) and print its result as JSON")
 	cpuProfile       = flag.String("cpuprofile", "", "write a CPU profile of each Go worker process here (the last run's remains)")
-	runnerProfile    = flag.String("runner_cpuprofile", "", "with a job server (ignored on embedded prism): run it from this program (prism's job server without its web UI) and write a CPU profile of it here (the last run's remains)")
+	runnerProfile    = flag.String("runner_cpuprofile", "", "with a job server the bench starts (ignored on embedded prism; refused with --endpoint): run it from this program (prism's job server without its web UI) and write a CPU profile of it here (the last run's remains)")
 	serveJobServerOn = flag.Int("serve_jobserver", 0, "internal: serve prism's job server on this port, profiling it into --runner_cpuprofile")
 )
 
@@ -156,12 +173,23 @@ func main() {
 // bounded half of fewer).
 func runAll() error {
 	names, service, fewer := withoutProcessSuites(list(*suitesFlag))
-	specs, err := suites(names)
+	var processSuites []string
+	if service {
+		processSuites = append(processSuites, "service (leave it out of --suites)")
+	}
+	if fewer && *fewerBounded {
+		processSuites = append(processSuites, "fewer's bounded half (--fewer_bounded=false)")
+	}
+	ext, err := chooseExternal(setFlags(), processSuites)
+	if err != nil {
+		return err
+	}
+	specs, err := suites(names, ext)
 	if err != nil {
 		return err
 	}
 	if len(specs) > 0 {
-		if err := runSpecs(specs); err != nil {
+		if err := runSpecs(specs, ext); err != nil {
 			return err
 		}
 	}
@@ -182,13 +210,13 @@ func runAll() error {
 // runSpecs runs every spec once, then every spec that repeats once more,
 // and so on, so that a slow patch of the machine falls on every contender
 // rather than on one row's repeats.
-func runSpecs(specs []spec) error {
+func runSpecs(specs []spec, ext external) error {
 	co := startCheckout()
 	if *jsonPath != "" && co.dirty != "" && !*allowDirty {
 		return fmt.Errorf("the work tree differs from commit %s (%s): commit, or pass --allow_dirty to write a run stamped %s", co.commit, co.dirty, co.stamp())
 	}
 	started := time.Now()
-	fmt.Println(header(co.stamp()))
+	fmt.Println(header(co.stamp(), ext))
 	rows := make([]row, len(specs))
 	skipped := make([]bool, len(specs))
 	rounds := 0
@@ -214,12 +242,12 @@ func runSpecs(specs []spec) error {
 			fmt.Printf("   %d/%d %-9s %-11s %-44s %s\n", round+1, runsOf(s), s.Suite, s.Contender, s.shape(), one.summary())
 		}
 	}
-	return finish(co.stamp(), started, rows)
+	return finish(co.stamp(), started, rows, ext)
 }
 
 // finish prints the tables and targets of rows, and writes the JSON and the
-// charts asked for.
-func finish(commit string, started time.Time, rows []row) error {
+// charts asked for; ext is where the rows ran (the JSON's parameters say).
+func finish(commit string, started time.Time, rows []row, ext external) error {
 	printTables(os.Stdout, rows)
 	targets := checkTargets(rows)
 	printTargets(os.Stdout, targets)
@@ -231,7 +259,7 @@ func finish(commit string, started time.Time, rows []row) error {
 		fmt.Println("charts:", strings.Join(files, " "))
 	}
 	if *jsonPath != "" && *reportPath == "" {
-		return writeJSON(*jsonPath, commit, started, rows, targets)
+		return writeJSON(*jsonPath, commit, started, rows, targets, ext)
 	}
 	return nil
 }
@@ -243,7 +271,7 @@ func reportFile() error {
 		return err
 	}
 	fmt.Printf("bench: the run of %s, at commit %s\n", *reportPath, doc.Commit)
-	return finish(doc.Commit, doc.Started, doc.Rows)
+	return finish(doc.Commit, doc.Started, doc.Rows, external{}) // writes no JSON
 }
 
 // withoutProcessSuites takes the suites that run the enrich job in

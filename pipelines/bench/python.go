@@ -11,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/asyncbeam/asyncbeam/runner"
 )
 
 // pythonNote is said on every python row. Beam Python's AsyncWrapper sets
@@ -40,12 +38,15 @@ func pythonBin() (string, error) {
 }
 
 // pythonWorker runs the Beam Python AsyncWrapper contender against the job
-// server on port, with the same source, lead time and experiment as the Go
-// rows; its sink writes each output to a file the parent reads.
-func pythonWorker(ctx context.Context, sp spec, port int) (worker, error) {
+// server at endpoint, with the same source, lead time and experiment as the
+// Go rows; its sink writes each output to a file the parent reads.
+func pythonWorker(ctx context.Context, sp spec, endpoint string) (worker, error) {
 	py, err := pythonBin()
 	if err != nil {
 		return worker{}, err
+	}
+	if endpoint == "" {
+		return worker{}, fmt.Errorf("the python contender runs on a job server: its spec names none")
 	}
 	if sp.Bounded || sp.Idle > 0 || sp.window().Kind != "global" {
 		return worker{}, fmt.Errorf("the python contender runs an unbounded source in the global window only")
@@ -63,10 +64,9 @@ func pythonWorker(ctx context.Context, sp spec, port int) (worker, error) {
 		fmt.Sprint("--slow_every=", sp.SlowEvery), "--slow_at=" + intsText(sp.SlowAt), fmt.Sprint("--slow_x=", sp.SlowX),
 		"--outputs=" + outsPath, "--first=" + firstPath}
 	// Beam's own options, which the script hands to PipelineOptions: the
-	// job server the parent started, the SDK worker in the python process
-	// (LOOPBACK), and prism's experiment as its own flag, as for the Go rows.
-	args = append(args, "--runner=PortableRunner", "--job_endpoint=localhost:"+strconv.Itoa(port),
-		"--environment_type=LOOPBACK", "--experiments="+runner.PrismExperiment, "--streaming")
+	// job server and the SDK worker in the python process (LOOPBACK).
+	args = append(args, "--runner=PortableRunner", "--job_endpoint="+endpoint,
+		"--environment_type=LOOPBACK", "--streaming")
 	figures := func(out []byte) (result, error) {
 		var r struct {
 			WallS       float64 `json:"wall_s"`

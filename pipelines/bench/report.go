@@ -43,26 +43,36 @@ func (r row) failed() bool {
 	return false
 }
 
-// notes is the row's note and why each failed run failed (runs that failed
-// alike are named together).
+// notes is the row's note, why each failed run failed and what a measured
+// run noted beyond the row's note (runs alike are named together).
 func (r row) notes() string {
 	var parts []string
 	if r.Note != "" {
 		parts = append(parts, r.Note)
 	}
-	var order []string
-	which := map[string][]string{}
+	type note struct {
+		failed bool
+		text   string
+	}
+	var order []note
+	which := map[note][]string{}
 	for i, x := range r.Runs {
-		if !x.Failed {
+		if x.Note == "" || (!x.Failed && x.Note == r.Note) {
 			continue
 		}
-		if _, ok := which[x.Note]; !ok {
-			order = append(order, x.Note)
+		n := note{x.Failed, x.Note}
+		if _, ok := which[n]; !ok {
+			order = append(order, n)
 		}
-		which[x.Note] = append(which[x.Note], strconv.Itoa(i+1))
+		which[n] = append(which[n], strconv.Itoa(i+1))
 	}
 	for _, n := range order {
-		parts = append(parts, fmt.Sprintf("FAILED (run %s of %d): %s", strings.Join(which[n], ", "), len(r.Runs), oneLine(n, 600)))
+		runs := fmt.Sprintf("(run %s of %d)", strings.Join(which[n], ", "), len(r.Runs))
+		if n.failed {
+			parts = append(parts, fmt.Sprintf("FAILED %s: %s", runs, oneLine(n.text, 600)))
+		} else {
+			parts = append(parts, fmt.Sprintf("%s %s", runs, oneLine(n.text, 600)))
+		}
 	}
 	return strings.ReplaceAll(strings.Join(parts, "; "), "|", "/")
 }
@@ -105,17 +115,26 @@ func (s stat) format(verb string) string {
 }
 
 func (r row) summary() string {
-	switch {
-	case !r.ran():
+	if !r.ran() {
 		return r.notes()
-	case r.Bounded:
-		return fmt.Sprintf("startup=%.2fs wall=%.2fs ratio_to_limit=%.2f cpu/1k=%.3f+%.3f rss=%.0f+%.0fMB %s", r.stat(startup).med, r.stat(wallS).med, r.stat(ratio).med,
-			r.stat(cpuWorker).med, r.stat(cpuRunner).med, r.stat(rss).med, r.stat(rssRunner).med, r.notes())
 	}
-	return fmt.Sprintf("startup=%.2fs sustained=%.0f/s p99=%.0fms (before the last 2 s %.0fms, last p50 %.0fms) max=%.0fms cpu/1k=%.3f+%.3f %s", r.stat(startup).med, r.stat(sustained).med, r.stat(p99).med,
-		r.stat(p99BeforeEnd).med, r.stat(lastP50).med, r.stat(maxMs).med,
-		r.stat(cpuWorker).med, r.stat(cpuRunner).med, r.notes())
+	cpuText := fmt.Sprintf("%.3f+%.3f", r.stat(cpuWorker).med, r.stat(cpuRunner).med)
+	rssText := fmt.Sprintf("%.0f+%.0fMB", r.stat(rss).med, r.stat(rssRunner).med)
+	if !r.runnerMeasured() {
+		cpuText = fmt.Sprintf("%.3f+%s", r.stat(cpuWorker).med, notMeasured)
+		rssText = fmt.Sprintf("%.0fMB+%s", r.stat(rss).med, notMeasured)
+	}
+	if r.Bounded {
+		return fmt.Sprintf("startup=%.2fs wall=%.2fs ratio_to_limit=%.2f cpu/1k=%s rss=%s %s", r.stat(startup).med, r.stat(wallS).med, r.stat(ratio).med,
+			cpuText, rssText, r.notes())
+	}
+	return fmt.Sprintf("startup=%.2fs sustained=%.0f/s p99=%.0fms (before the last 2 s %.0fms, last p50 %.0fms) max=%.0fms cpu/1k=%s %s", r.stat(startup).med, r.stat(sustained).med, r.stat(p99).med,
+		r.stat(p99BeforeEnd).med, r.stat(lastP50).med, r.stat(maxMs).med, cpuText, r.notes())
 }
+
+// notMeasured fills a figure of the runner's (and a sum with it) on a job
+// server the bench did not start: its process is not the bench's to see.
+const notMeasured = "not measured"
 
 func wallS(x result) float64        { return x.WallS }
 func startup(x result) float64      { return x.StartupS }
@@ -197,11 +216,14 @@ func (r row) tableRow() string {
 		}
 		return show(fn, "%.0f")
 	}
-	runnerRSS := f(rssRunner, "%.0f")
-	if r.ran() && !r.JobServer {
-		runnerRSS = "(in worker)" // embedded prism: one process
+	runnerCPU, totalCPU, runnerRSS := f(cpuRunner, "%.3f"), rng(cpu, "%.3f"), f(rssRunner, "%.0f")
+	switch {
+	case r.ran() && !r.runnerMeasured():
+		runnerCPU, totalCPU, runnerRSS = notMeasured, notMeasured, notMeasured
+	case r.ran() && r.embedded():
+		runnerRSS = "(in worker)" // one process
 	}
-	costs := []string{f(cpuWorker, "%.3f"), f(cpuRunner, "%.3f"), rng(cpu, "%.3f"), f(rss, "%.0f"), runnerRSS}
+	costs := []string{f(cpuWorker, "%.3f"), runnerCPU, totalCPU, f(rss, "%.0f"), runnerRSS}
 	if r.Bounded {
 		cells = append(cells, f(wallS, "%.2f"), f(startup, "%.2f"), f(tput, "%.0f"), f(ratio, "%.2f"))
 	} else {
@@ -215,7 +237,9 @@ func (r row) tableRow() string {
 	cells = append(cells, costs...)
 	if !r.Bounded && r.Suite == "quiet" {
 		switch {
-		case r.stat(quietS).hi > 0 && !r.JobServer: // one process: no split while quiet
+		case r.stat(quietS).hi > 0 && !r.runnerMeasured():
+			cells = append(cells, notMeasured, f(quietWorker, "%.4f"), notMeasured)
+		case r.stat(quietS).hi > 0 && r.embedded(): // one process: no split while quiet
 			cells = append(cells, rng(quiet, "%.4f"), "(in total)", "(in total)")
 		case r.stat(quietS).hi > 0:
 			cells = append(cells, rng(quiet, "%.4f"), f(quietWorker, "%.4f"), f(quietRunner, "%.4f"))
@@ -227,10 +251,20 @@ func (r row) tableRow() string {
 	return "| " + strings.Join(cells, " | ") + " |"
 }
 
-// header is the first line of a run's output: the code and the parameters.
-func header(commit string) string {
-	return fmt.Sprintf("bench: commit %s; L=%v P=%d C=%v call=%s lead=%v; %d cores, %s %s/%s",
-		commit, *latency, *par, *freq, *mode, *lead, runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+// header is the first line of a run's output: the code, the parameters
+// and where the runs go.
+func header(commit string, ext external) string {
+	return fmt.Sprintf("bench: commit %s; L=%v P=%d C=%v call=%s lead=%v; %s; %d cores, %s %s/%s",
+		commit, *latency, *par, *freq, *mode, *lead, runsOn(ext), runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
+// runsOn says where the runs go: on prism, as --prism and --robust_modes
+// say, or on the job server ext.
+func runsOn(ext external) string {
+	if ext.Endpoint != "" {
+		return "runner " + ext.label() + " (LOOPBACK; its CPU and memory not measured)"
+	}
+	return fmt.Sprintf("prism %s (robust: %s)", *prismMode, *robustModes)
 }
 
 // report is the JSON --json writes and --report reads.
@@ -249,13 +283,13 @@ type targetJSON struct {
 	Detail string `json:"detail"`
 }
 
-func writeJSON(path, commit string, started time.Time, rows []row, targets []target) error {
+func writeJSON(path, commit string, started time.Time, rows []row, targets []target, ext external) error {
 	doc := report{
 		Commit:  commit,
 		Started: started,
 		Machine: map[string]any{"cores": runtime.NumCPU(), "go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH},
 		Params: map[string]any{"latency_ms": latency.Milliseconds(), "p": *par, "c_ms": freq.Milliseconds(), "call": *mode,
-			"lead_ms": lead.Milliseconds(), "args": strings.Join(os.Args[1:], " ")},
+			"lead_ms": lead.Milliseconds(), "runs_on": runsOn(ext), "args": strings.Join(os.Args[1:], " ")},
 		Rows: rows,
 	}
 	for _, t := range targets {

@@ -11,8 +11,9 @@ import (
 	"time"
 )
 
-// runOnce runs a spec once: on a job server of its own, in a worker process
-// of its own. A run that does not complete comes back Failed, with why.
+// runOnce runs a spec once, in a worker process of its own: on embedded
+// prism, on a job server of its own or on the one at the spec's endpoint.
+// A run that does not complete comes back Failed, with why.
 func runOnce(s spec) result {
 	res, err := measureRun(s)
 	if err != nil {
@@ -35,7 +36,8 @@ type worker struct {
 // for one, while sampling CPU time, and adds what the worker and the runner
 // used to the worker's figures. On embedded prism the two are one process:
 // the child splits its CPU time by a profile (cpusplit.go), and its peak RSS
-// is theirs together.
+// is theirs together. On a job server the bench did not start, the
+// runner's figures and the sums are not measured: they read zero.
 func measureRun(s spec) (result, error) {
 	var js *jobServer
 	if s.JobServer {
@@ -50,7 +52,11 @@ func measureRun(s spec) (result, error) {
 	var w worker
 	var err error
 	if s.Contender == "python" {
-		w, err = pythonWorker(ctx, s, js.port)
+		endpoint := s.Endpoint
+		if js != nil {
+			endpoint = fmt.Sprintf("localhost:%d", js.port)
+		}
+		w, err = pythonWorker(ctx, s, endpoint)
 	} else {
 		w, err = goWorker(ctx, s, js)
 	}
@@ -94,35 +100,41 @@ func measureRun(s spec) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
-	if js == nil { // one process: split its time by the child's profile
+	if s.embedded() { // one process: split its time by the child's profile
 		runner.cpu = time.Duration(float64(worker.cpu) * res.RunnerShare)
 		worker.cpu -= runner.cpu
 	}
 	per1k := 1000 / float64(max(1, s.outputs()))
 	res.CPUWorkerSPer1k, res.CPURunnerSPer1k = worker.cpu.Seconds()*per1k, runner.cpu.Seconds()*per1k
-	res.CPUSPer1k = res.CPUWorkerSPer1k + res.CPURunnerSPer1k
+	if s.runnerMeasured() {
+		res.CPUSPer1k = res.CPUWorkerSPer1k + res.CPURunnerSPer1k
+	}
 	res.PeakRSSWorkerMB, res.PeakRSSRunnerMB = worker.rssMB, runner.rssMB
 	res.PeakRSSMB = worker.rssMB
 	res.CPUSeries, res.SeriesStartUs = series, origin.UnixMicro()
 	if s.Idle > 0 {
 		if wq, rq, d, ok := quietCPU(series, res.SeriesStartUs, res.LastOutputUs); ok {
-			res.QuietCPUWorkerPerS, res.QuietCPURunnerPerS, res.QuietCPUPerS, res.QuietS = wq, rq, wq+rq, d
+			res.QuietCPUWorkerPerS, res.QuietCPURunnerPerS, res.QuietS = wq, rq, d
+			if s.runnerMeasured() {
+				res.QuietCPUPerS = wq + rq
+			}
 		}
 	}
 	return res, nil
 }
 
 // goWorker runs the spec in a child process of this program, on the job
-// server js, or on embedded prism when js is nil.
+// server js, at the spec's endpoint, or on embedded prism (childArgs).
 func goWorker(ctx context.Context, s spec, js *jobServer) (worker, error) {
 	b, err := json.Marshal(s)
 	if err != nil {
 		return worker{}, err
 	}
-	args := []string{"--child=" + string(b)}
+	port := 0
 	if js != nil {
-		args = append(args, childArgs(js.port)...)
+		port = js.port
 	}
+	args := append([]string{"--child=" + string(b)}, childArgs(s, port, setFlags())...)
 	if *cpuProfile != "" {
 		args = append(args, "--cpuprofile="+*cpuProfile)
 	}

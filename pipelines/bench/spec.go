@@ -8,8 +8,9 @@ import (
 )
 
 // spec is one measured workload: one contender on one pipeline, run in a
-// worker process of its own, on prism embedded in it or on a prism job
-// server of its own, so that the CPU time and peak RSS are the run's own.
+// worker process of its own, on prism embedded in it, on a prism job server
+// of its own, so that the CPU time and peak RSS are the run's own, or on a
+// job server the bench did not start (Endpoint).
 type spec struct {
 	Suite     string `json:"suite"`     // the table the row belongs to
 	Contender string `json:"contender"` // async, bundle, eager, passthrough, timeronly, python, sync
@@ -48,9 +49,16 @@ type spec struct {
 	Windows int    `json:"windows,omitempty"`
 	Sliding bool   `json:"sliding,omitempty"`
 	// JobServer runs the spec on a prism job server of its own, in a
-	// process apart from the worker's (python always does); else on prism
-	// embedded in the worker's process.
+	// process apart from the worker's (python always does, but at an
+	// Endpoint); else, without an Endpoint, on prism embedded in the
+	// worker's process.
 	JobServer bool `json:"job_server,omitempty"`
+	// Endpoint, when set, is a job server the bench did not start, which
+	// the run submits to with the runner named Runner (--endpoint and
+	// --runner): its process is not the bench's, so the runner's CPU time
+	// and memory are not measured.
+	Endpoint string `json:"endpoint,omitempty"`
+	Runner   string `json:"runner,omitempty"`
 	// AsyncBuffer and AsyncHeld override the transform's defaults (0: keep).
 	AsyncBuffer int `json:"async_buffer,omitempty"`
 	AsyncHeld   int `json:"async_held,omitempty"`
@@ -62,6 +70,13 @@ type spec struct {
 	Batch    int           `json:"batch,omitempty"`
 	ItemCost time.Duration `json:"item_cost_ns,omitempty"`
 }
+
+// embedded reports whether prism runs in the worker's process.
+func (s spec) embedded() bool { return !s.JobServer && s.Endpoint == "" }
+
+// runnerMeasured reports whether the runner's CPU time and memory are
+// measured: everywhere but on a job server the bench did not start.
+func (s spec) runnerMeasured() bool { return s.Endpoint == "" }
 
 // held is async's WithMaxItemsHeld for the run: the flag, or the
 // transform's default, max(64 P, buffer), with batches max(64 P × Batch,
@@ -172,14 +187,20 @@ func (s spec) shape() string {
 	if s.C != time.Second {
 		fmt.Fprintf(&b, " C=%v", s.C)
 	}
-	if s.JobServer && s.Suite == "robust" {
+	switch {
+	case s.JobServer && s.Suite == "robust":
 		fmt.Fprintf(&b, " jobserver P=%d", s.P)
+	case s.Endpoint != "" && s.Suite == "robust":
+		fmt.Fprintf(&b, " P=%d", s.P)
 	}
 	if n := s.slowCount(); n > 0 {
 		fmt.Fprintf(&b, " %d/%d calls %g×L", n, s.SlowEvery, s.SlowX)
 	}
 	if s.Label != "" {
 		fmt.Fprintf(&b, " (%s)", s.Label)
+	}
+	if s.Endpoint != "" {
+		fmt.Fprintf(&b, " on %s", external{s.Endpoint, s.Runner}.label())
 	}
 	return b.String()
 }

@@ -18,10 +18,19 @@ var (
 // the global one.
 const globalOnly = "FinishBundle outputs land in the global window in Beam Go"
 
-// base is the workload every suite starts from, from the flags.
-func base() spec {
+// base is the workload every suite starts from, from the flags, on the job
+// server r when it is set.
+func base(r external) spec {
 	return spec{Latency: *latency, P: *par, C: *freq, Call: *mode, For: *streamFor, Lead: *lead,
-		AsyncBuffer: *asyncBuffer, AsyncHeld: *asyncHeld, JobServer: *prismMode == "jobserver"}
+		AsyncBuffer: *asyncBuffer, AsyncHeld: *asyncHeld, JobServer: *prismMode == "jobserver" && r.Endpoint == "",
+		Endpoint: r.Endpoint, Runner: r.Runner}
+}
+
+// onJobServer runs s on a prism job server of its own, unless it runs on a
+// job server the bench did not start.
+func onJobServer(s spec) spec {
+	s.JobServer = s.Endpoint == ""
+	return s
 }
 
 // heavyTail makes 2% of elements slow, by construction: those with
@@ -31,8 +40,9 @@ func heavyTail(s spec) spec {
 	return s
 }
 
-// suites lists the runs of each suite named in --suites, in order.
-func suites(names []string) ([]spec, error) {
+// suites lists the runs of each suite named in --suites, in order, on the
+// job server r when it is set.
+func suites(names []string, r external) ([]spec, error) {
 	if *prismMode != "embedded" && *prismMode != "jobserver" {
 		return nil, fmt.Errorf("--prism=%q: want embedded or jobserver", *prismMode)
 	}
@@ -42,7 +52,7 @@ func suites(names []string) ([]spec, error) {
 		if !ok {
 			return nil, fmt.Errorf("unknown suite %q (have %s)", name, strings.Join(suiteNames, ", "))
 		}
-		specs, err := add()
+		specs, err := add(r)
 		if err != nil {
 			return nil, fmt.Errorf("suite %s: %w", name, err)
 		}
@@ -57,10 +67,10 @@ func suites(names []string) ([]spec, error) {
 var suiteNames = []string{"batch", "windowed", "stream", "windows", "python", "csweep", "overload", "heavytail", "hotkey", "steady", "sparse", "quiet", "robust"}
 
 // suiteSpecs builds each suite's runs from the flags.
-var suiteSpecs = map[string]func() ([]spec, error){
+var suiteSpecs = map[string]func(r external) ([]spec, error){
 	// Bounded input at every key shape: one key, a few, many, one per
 	// element; and sync, the plain ParDo, once (it makes one call at a time).
-	"batch": func() ([]spec, error) {
+	"batch": func(r external) ([]spec, error) {
 		cs, err := contenders(*batchContenders, callers)
 		if err != nil {
 			return nil, err
@@ -69,14 +79,14 @@ var suiteSpecs = map[string]func() ([]spec, error){
 		for _, n := range intList(*batchNs) {
 			for _, keys := range keyShapes(*batchKeys, n) {
 				for _, c := range cs {
-					s := base()
+					s := base(r)
 					s.Bounded, s.N, s.Keys, s.Contender = true, n, keys, c
 					out = append(out, s)
 				}
 			}
 		}
 		if *batchSync {
-			s := base()
+			s := base(r)
 			s.Bounded, s.N, s.Keys, s.Contender = true, 1000, 100, "sync"
 			s.Label = "sync: one call at a time, N × L ≈ " + (time.Duration(s.N) * s.Latency).Round(time.Second).String()
 			out = append(out, s)
@@ -87,26 +97,26 @@ var suiteSpecs = map[string]func() ([]spec, error){
 	// minute at 100 keys and one key per element, sliding windows of a
 	// minute every minute (one window per element, but the sliding-window
 	// path) at both, and one extra row with two windows per element.
-	"windowed": func() ([]spec, error) {
+	"windowed": func(r external) ([]spec, error) {
 		n := intList(*batchNs)[0]
 		var out []spec
 		for _, w := range []string{"fixed:1m0s", "sliding:1m0s/1m0s"} {
 			for _, keys := range keyShapes("100,n", n) {
 				for _, c := range []string{"passthrough", "timeronly", "bundle", "eager", "async"} {
-					s := base()
+					s := base(r)
 					s.Bounded, s.N, s.Keys, s.Windows, s.Window, s.Contender = true, n, keys, 10, w, c
 					out = append(out, s)
 				}
 			}
 		}
-		s := base()
+		s := base(r)
 		s.Bounded, s.N, s.Keys, s.Windows, s.Window, s.Contender = true, n, 100, 10, "sliding:2m0s/1m0s", "async"
 		s.Label = "extra: two windows per element, the limit counts 2N calls"
 		return append(out, s), nil
 	},
 	// An unbounded source at rates below capacity, over few and many keys,
 	// in each of --stream_windows.
-	"stream": func() ([]spec, error) {
+	"stream": func(r external) ([]spec, error) {
 		cs, err := contenders(*streamContenders, callers)
 		if err != nil {
 			return nil, err
@@ -120,7 +130,7 @@ var suiteSpecs = map[string]func() ([]spec, error){
 			for _, rate := range floatList(*streamRates) {
 				for _, keys := range intList(*streamKeys) {
 					for _, c := range cs {
-						s := base()
+						s := base(r)
 						s.Rate, s.Keys, s.Window, s.Contender = rate, keys, w.flag(), c
 						out = append(out, s)
 					}
@@ -130,7 +140,7 @@ var suiteSpecs = map[string]func() ([]spec, error){
 		return out, nil
 	},
 	// Windowed unbounded input at 0.8 × P/L, per kind of --window_kinds.
-	"windows": func() ([]spec, error) {
+	"windows": func(r external) ([]spec, error) {
 		ws, err := windowList(*windowKinds)
 		if err != nil {
 			return nil, err
@@ -139,7 +149,7 @@ var suiteSpecs = map[string]func() ([]spec, error){
 		for _, w := range ws {
 			for _, keys := range []int{100, 1000, 10000} {
 				for _, c := range []string{"passthrough", "timeronly", "async"} {
-					s := base()
+					s := base(r)
 					s.Rate, s.Keys, s.Window, s.Contender = 0.8, keys, w.flag(), c
 					out = append(out, s)
 				}
@@ -152,28 +162,35 @@ var suiteSpecs = map[string]func() ([]spec, error){
 	// round trip between processes, and at P = 64 the two cores, not the
 	// transform, would set the limit), each callback frequency, key count
 	// and rate of the --robust_* flags, the source running at least 3 C;
-	// run only when named (about 12 s a run at C ≤ 1 s).
-	"robust": func() ([]spec, error) {
+	// run only when named (about 12 s a run at C ≤ 1 s). With --endpoint,
+	// once, on the job server there at --robust_jobserver_p.
+	"robust": func(r external) ([]spec, error) {
 		cts, err := contenders(*robustContenders, append(slices.Clone(callers), "roundtimer"))
 		if err != nil {
 			return nil, err
 		}
-		var out []spec
-		for _, mode := range list(*robustModes) {
+		modes := list(*robustModes)
+		for _, mode := range modes {
 			if mode != "embedded" && mode != "jobserver" {
 				return nil, fmt.Errorf("--robust_modes: %q is not embedded or jobserver", mode)
 			}
+		}
+		if r.Endpoint != "" {
+			modes = []string{"endpoint"}
+		}
+		var out []spec
+		for _, mode := range modes {
 			for _, c := range durationList(*robustC) {
 				for _, keys := range intList(*robustKeys) {
 					for _, rate := range floatList(*robustRates) {
 						for _, ct := range cts {
-							s := base()
+							s := base(r)
 							s.Rate, s.Keys, s.C, s.Contender = rate, keys, c, ct
-							s.JobServer, s.P = mode == "jobserver", *robustP
 							// Sustained is measured from C + 0.5 s on: the
 							// source must run well past it.
 							s.For = max(s.For, 3*c)
-							if s.JobServer {
+							s.JobServer, s.P = mode == "jobserver", *robustP
+							if !s.embedded() {
 								s.P = *robustJobServerP
 							}
 							out = append(out, s)
@@ -185,11 +202,11 @@ var suiteSpecs = map[string]func() ([]spec, error){
 		return out, nil
 	},
 	// The callback frequency a user lowers for latency, at 0.8 × P/L.
-	"csweep": func() ([]spec, error) {
+	"csweep": func(r external) ([]spec, error) {
 		var out []spec
 		for _, c := range durationList(*cSweep) {
 			for _, ct := range []string{"timeronly", "async"} {
-				s := base()
+				s := base(r)
 				s.Rate, s.Keys, s.C, s.Contender = 0.8, 100, c, ct
 				out = append(out, s)
 			}
@@ -197,10 +214,10 @@ var suiteSpecs = map[string]func() ([]spec, error){
 		return out, nil
 	},
 	// A source above capacity, long enough to fill WithMaxItemsHeld.
-	"overload": func() ([]spec, error) {
+	"overload": func(r external) ([]spec, error) {
 		var out []spec
 		for _, c := range []string{"passthrough", "timeronly", "bundle", "eager", "async"} {
-			s := base()
+			s := base(r)
 			s.Rate, s.Keys, s.For, s.Contender = 1.2, 100, *overloadFor, c
 			out = append(out, s)
 		}
@@ -208,10 +225,10 @@ var suiteSpecs = map[string]func() ([]spec, error){
 	},
 	// 2% of calls take 50 × L: what an async wrapper is for. The source runs
 	// at 0.9 × P / mean L.
-	"heavytail": func() ([]spec, error) {
+	"heavytail": func(r external) ([]spec, error) {
 		var out []spec
 		for _, c := range []string{"passthrough", "bundle", "eager", "async"} {
-			s := heavyTail(base())
+			s := heavyTail(base(r))
 			s.Keys, s.Contender = 100, c
 			s.Rate = 0.9 * s.limitRate() / (float64(s.P) / s.Latency.Seconds())
 			out = append(out, s)
@@ -219,46 +236,47 @@ var suiteSpecs = map[string]func() ([]spec, error){
 		return out, nil
 	},
 	// Beam Python's AsyncWrapper beside async, both on a prism job server
-	// (Python has no embedded prism), same flags and lead: at 0.8 × P/L
-	// over the stream suite's key counts, and the heavy tail.
-	"python": func() ([]spec, error) {
+	// (Python has no embedded prism) or both at --endpoint, same flags and
+	// lead: at 0.8 × P/L over the stream suite's key counts, and the heavy
+	// tail.
+	"python": func(r external) ([]spec, error) {
 		var out []spec
 		for _, keys := range intList(*streamKeys) {
 			for _, c := range []string{"async", "python"} {
-				s := base()
-				s.Rate, s.Keys, s.Contender, s.JobServer = 0.8, keys, c, true
+				s := onJobServer(base(r))
+				s.Rate, s.Keys, s.Contender = 0.8, keys, c
 				out = append(out, s)
 			}
 		}
 		for _, c := range []string{"async", "python"} {
-			s := heavyTail(base())
-			s.Keys, s.Contender, s.JobServer = 100, c, true
+			s := onJobServer(heavyTail(base(r)))
+			s.Keys, s.Contender = 100, c
 			s.Rate = 0.9 * s.limitRate() / (float64(s.P) / s.Latency.Seconds())
 			out = append(out, s)
 		}
 		return out, nil
 	},
 	// Every element on one key.
-	"hotkey": func() ([]spec, error) {
+	"hotkey": func(r external) ([]spec, error) {
 		var out []spec
 		for _, c := range []string{"passthrough", "timeronly", "bundle", "eager", "async"} {
-			s := base()
+			s := base(r)
 			s.Rate, s.Keys, s.Contender = 0.8, 1, c
 			out = append(out, s)
 		}
 		return out, nil
 	},
 	// A longer source, to show a steady state rather than a burst.
-	"steady": func() ([]spec, error) {
-		s := base()
+	"steady": func(r external) ([]spec, error) {
+		s := base(r)
 		s.Rate, s.Keys, s.For, s.Contender = 0.8, 100, *steadyFor, "async"
 		return []spec{s}, nil
 	},
 	// Few elements over many keys: each key sees one about every minute.
-	"sparse": func() ([]spec, error) {
+	"sparse": func(r external) ([]spec, error) {
 		var out []spec
 		for _, c := range []string{"passthrough", "timeronly", "bundle", "eager", "async"} {
-			s := base()
+			s := base(r)
 			s.Rate, s.Keys, s.For, s.Contender = 0.05, 10000, *sparseFor, c
 			out = append(out, s)
 		}
@@ -276,11 +294,11 @@ var suiteSpecs = map[string]func() ([]spec, error){
 	// it). The rows call the loopback service over HTTP with L = 20 ms,
 	// whatever --call, --latency and --p say. Run only when named (--suites
 	// fewer).
-	"fewer": func() ([]spec, error) {
+	"fewer": func(r external) ([]spec, error) {
 		var out []spec
 		add := func(p, batch int, label string) {
 			for _, c := range []string{"passthrough", "timeronly", "async"} {
-				s := base()
+				s := base(r)
 				s.P, s.Latency, s.Call, s.Keys, s.Contender, s.Label = p, fewerLatency, "http", 1000, c, label
 				if batch > 1 {
 					s.Batch, s.ItemCost = batch, fewerItemCost
@@ -306,10 +324,10 @@ var suiteSpecs = map[string]func() ([]spec, error){
 	},
 	// A burst, then a source that keeps ticking without elements: what a
 	// contender costs while there is nothing to do.
-	"quiet": func() ([]spec, error) {
+	"quiet": func(r external) ([]spec, error) {
 		var out []spec
 		for _, c := range []string{"passthrough", "timeronly", "async"} {
-			s := base()
+			s := base(r)
 			s.Rate, s.Keys, s.Idle, s.Contender = 0.8, 1000, *quietIdle, c
 			out = append(out, s)
 		}

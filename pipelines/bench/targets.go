@@ -71,8 +71,19 @@ func same(s spec) func(spec) bool {
 	return func(o spec) bool {
 		return o.Bounded == s.Bounded && o.P == s.P && o.N == s.N && o.Keys == s.Keys && o.Rate == s.Rate && o.C == s.C && o.For == s.For &&
 			o.Idle == s.Idle && o.SlowEvery == s.SlowEvery && slices.Equal(o.SlowAt, s.SlowAt) && o.SlowX == s.SlowX &&
-			o.window() == s.window() && o.Windows == s.Windows && o.Batch == s.Batch && o.JobServer == s.JobServer
+			o.window() == s.window() && o.Windows == s.Windows && o.Batch == s.Batch && o.JobServer == s.JobServer &&
+			o.Endpoint == s.Endpoint && o.Runner == s.Runner
 	}
+}
+
+// cpuUnjudged says why a CPU target of a (worker and runner together) is
+// not judged: on a job server the bench did not start the runner's CPU is
+// not measured; else "".
+func cpuUnjudged(a row) string {
+	if a.runnerMeasured() {
+		return ""
+	}
+	return "the runner's CPU is not measured: " + external{a.Endpoint, a.Runner}.label() + " is a job server the bench did not start"
 }
 
 // checkTargets judges the run against the targets. Figures come from the
@@ -130,7 +141,7 @@ func checkTargets(rows []row) []target {
 			c.add(fmt.Sprintf("sparse %s: async p99 ≤ 400ms (every run)", a.shape()), a, "", func() (bool, string) {
 				return a.stat(p99).hi <= 400, fmt.Sprintf("worst %.0f ms", a.stat(p99).hi)
 			})
-			c.add(fmt.Sprintf("sparse %s: async ≤ 0.5 CPU s (worker + runner) per 1,000 outputs (every run)", a.shape()), a, "", func() (bool, string) {
+			c.add(fmt.Sprintf("sparse %s: async ≤ 0.5 CPU s (worker + runner) per 1,000 outputs (every run)", a.shape()), a, cpuUnjudged(a), func() (bool, string) {
 				return a.stat(cpu).hi <= 0.5, fmt.Sprintf("worst %.3f (worker %.3f, runner %.3f)", a.stat(cpu).hi, a.stat(cpuWorker).hi, a.stat(cpuRunner).hi)
 			})
 		case "csweep":
@@ -201,7 +212,7 @@ func (c *checker) keepUp(a row, p99Bound time.Duration) {
 	c.sustains(a, "")
 	c.p99Within(a, p99Bound, "")
 	name := fmt.Sprintf("%s %s: async", a.Suite, a.shape())
-	c.add(name+" ≤ 0.3 CPU s (worker + runner) per 1,000 outputs (every run)", a, "", func() (bool, string) {
+	c.add(name+" ≤ 0.3 CPU s (worker + runner) per 1,000 outputs (every run)", a, cpuUnjudged(a), func() (bool, string) {
 		return a.stat(cpu).hi <= 0.3, fmt.Sprintf("worst %.3f (worker %.3f, runner %.3f)", a.stat(cpu).hi, a.stat(cpuWorker).hi, a.stat(cpuRunner).hi)
 	})
 }
@@ -214,16 +225,19 @@ func (c *checker) keepUp(a row, p99Bound time.Duration) {
 func (c *checker) robust(a row) {
 	c.sustains(a, "")
 	bound := a.C + 500*time.Millisecond
-	if !a.JobServer && a.C == 100*time.Millisecond && a.Keys <= 100 {
+	if a.embedded() && a.C == 100*time.Millisecond && a.Keys <= 100 {
 		bound = 400 * time.Millisecond
 	}
 	c.p99Within(a, bound, "")
 	name := fmt.Sprintf("%s %s: async", a.Suite, a.shape())
 	t, missing := c.ref(a.Suite, "timeronly", same(a.spec))
+	if why := cpuUnjudged(a); why != "" {
+		missing = why
+	}
 	c.add(name+" CPU (worker + runner) ≤ 1.5 × timeronly's (every run against its median)", a, missing, func() (bool, string) {
 		return a.stat(cpu).hi <= 1.5*t.stat(cpu).med, fmt.Sprintf("worst %.3f, timeronly %.3f", a.stat(cpu).hi, t.stat(cpu).med)
 	})
-	c.add(name+" ≤ 1.5 CPU s (worker + runner) per 1,000 outputs (every run)", a, "", func() (bool, string) {
+	c.add(name+" ≤ 1.5 CPU s (worker + runner) per 1,000 outputs (every run)", a, cpuUnjudged(a), func() (bool, string) {
 		return a.stat(cpu).hi <= 1.5, fmt.Sprintf("worst %.3f (worker %.3f, runner %.3f)", a.stat(cpu).hi, a.stat(cpuWorker).hi, a.stat(cpuRunner).hi)
 	})
 }

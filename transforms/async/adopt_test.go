@@ -294,29 +294,42 @@ var quoted = regexp.MustCompile("(?s)<!-- adopt: ([a-z0-9-]+) -->\n```go\n(.*?)`
 
 // TestREADMEQuotesTheWalkThrough: every Go block of the README marked
 // <!-- adopt: name --> is the code between "// README name" and
-// "// END name" in this file, so the walk-through runs as written.
+// "// END name" in this file, or in pipelines/quickstart (the complete
+// program, which its own test runs), so the README runs as written.
 func TestREADMEQuotesTheWalkThrough(t *testing.T) {
 	readme, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, err := os.ReadFile("adopt_test.go")
-	if err != nil {
-		t.Fatal(err)
+	// The walk-through's steps, and the README's complete program.
+	sources := []string{"adopt_test.go", "../../pipelines/quickstart/main.go"}
+	texts := map[string]string{}
+	for _, name := range sources {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[name] = string(b)
 	}
 	blocks := quoted.FindAllStringSubmatch(string(readme), -1)
-	if len(blocks) < 5 {
-		t.Fatalf("README has %d blocks marked <!-- adopt: name -->; want the walk-through's (at least 5)", len(blocks))
+	if len(blocks) < 6 {
+		t.Fatalf("README has %d blocks marked <!-- adopt: name -->; want the walk-through's and the complete program (at least 6)", len(blocks))
 	}
 	for _, b := range blocks {
 		name, got := b[1], b[2]
-		want, ok := region(string(self), name)
-		if !ok {
-			t.Errorf("README block %q: no region \"// README %s\" ... \"// END %s\" in adopt_test.go", name, name, name)
-			continue
+		found := false
+		for _, file := range sources {
+			want, ok := region(texts[file], name)
+			if !ok {
+				continue
+			}
+			found = true
+			if got != want {
+				t.Errorf("README block %q differs from %s:\n--- README\n%s--- %s\n%s", name, file, got, file, want)
+			}
 		}
-		if got != want {
-			t.Errorf("README block %q differs from adopt_test.go:\n--- README\n%s--- adopt_test.go\n%s", name, got, want)
+		if !found {
+			t.Errorf("README block %q: no region \"// README %s\" ... \"// END %s\" in %v", name, name, name, sources)
 		}
 	}
 }

@@ -119,6 +119,9 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
 	it.el.owner = run.id
 	for {
+		if run.endOfInput { // the stream's calls will never be committed
+			f.reclaim(ctx, run)
+		}
 		waitCtx, stop := run.waitContext(ctx)
 		t, adm, err := f.submit(waitCtx, run.pool, it.el, -1)
 		stop()
@@ -148,6 +151,32 @@ func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, em
 			}
 		}
 	}
+}
+
+// adopt takes into the bundle an element whose call t, of the unbounded
+// path, finished with success on this worker (the end-of-input drain,
+// escrowdrain.go), as ProcessElement takes an element but with t as its
+// task: its outputs are emitted with the bundle's results (with
+// WithOrdered in their turn), and it is neither accepted nor called again.
+// attempts counts the element's failed attempts before t.
+func (f *bundleFn) adopt(ctx context.Context, ts beam.EventTime, key, value any, attempts int, t *state.Task) (err error) {
+	run := f.run
+	defer f.releaseOnFailure(ctx, run, &err)
+	el, err := f.prepare(key, value, nil, ts)
+	if err != nil {
+		return err
+	}
+	el.done, el.verdict = attempts, &retryVerdict{}
+	it := run.accept(el, f.IDFn != nil, f.Ordered)
+	if it.copyOf != nil { // WithIDFn: one element with a pending one, which serves it
+		run.pool.Remove(t)
+		f.metrics.deduplicated.Inc(ctx, 1)
+		f.event(EventDeduplicated, key, it.el.eid.ID, 0, nil)
+		return nil
+	}
+	it.task = t
+	run.finished(it)
+	return nil
 }
 
 // restartInterrupted starts again the elements whose tasks were evicted
@@ -344,6 +373,10 @@ type bundleRun struct {
 	// queues holds each key's undecided elements in acceptance order
 	// (WithOrdered only).
 	queues map[string][]*bundleItem
+	// endOfInput: the bundle runs an end-of-input drain (escrowdrain.go),
+	// whose elements may take the places of the stream's calls (reclaim).
+	// Set and read on the bundle's goroutine.
+	endOfInput bool
 }
 
 // bundleItem is one element of a bundle.
@@ -382,6 +415,15 @@ func (r *bundleRun) accept(el element, byUser, ordered bool) *bundleItem {
 		r.queues[kb] = append(r.queues[kb], it)
 	}
 	return it
+}
+
+// holdsPlaces reports whether something of the bundle holds a place that
+// will free: a call of its own, or a finished result not yet emitted.
+func (r *bundleRun) holdsPlaces() bool {
+	r.mu.Lock()
+	done := len(r.done) > 0
+	r.mu.Unlock()
+	return done || len(r.pool.ForOwner(r.id)) > 0
 }
 
 func (r *bundleRun) undecided() int {

@@ -52,13 +52,23 @@ type Cache struct {
 	// records by the lookup key and use Enrich, whose cache is keyed by
 	// that key.
 	KeyFn any
-	// Redis, if not empty, shares results among all workers that name the
-	// same Prefix: host:port, or a URL, redis://[user@]host[:port][/db] or
+	// Redis, if not empty, shares results among all workers through a
+	// Redis server: host:port, or a URL, redis://[user@]host[:port][/db] or
 	// rediss://... for TLS. A Redis that fails or is slow (250 ms), or
 	// refuses the password, makes a lookup a miss and a store a no-op,
 	// counted in the metric shared_cache_errors (the first failure after a
 	// success is logged, naming its cause): never a failed or wrong element.
-	Redis, Prefix string
+	Redis string
+	// Prefix, required with Redis, names the cache there: every key starts
+	// with it, so that an operator can find the cache's entries
+	// (Prefix:lookup:hash). The lookup's identity follows it in each key:
+	// the wrapped fn's (Enrich: the lookup's) registered type, method and
+	// JSON of its exported fields, or its function name, and the
+	// WithFallbacks value, hashed to 16 hex digits. So transforms with
+	// different lookups never share entries, even under one Prefix, and
+	// the same lookup in two transforms or jobs shares them when they give
+	// the same Prefix. Entries written with other output types are misses.
+	Prefix string
 	// PasswordEnv names the environment variable, or PasswordFile the
 	// absolute path of the file, that holds Redis's password on each
 	// worker: one of them, or neither for a server without a password. The
@@ -69,6 +79,16 @@ type Cache struct {
 	// CAFile, only with rediss://, is the absolute path on each worker of
 	// the PEM certificates that sign Redis's, instead of the system's roots.
 	CAFile string
+	// RedisRequired, only with Redis, makes Redis a requirement of each
+	// worker instead of a help: when a DoFn of the transform sets up, the
+	// worker makes one round trip to Redis, and if it cannot read the
+	// password (PasswordEnv names a variable that is not set, say), Redis
+	// refuses it, or Redis does not answer within 250 ms, the DoFn's Setup
+	// fails with the cause, and so does the bundle (the runner retries it
+	// as it retries any failed bundle). Without it such a worker runs with
+	// its own cache only, logging the cause once. Once set up, a worker
+	// treats a failing Redis as a miss either way.
+	RedisRequired bool
 }
 
 // cacheSpec is Cache as the DoFn carries it to workers.
@@ -78,12 +98,15 @@ type cacheSpec struct {
 	Redis, Prefix string
 	// Where the worker reads Redis's password and CA (Cache's fields).
 	PasswordEnv, PasswordFile, CAFile string
+	RedisRequired                     bool
 }
 
-// shared is the config of the Redis-shared cache.
-func (c *cacheSpec) shared() cache.SharedConfig {
-	return cache.SharedConfig{Addr: c.Redis, Prefix: c.Prefix, TTL: c.TTL,
-		PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}
+// sharedCache is the config of the transform's Redis-shared cache: under
+// Cache.Prefix, the namespace of its lookup (cachens.go).
+func (c *config) sharedCache() cache.SharedConfig {
+	s := c.Cache
+	return cache.SharedConfig{Addr: s.Redis, Prefix: s.Prefix, Namespace: c.cacheNamespace(), TTL: s.TTL,
+		PasswordEnv: s.PasswordEnv, PasswordFile: s.PasswordFile, CAFile: s.CAFile}
 }
 
 // WithCache keeps the results of calls in each worker (and in Redis with
@@ -103,6 +126,8 @@ func WithCache(c Cache) Option {
 			s.errs = append(s.errs, fmt.Errorf("WithCache: Size %d: want > 0 results per worker", c.Size))
 		case c.TTL <= 0:
 			s.errs = append(s.errs, fmt.Errorf("WithCache: TTL %v: want > 0", c.TTL))
+		case c.RedisRequired && c.Redis == "":
+			s.errs = append(s.errs, errors.New("WithCache: RedisRequired without Redis; give Cache.Redis, or drop RedisRequired"))
 		case c.Redis != "" || c.Prefix != "" || c.PasswordEnv != "" || c.PasswordFile != "" || c.CAFile != "":
 			if err := (cache.SharedConfig{Addr: c.Redis, Prefix: c.Prefix, TTL: c.TTL,
 				PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}).Validate(); err != nil {
@@ -138,7 +163,7 @@ func inspectCache(c *Cache) *cacheSpec {
 		return nil
 	}
 	return &cacheSpec{Size: c.Size, TTL: c.TTL, Redis: c.Redis, Prefix: c.Prefix,
-		PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile}
+		PasswordEnv: c.PasswordEnv, PasswordFile: c.PasswordFile, CAFile: c.CAFile, RedisRequired: c.RedisRequired}
 }
 
 // resultCache is a transform's cache in one worker process: one per
@@ -193,7 +218,7 @@ func (f *core) resultCache() (*resultCache, error) {
 		}
 		rc := &resultCache{local: local, shape: f.cachedShape(), published: ledger.New(len(cacheStats{}.vector()))}
 		if f.Cache.Redis != "" {
-			if rc.shared, err = cache.NewShared(f.Cache.shared()); err != nil {
+			if rc.shared, err = cache.NewShared(f.sharedCache()); err != nil {
 				return nil, err
 			}
 		}
@@ -203,6 +228,22 @@ func (f *core) resultCache() (*resultCache, error) {
 		return nil, fmt.Errorf("async: %s: the result cache: %w", f.Name, err)
 	}
 	return v.(*resultCache), nil
+}
+
+// requireRedis makes one round trip to Redis with Cache.RedisRequired, and
+// returns its failure with the cause: Setup fails with it.
+func (f *core) requireRedis(ctx context.Context) error {
+	if f.Cache == nil || !f.Cache.RedisRequired {
+		return nil
+	}
+	rc, err := f.resultCache()
+	if err != nil {
+		return err
+	}
+	if err := rc.shared.Check(ctx); err != nil {
+		return fmt.Errorf("async: %s: Cache.RedisRequired: %w", f.Name, err)
+	}
+	return nil
 }
 
 // cacheKey is the lookup an element stands for: its key for Enrich (the

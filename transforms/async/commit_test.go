@@ -244,7 +244,7 @@ func TestTimerThenElementInOneBundle(t *testing.T) {
 	h.process(f, "a", 2)
 	h.clock.Advance(2 * time.Second)
 	f.StartBundle(context.Background(), nil, nil, nil)
-	if err := f.OnTimer(context.Background(), h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: commitFamily}, h.emitter("a"), h.fail, nil); err != nil {
+	if err := f.OnTimer(context.Background(), h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: f.Commit.Family}, h.emitter("a"), h.fail, nil); err != nil {
 		t.Fatal(err)
 	}
 	ts := mtime.FromTime(h.clock.Now())
@@ -267,7 +267,8 @@ func TestCommitTimerAtMostAPeriodAhead(t *testing.T) {
 	f := h.stream()
 	p, _ := h.c.pool()
 	h.process(f, "b", 1)
-	time.Sleep(3 * c) // b's call takes at least three periods
+	h.waitRunning("b", 1)
+	h.clock.Advance(3 * c) // b's call takes three periods on the pool's clock
 	book.open(gateID(t.Name(), "b", 1))
 	h.waitFinished("b", 1)
 	if got := p.ExpectedLatency(); got < 3*c {
@@ -693,7 +694,7 @@ func TestConcurrentKeysLoad(t *testing.T) {
 			}
 			for round := 0; round < 1000 && st.size() > 0; round++ {
 				f.StartBundle(ctx, nil, nil, nil)
-				if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: commitFamily}, emit, fail, nil); err != nil {
+				if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: f.Commit.Family}, emit, fail, nil); err != nil {
 					errs[k] = err
 					return
 				}

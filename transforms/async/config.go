@@ -21,11 +21,14 @@ type config struct {
 	// ID names the transform's shared Pool in each worker process.
 	ID string
 	// Name is the transform's scope, the namespace of its metrics.
-	Name      string
-	User      userSpec
-	KeyType   beam.EncodedType
-	ValueType beam.EncodedType
-	IDFn      *shippedFunc
+	Name string
+	// TimerSuffix ends the names of the transform's timer families
+	// (timerfamily.go).
+	TimerSuffix string
+	User        userSpec
+	KeyType     beam.EncodedType
+	ValueType   beam.EncodedType
+	IDFn        *shippedFunc
 	// Parallelism, Buffer and Held are the pool's bounds: calls running,
 	// elements in flight, and elements in flight or awaiting their commit.
 	Parallelism, Buffer, Held int
@@ -42,7 +45,8 @@ type config struct {
 	// Ordered commits each key's results in acceptance order (WithOrdered).
 	Ordered    bool
 	PriorityFn *shippedFunc
-	Listener   *listenerSpec
+	// Listeners are WithListener's, in the order given.
+	Listeners []*listenerSpec
 	// Protect is what protects the called service (protect.go).
 	Protect protection
 	// Cache is WithCache's, or nil.
@@ -64,6 +68,9 @@ type config struct {
 	// second DoFn that runs, at the end of input, whatever the runner left
 	// uncommitted (escrow.go): WithEndOfInputDrain.
 	Drain bool
+	// DrainDeclined: WithoutEndOfInputDrain was given, so a job server
+	// that is Flink takes the job without the drain (jobedit.go).
+	DrainDeclined bool
 }
 
 // newConfig checks everything about the transform that is not the input and
@@ -81,13 +88,14 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 	if err != nil {
 		return config{}, err
 	}
-	listener, err := inspectListener(set.listener)
+	listeners, err := inspectListeners(set.listeners)
 	if err != nil {
 		return config{}, err
 	}
 	return config{
 		Name:              name,
 		ID:                uuid.NewString(),
+		TimerSuffix:       timerSuffix(name),
 		User:              spec,
 		KeyType:           beam.EncodedType{T: keyT},
 		ValueType:         beam.EncodedType{T: valT},
@@ -105,11 +113,12 @@ func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings
 		HasFailures:       hasFailures,
 		Ordered:           set.ordered,
 		PriorityFn:        priorityFn,
-		Listener:          listener,
+		Listeners:         listeners,
 		Protect:           set.protect,
 		Cache:             inspectCache(set.cache),
 		Batch:             newBatchSpec(set.batch),
 		Drain:             set.drain,
+		DrainDeclined:     set.drainSet && !set.drain,
 	}, nil
 }
 

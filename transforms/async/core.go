@@ -60,11 +60,15 @@ type instance struct {
 	tickets *bundleTickets
 }
 
-// Setup rebuilds the wrapped fn, forwards its Setup, prepares coders, and
-// makes sure the listener (if any) can be built in this process.
+// Setup reaches Redis if the cache requires it (Cache.RedisRequired),
+// rebuilds the wrapped fn, forwards its Setup, prepares coders, and makes
+// sure the listeners (if any) can be built in this process.
 func (f *core) Setup(ctx context.Context) error {
 	if f.clock == nil {
 		f.clock = timers.System{}
+	}
+	if err := f.requireRedis(ctx); err != nil {
+		return err // before the wrapped fn's Setup, which would want its Teardown
 	}
 	u, err := startUserFn(ctx, f.User)
 	if err != nil {
@@ -82,8 +86,8 @@ func (f *core) Setup(ctx context.Context) error {
 	if f.Carried {
 		f.outEnc = beam.NewElementEncoder(f.OutputType.T)
 	}
-	if f.Listener != nil {
-		if _, err := f.reg().SharedValue(f.ID, func() (any, error) { return newHub(f.Listener) }); err != nil {
+	if len(f.Listeners) > 0 {
+		if _, err := f.reg().SharedValue(f.ID, func() (any, error) { return newHub(f.Listeners) }); err != nil {
 			return err
 		}
 	}

@@ -162,10 +162,12 @@
 //     timer near the global window's end (held at the earliest such
 //     element); that timer fires only at the end of input, and runs what is
 //     left as the bounded path does: each element's outputs or failure
-//     record, once, in its window. A second DoFn, because Beam Go v2.77's
-//     harness can hang bundles of a DoFn with two timer families. Off by
-//     default, for its cost. The fault simulator models these runners
-//     (sim_test.go, simModel).
+//     record, once, in its window. An element whose call finished on the
+//     worker is committed from that call. Each record costs the same
+//     whatever its key holds; the drain reads a key's escrow once. A
+//     second DoFn, because Beam Go v2.77's harness can hang bundles of a
+//     DoFn with two timer families. Off by default, for its cost. The
+//     fault simulator models these runners (sim_test.go, simModel).
 //   - The fn's Revert method (compensation for a saga) runs only for an
 //     element whose failure the runner has committed: in a step after the
 //     transform, behind a reshuffle, so never for an element that a retried
@@ -262,10 +264,6 @@
 //     reason.
 //   - In sliding windows the wrapped fn is called once per window an element
 //     is in (a plain ParDo whose fn ignores windows is called once).
-//   - Prism (v2.77.0) splits slow stateful bundles in a way that can run two
-//     bundles of one key at once and drop bag state writes; run it with
-//     --experiments=prism_disable_sdf_split (every transform of this package
-//     adds it when built for prism; pass it yourself to a prism job server).
 //   - Prism (v2.77.0) re-queues, in a loop, a processing-time timer that falls
 //     due while its key is in a bundle, so a busy key's timer is a backstop
 //     a few of its gaps ahead: when such a key's input stops, its last
@@ -277,7 +275,11 @@
 //     one does not read (before windows were carried; back to one before
 //     the combined bag entries; a job that ran with WithEndOfInputDrain
 //     before its escrow became one log, state "asyncEscrow", whose old
-//     bags this version does not read): drain the pipeline first.
+//     bags this version does not read; one whose timer families had no
+//     suffix, before each transform named its own): drain the pipeline
+//     first. A
+//     key's drain summary (state "asyncEscrowSummary") may be missing:
+//     its log is then read once, and records without a hold are read too.
 //   - With WithEndOfInputDrain switched on in a running pipeline, the
 //     commits of elements accepted before it are early releases that no
 //     escrow cancels: each stays named in its key's drain log (a few bytes)

@@ -7,6 +7,8 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,49 +19,168 @@ import (
 	"github.com/asyncbeam/asyncbeam/state"
 )
 
-// escrowStep is one record of streamFn: the seqs it accepted (escrowed)
-// and those it committed (released).
+// escrowStep is one key callback of streamFn: the seqs it accepted
+// (escrowed) and those it committed (released). ord is its place among the
+// key's callbacks, from 1 (zero: its place in the list given).
 type escrowStep struct {
+	ord             int
 	escrow, release []int64
 }
+
+// eventTime is the event time (ms) of the element of seq s.
+func eventTime(s int64) int64 { return 1000 + s }
+
+// intEncoder encodes the values of escrowed test elements, as the
+// transform's input coder would (its drain decodes them).
+var intEncoder = beam.NewElementEncoder(reflect.TypeOf(0))
 
 func escrowEnvs(seqs []int64) ([]state.Envelope, [][]byte) {
 	var envs []state.Envelope
 	var raws [][]byte
 	for _, s := range seqs {
-		env := state.Envelope{ID: fmt.Sprint(s), Seq: s, Nonce: 7, EventTimeMs: 1000 + s, Value: []byte{byte(s)}}
+		value, err := encode(intEncoder, int(s))
+		if err != nil {
+			panic(err)
+		}
+		env := state.Envelope{ID: fmt.Sprint(s), Seq: s, Nonce: 7, EventTimeMs: eventTime(s), Value: value}
 		envs, raws = append(envs, env), append(raws, env.Encode())
 	}
 	return envs, raws
 }
 
-func (st escrowStep) record() []byte {
-	_, raws := escrowEnvs(st.escrow)
+func escrowIDs(seqs []int64) []escrowID {
 	var ids []escrowID
-	for _, s := range st.release {
+	for _, s := range seqs {
 		ids = append(ids, escrowID{Nonce: 7, Seq: s})
 	}
-	return callbackRecord(raws, ids)
+	return ids
 }
 
-// escrowKey is one key of escrowFn on in-memory state.
+// record is the step's record, with the key's hold after it.
+func (st escrowStep) record(hold mtime.Time) []byte {
+	_, raws := escrowEnvs(st.escrow)
+	return encodeRecord(uint64(st.ord), hold, raws, escrowIDs(st.release))
+}
+
+// timestamp is the record's timestamp, as keyTurn.store gives it.
+func (st escrowStep) timestamp() mtime.Time {
+	at := int64(mtime.MaxTimestamp)
+	for _, s := range append(append([]int64(nil), st.escrow...), st.release...) {
+		at = min(at, eventTime(s))
+	}
+	return mtime.Time(at)
+}
+
+// history is the key's callbacks in their order (by ord): the hold after
+// each, and what the key holds after the last.
+type history struct {
+	holds   map[int]mtime.Time
+	pending map[int64]bool
+	// escrowedAt and releasedAt are the ords of each seq's callbacks.
+	escrowedAt, releasedAt map[int64]int
+}
+
+// play numbers the steps that have no ord by their place, and plays them
+// in ord order as streamFn's key would have lived them.
+func play(steps []escrowStep) history {
+	for i := range steps {
+		if steps[i].ord == 0 {
+			steps[i].ord = i + 1
+		}
+	}
+	byOrd := append([]escrowStep(nil), steps...)
+	sort.Slice(byOrd, func(i, j int) bool { return byOrd[i].ord < byOrd[j].ord })
+	h := history{holds: map[int]mtime.Time{}, pending: map[int64]bool{}, escrowedAt: map[int64]int{}, releasedAt: map[int64]int{}}
+	for _, st := range byOrd {
+		for _, s := range st.escrow {
+			h.pending[s], h.escrowedAt[s] = true, st.ord
+		}
+		for _, s := range st.release {
+			delete(h.pending, s)
+			h.releasedAt[s] = st.ord
+		}
+		h.holds[st.ord] = h.hold()
+	}
+	return h
+}
+
+// hold is the earliest event time pending, or holdNone.
+func (h history) hold() mtime.Time {
+	first := holdNone
+	for s := range h.pending {
+		first = min(first, mtime.Time(eventTime(s)))
+	}
+	return first
+}
+
+// runs numbers the runs of tests (runName).
+var runs atomic.Int64
+
+// runName names the gates of one run of a test: its name and the run's
+// number, so that a test run again in one process (-count) has new gates.
+func runName(t testing.TB) string { return fmt.Sprintf("%s#%d", t.Name(), runs.Add(1)) }
+
+// escrowKey is one key of escrowFn on in-memory state; name names its
+// gates.
 type escrowKey struct {
-	f  *escrowFn
-	st *memState
-	tm *memTimers
+	f    *escrowFn
+	st   *memState
+	tm   *memTimers
+	name string
 }
 
 func newEscrowKey(t *testing.T) *escrowKey {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithEndOfInputDrain())
-	return &escrowKey{f: newEscrowFn(h.c), st: &memState{}, tm: &memTimers{}}
+	name := runName(t)
+	h := newHarness(t, &gated{Name: name}, stringKey, WithEndOfInputDrain())
+	return &escrowKey{f: newEscrowFn(h.c), st: &memState{}, tm: &memTimers{}, name: name}
 }
 
 func (k *escrowKey) apply(rec []byte) error {
 	return k.f.ProcessElement(context.Background(), k.st, k.tm, "a", rec, nil, nil)
 }
 
+// applyAll plays steps (play) and applies their records in the order given.
+func (k *escrowKey) applyAll(t *testing.T, steps []escrowStep) history {
+	t.Helper()
+	h := play(steps)
+	for _, st := range steps {
+		if err := k.apply(st.record(h.holds[st.ord])); err != nil {
+			t.Fatalf("record %d: %v", st.ord, err)
+		}
+	}
+	return h
+}
+
 // logLen is how many entries the key's log holds.
 func (k *escrowKey) logLen() int { return len(k.st.bags[escrowStateID]) }
+
+// named counts the elements the key's log names (an element escrowed and
+// released counts twice).
+func (k *escrowKey) named(t *testing.T) int {
+	t.Helper()
+	n := 0
+	for _, e := range k.st.bags[escrowStateID] {
+		raw := e.([]byte)
+		switch raw[0] {
+		case entryEscrow:
+			n += len(mustDecode(raw[1:]).Envelopes)
+		case entryRecord:
+			acc, _, ids, err := splitBody(raw[1:])
+			c, err2 := countIDs(ids)
+			if err != nil || err2 != nil {
+				t.Fatalf("a log entry: %v, %v", err, err2)
+			}
+			n += int(acc) + c
+		default:
+			c, err := countIDs(raw[1:])
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += c
+		}
+	}
+	return n
+}
 
 // book reads the key's log back.
 func (k *escrowKey) book(t *testing.T) (held, early []int64) {
@@ -79,101 +200,204 @@ func (k *escrowKey) book(t *testing.T) (held, early []int64) {
 	return held, early
 }
 
+// summary reads the key's summary back; false: none is stored.
+func (k *escrowKey) summary(t *testing.T) (escrowSummary, bool) {
+	t.Helper()
+	entries := k.st.bags[summaryStateID]
+	switch len(entries) {
+	case 0:
+		return escrowSummary{}, false
+	case 1:
+		sum, err := decodeSummary(entries[0].([]byte))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum, true
+	}
+	t.Fatalf("the summary bag holds %d entries; want at most one", len(entries))
+	return escrowSummary{}, false
+}
+
+// timerHold is the drain timer's hold, or holdNone when none is set.
+func (k *escrowKey) timerHold() mtime.Time {
+	if last, ok := k.tm.lastSet(); ok && !last.Clear {
+		return last.HoldTimestamp
+	}
+	return holdNone
+}
+
 // TestEscrowFnRecords applies streamFn's records to escrowFn and reads its
-// log back: what is held, which releases wait for their escrows, the drain
-// timer's hold, and how long the log is.
+// state back: what is held, which releases wait for their escrows, the
+// drain timer's hold, how long the log is, and whether a summary is kept.
+// A key whose log holds nothing keeps no state; pairs stay in the log
+// until they weigh enough (escrowSummary.compactDue).
 func TestEscrowFnRecords(t *testing.T) {
-	const none = -1 // no timer set
 	for _, tc := range []struct {
-		name   string
-		steps  []escrowStep
-		held   []int64
-		early  []int64
-		hold   int64 // event time ms of the drain timer's hold; none: cleared
-		logLen int
+		name        string
+		steps       []escrowStep
+		held, early []int64
+		hold        mtime.Time
+		logLen      int
 	}{
 		{"escrowed, not released", []escrowStep{{escrow: []int64{1, 2}}}, []int64{1, 2}, nil, 1001, 1},
 		{"escrowed, then released", []escrowStep{{escrow: []int64{1, 2, 3}}, {release: []int64{1}}}, []int64{2, 3}, nil, 1002, 2},
-		{"all released: the log is cleared", []escrowStep{{escrow: []int64{1, 2}}, {release: []int64{1, 2}}}, nil, nil, none, 0},
-		{"released before escrowed", []escrowStep{{release: []int64{4}}}, nil, []int64{4}, none, 1},
-		{"an early release cancels its escrow", []escrowStep{{release: []int64{4}}, {escrow: []int64{3, 4}}}, []int64{3}, nil, 1003, 2},
+		{"all released: no state", []escrowStep{{escrow: []int64{1, 2}}, {release: []int64{1, 2}}}, nil, nil, holdNone, 0},
+		{"released, its escrow not arrived", []escrowStep{{ord: 2, release: []int64{4}}}, nil, []int64{4}, holdNone, 1},
+		{"an early release cancels its escrow", []escrowStep{{ord: 2, release: []int64{4}}, {ord: 1, escrow: []int64{3, 4}}}, []int64{3}, nil, 1003, 2},
 		{"an escrow copy is held once", []escrowStep{{escrow: []int64{1}}, {escrow: []int64{1, 2}}}, []int64{1, 2}, nil, 1001, 2},
-		{"a release twice is one", []escrowStep{{escrow: []int64{1}}, {release: []int64{1}}, {release: []int64{1}}}, nil, []int64{1}, none, 1},
-		{"accepted and committed in one callback: nothing logged", []escrowStep{{escrow: []int64{1}, release: []int64{1}}}, nil, nil, none, 0},
-		{"pairs are compacted away", []escrowStep{
+		{"a release twice is one", []escrowStep{{escrow: []int64{1}}, {release: []int64{1}}, {release: []int64{1}}}, nil, []int64{1}, holdNone, 1},
+		{"accepted and committed in one callback: no state", []escrowStep{{escrow: []int64{1}, release: []int64{1}}}, nil, nil, holdNone, 0},
+		{"pairs stay while they weigh little", []escrowStep{
 			{escrow: []int64{1}}, {escrow: []int64{2}, release: []int64{1}}, {escrow: []int64{3}, release: []int64{2}},
 			{escrow: []int64{4}, release: []int64{3}}, {escrow: []int64{5}, release: []int64{4}},
-		}, []int64{5}, nil, 1005, 1},
+		}, []int64{5}, nil, 1005, 5},
+		{"the newest record's hold, whatever the order", []escrowStep{
+			{ord: 3, escrow: []int64{9}, release: []int64{2}}, {ord: 1, escrow: []int64{1, 2}}, {ord: 2, release: []int64{1}},
+		}, []int64{9}, nil, 1009, 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			k := newEscrowKey(t)
-			for _, st := range tc.steps {
-				if err := k.apply(st.record()); err != nil {
-					t.Fatal(err)
-				}
-			}
+			k.applyAll(t, tc.steps)
 			held, early := k.book(t)
 			if !reflect.DeepEqual(held, tc.held) || !reflect.DeepEqual(early, tc.early) {
 				t.Errorf("held %v, early releases %v; want %v, %v", held, early, tc.held, tc.early)
 			}
-			hold := int64(none)
-			if last, ok := k.tm.lastSet(); ok && !last.Clear {
-				hold = int64(last.HoldTimestamp)
-			}
-			if hold != tc.hold {
-				t.Errorf("drain timer held at %d; want %d (-1: cleared or never set)", hold, tc.hold)
+			if hold := k.timerHold(); hold != tc.hold {
+				t.Errorf("drain timer held at %d; want %d (%d: cleared or never set)", hold, tc.hold, holdNone)
 			}
 			if n := k.logLen(); n != tc.logLen {
 				t.Errorf("log holds %d entries; want %d", n, tc.logLen)
+			}
+			if _, kept := k.summary(t); kept != (tc.logLen > 0) {
+				t.Errorf("summary kept %v with a log of %d entries; want one exactly with a log", kept, tc.logLen)
 			}
 		})
 	}
 }
 
-// TestEscrowFnAnyOrder: each element escrowed by one record and released by
-// a later one, the records applied in a random order; escrowFn must end
-// empty (log cleared, timer cleared), hold the timer at the earliest held
-// element throughout, and keep its log within three entries per element
-// it holds or awaits (worthCompacting), not one per record seen.
+// TestEscrowFnAnyOrder: a key's records (each element escrowed by one
+// callback and released by a later one, or never) arrive in a random
+// order. Throughout, the drain timer is held no later than any element
+// held that was pending at the newest record applied, and the watermark
+// it and the records in flight make is no later than any element left at
+// the end; the log names at most twice its book, or its book and
+// 2 × compactFloor. Once all have arrived the hold is exact, the book is
+// what the key holds, and a key left empty has no state and no timer.
 func TestEscrowFnAnyOrder(t *testing.T) {
-	for seed := uint64(1); seed <= 200; seed++ {
+	for seed := uint64(1); seed <= 300; seed++ {
 		r := rand.New(rand.NewPCG(seed, 1))
-		n := 1 + r.IntN(40)
+		n := 1 + r.IntN(120)
 		var steps []escrowStep
-		for s := int64(0); s < int64(n); s++ { // s accepted at step s, committed later
+		for s := int64(0); s < int64(n); s++ { // s accepted at step s, committed later or never
 			steps = append(steps, escrowStep{escrow: []int64{s}})
 		}
+		keep := r.IntN(3) == 0 // some elements are left for the drain
 		for s := int64(0); s < int64(n); s++ {
-			at := int(s) + 1 + r.IntN(n-int(s)) // a step after its escrow, or a new one at the end
+			if keep && r.IntN(4) == 0 {
+				continue
+			}
+			at := int(s) + r.IntN(n-int(s)+1) // in its own callback, a later one, or a new one at the end
 			if at >= len(steps) {
 				steps = append(steps, escrowStep{})
 				at = len(steps) - 1
 			}
 			steps[at].release = append(steps[at].release, s)
 		}
+		h := play(steps)
+		end := h.hold()
 		r.Shuffle(len(steps), func(i, j int) { steps[i], steps[j] = steps[j], steps[i] })
 		k := newEscrowKey(t)
 		for i, st := range steps {
-			if err := k.apply(st.record()); err != nil {
+			if err := k.apply(st.record(h.holds[st.ord])); err != nil {
 				t.Fatalf("seed %d step %d: %v", seed, i, err)
 			}
 			held, early := k.book(t)
-			if max := 3*(len(held)+len(early)) + 3; k.logLen() > max {
-				t.Fatalf("seed %d step %d: log holds %d entries for %d held and %d early; want at most %d", seed, i, k.logLen(), len(held), len(early), max)
+			if named, limit := k.named(t), max(2*(len(held)+len(early)), len(held)+len(early)+2*compactFloor); named > limit {
+				t.Fatalf("seed %d step %d: log names %d elements for %d held and %d early; want at most %d", seed, i, named, len(held), len(early), limit)
 			}
-			if len(held) > 0 {
-				want := 1000 + held[0]
-				if last, ok := k.tm.lastSet(); !ok || last.Clear || int64(last.HoldTimestamp) != want {
-					t.Fatalf("seed %d step %d: drain timer %+v; want held at %d", seed, i, last, want)
+			hold := k.timerHold()
+			if sum, ok := k.summary(t); ok {
+				for _, s := range held {
+					pendingThen := h.escrowedAt[s] <= int(sum.newest) && (h.releasedAt[s] == 0 || h.releasedAt[s] > int(sum.newest))
+					if pendingThen && hold > mtime.Time(eventTime(s)) {
+						t.Fatalf("seed %d step %d: drain timer held at %d, after element %d (%d) held and pending at the newest record %d", seed, i, hold, s, eventTime(s), sum.newest)
+					}
+				}
+			}
+			wm := hold
+			for _, later := range steps[i+1:] {
+				wm = min(wm, later.timestamp())
+			}
+			if wm > end {
+				t.Fatalf("seed %d step %d: the drain's watermark %d passed an element left at the end (%d)", seed, i, wm, end)
+			}
+		}
+		held, early := k.book(t)
+		var want []int64
+		for s := range h.pending {
+			want = append(want, s)
+		}
+		sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
+		if !reflect.DeepEqual(held, want) || len(early) != 0 {
+			t.Fatalf("seed %d: after every record, held %v, early %v; want held %v, no early", seed, held, early, want)
+		}
+		if hold := k.timerHold(); hold != end {
+			t.Fatalf("seed %d: after every record the drain timer is held at %d; want %d (the key's hold after its last callback)", seed, hold, end)
+		}
+		if _, kept := k.summary(t); len(want) == 0 && (k.logLen() != 0 || kept) {
+			t.Fatalf("seed %d: an empty key keeps a log of %d entries, a summary %v; want no state", seed, k.logLen(), kept)
+		}
+	}
+}
+
+// TestEscrowRecordReadsFlat: a hot key whose callbacks each accept one
+// element and commit one, with a backlog of 10, 1,000 or 10,000 elements
+// escrowed: what its records read of escrowFn's state per record does not
+// grow with the backlog (a read of the summary, and rewrites whose cost
+// spreads over the records since the last), and its log stays within twice
+// its book, or its book and 2 × compactFloor.
+func TestEscrowRecordReadsFlat(t *testing.T) {
+	perRecord := map[int]float64{}
+	for _, backlog := range []int{10, 1_000, 10_000} {
+		k := newEscrowKey(t)
+		ord := 0
+		step := func(st escrowStep, hold int64) {
+			ord++
+			st.ord = ord
+			if err := k.apply(st.record(mtime.Time(hold))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for s := int64(0); s < int64(backlog); s++ {
+			step(escrowStep{escrow: []int64{s}}, eventTime(0))
+		}
+		k.st.readsOf(escrowStateID)
+		k.st.readsOf(summaryStateID)
+		records := 2*backlog + 1_000
+		for i := int64(0); i < int64(records); i++ {
+			step(escrowStep{escrow: []int64{int64(backlog) + i}, release: []int64{i}}, eventTime(i+1))
+			if backlog <= 1_000 {
+				if named, limit := k.named(t), max(2*backlog, backlog+2*compactFloor); named > limit {
+					t.Fatalf("backlog %d, record %d: log names %d elements; want at most %d", backlog, i, named, limit)
 				}
 			}
 		}
-		if held, early := k.book(t); len(held)+len(early) != 0 || k.logLen() != 0 {
-			t.Fatalf("seed %d: after every release, held %v, early %v, log of %d entries; want all empty", seed, held, early, k.logLen())
+		logReads, logBytes := k.st.readsOf(escrowStateID)
+		sumReads, sumBytes := k.st.readsOf(summaryStateID)
+		if logReads == 0 {
+			t.Errorf("backlog %d: the log was never read over %d records; want its rewrites", backlog, records)
 		}
-		if last, ok := k.tm.lastSet(); ok && !last.Clear {
-			t.Fatalf("seed %d: drain timer %+v at the end; want cleared or never set", seed, last)
+		if reads := float64(logReads+sumReads) / float64(records); reads > 1.1 {
+			t.Errorf("backlog %d: %.2f reads per record; want about one (the summary)", backlog, reads)
 		}
+		perRecord[backlog] = float64(logBytes+sumBytes) / float64(records)
+		t.Logf("backlog %d: %d records read the log %d times, %.1f bytes per record", backlog, records, logReads, perRecord[backlog])
+		if held, _ := k.book(t); len(held) != backlog {
+			t.Errorf("backlog %d: %d elements held at the end; want %d", backlog, len(held), backlog)
+		}
+	}
+	if perRecord[10_000] > 4*perRecord[10] {
+		t.Errorf("bytes read per record: %.1f at a backlog of 10,000, %.1f at 10; want them within 4 ×", perRecord[10_000], perRecord[10])
 	}
 }
 
@@ -196,42 +420,79 @@ func TestEscrowBookReleaseOfDrained(t *testing.T) {
 	// A log whose drained entry is read after the escrow of a drained
 	// element: read must refuse it too.
 	for _, reversed := range []bool{false, true} {
-		k := newEscrowKey(t)
-		k.st.reversed = reversed
-		k.st.bags = map[string][]any{escrowStateID: {
-			append([]byte{entryEscrow}, oneEntry(raws)...),
-			idsEntry(entryDrained, []escrowID{{7, 2}}),
-		}}
-		if _, err := k.f.read(k.st); !errors.Is(err, errDrainedTwice) {
-			t.Errorf("reversed %v: reading a log that escrows a drained element: %v; want errDrainedTwice", reversed, err)
+		for name, escrowEntry := range map[string][]byte{
+			"escrow entry": append([]byte{entryEscrow}, oneEntry(raws)...),
+			"record entry": mustRecord(t, escrowStep{ord: 1, escrow: []int64{2}}.record(holdNone)).logEntry(),
+		} {
+			k := newEscrowKey(t)
+			k.st.reversed = reversed
+			k.st.bags = map[string][]any{escrowStateID: {escrowEntry, idsEntry(entryDrained, []escrowID{{7, 2}})}}
+			if _, err := k.f.read(k.st); !errors.Is(err, errDrainedTwice) {
+				t.Errorf("%s, reversed %v: reading a log that escrows a drained element: %v; want errDrainedTwice", name, reversed, err)
+			}
 		}
 	}
 }
 
+func mustRecord(t *testing.T, raw []byte) escrowRecord {
+	t.Helper()
+	r, err := decodeRecord(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestEscrowFnDrainedTwice: once a drain has run, a record that commits
+// or accepts an element it ran fails the key (errDrainedTwice).
+func TestEscrowFnDrainedTwice(t *testing.T) {
+	for name, late := range map[string]escrowStep{"release": {ord: 3, release: []int64{2}}, "escrow": {ord: 3, escrow: []int64{2}}} {
+		t.Run(name, func(t *testing.T) {
+			k := newEscrowKey(t)
+			k.applyAll(t, []escrowStep{{escrow: []int64{1, 2}}, {release: []int64{1}}})
+			ctx := context.Background()
+			book.open(gateID(k.name, "a", 2))
+			if err := k.f.StartBundle(ctx, discard, discardFailure); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.f.OnTimer(ctx, k.st, k.tm, "a", beamtimers.Context{Family: k.f.Drain.Family}, discard, discardFailure); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.f.FinishBundle(ctx, discard, discardFailure); err != nil {
+				t.Fatal(err)
+			}
+			if err := k.apply(late.record(holdNone)); !errors.Is(err, errDrainedTwice) {
+				t.Errorf("after the drain, record %+v: %v; want errDrainedTwice", late, err)
+			}
+		})
+	}
+}
+
+func discard(beam.EventTime, beam.Z)         {}
+func discardFailure(beam.EventTime, Failure) {}
+
 // TestEscrowBookAnyReadOrder: the book a log makes is the same whatever
 // order its entries are read in, and with entries repeated (a record
 // applied twice while its pair is still in the log): each element is
-// escrowed, released, both, or neither. Before the book became two sets,
-// an escrow read after its cancelled pair was held again.
+// escrowed, released, both, or neither.
 func TestEscrowBookAnyReadOrder(t *testing.T) {
 	for seed := uint64(1); seed <= 300; seed++ {
 		r := rand.New(rand.NewPCG(seed, 2))
 		var log [][]byte
 		for i := 0; i < 1+r.IntN(12); i++ {
-			var seqs []int64
+			var seqs, more []int64
 			for j := 0; j < 1+r.IntN(3); j++ {
-				seqs = append(seqs, int64(r.IntN(6)))
+				seqs, more = append(seqs, int64(r.IntN(6))), append(more, int64(r.IntN(6)))
 			}
-			if r.IntN(2) == 0 {
+			switch r.IntN(3) {
+			case 0:
 				_, raws := escrowEnvs(seqs)
 				log = append(log, append([]byte{entryEscrow}, oneEntry(raws)...))
-				continue
+			case 1:
+				log = append(log, idsEntry(entryRelease, escrowIDs(seqs)))
+			default:
+				log = append(log, mustRecord(t, escrowStep{ord: 1, escrow: seqs, release: more}.record(holdNone)).logEntry())
 			}
-			var ids []escrowID
-			for _, s := range seqs {
-				ids = append(ids, escrowID{Nonce: 7, Seq: s})
-			}
-			log = append(log, idsEntry(entryRelease, ids))
 		}
 		bookOf := func(entries [][]byte) (held, early []int64) {
 			b := newEscrowBook()
@@ -270,14 +531,14 @@ func TestEscrowBookAnyReadOrder(t *testing.T) {
 // a second drain (an output twice).
 func TestEscrowFnEarlyReleaseOutlivesDrain(t *testing.T) {
 	k := newEscrowKey(t)
-	if err := k.apply(escrowStep{release: []int64{5}}.record()); err != nil {
+	if err := k.apply(escrowStep{ord: 2, release: []int64{5}}.record(holdNone)); err != nil {
 		t.Fatal(err)
 	}
-	if err := k.f.OnTimer(context.Background(), k.st, k.tm, "a", beamtimers.Context{Family: drainFamily}, nil, nil); err != nil {
+	if err := k.f.OnTimer(context.Background(), k.st, k.tm, "a", beamtimers.Context{Family: k.f.Drain.Family}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	k.tm.forget()
-	if err := k.apply(escrowStep{escrow: []int64{5}}.record()); err != nil {
+	if err := k.apply(escrowStep{ord: 1, escrow: []int64{5}}.record(holdNone)); err != nil {
 		t.Fatal(err)
 	}
 	if held, early := k.book(t); len(held)+len(early) != 0 {
@@ -288,28 +549,162 @@ func TestEscrowFnEarlyReleaseOutlivesDrain(t *testing.T) {
 	}
 }
 
-func TestCallbackRecordRoundTrip(t *testing.T) {
+// TestEscrowRecordRoundTrip: a record reads back as written (its header,
+// counts, and a body that applies as its elements), a record cut short is
+// refused, and one of the earlier layout (no ordinal, no hold) reads as
+// such.
+func TestEscrowRecordRoundTrip(t *testing.T) {
 	envs, raws := escrowEnvs([]int64{3, 4})
 	ids := []escrowID{{1, 1}, {1<<63 + 5, 1 << 40}, {3, 0}}
+	oldLayout := func(accepted [][]byte, committed []escrowID) []byte { // the layout before ordinals and holds
+		var part []byte
+		if len(accepted) > 0 {
+			part = oneEntry(accepted)
+		}
+		b := appendUvarint(nil, uint64(len(part)))
+		return appendIDs(append(b, part...), committed)
+	}
 	for _, tc := range []struct {
 		name string
 		raws [][]byte
 		ids  []escrowID
 	}{{"both", raws, ids}, {"accepted only", raws, nil}, {"committed only", nil, ids}, {"one accepted", raws[:1], nil}} {
-		rec := callbackRecord(tc.raws, tc.ids)
-		entry, got, err := decodeCallbackRecord(rec)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
+		for _, old := range []bool{false, true} {
+			raw := encodeRecord(1<<62+3, 12345, tc.raws, tc.ids)
+			if old {
+				raw = oldLayout(tc.raws, tc.ids)
+			}
+			r, err := decodeRecord(raw)
+			if err != nil {
+				t.Fatalf("%s, old %v: %v", tc.name, old, err)
+			}
+			wantOrd, wantHold := uint64(1<<62+3), mtime.Time(12345)
+			if old {
+				wantOrd, wantHold = 0, holdNone
+			}
+			if r.hasHold == old || r.ordinal != wantOrd || r.hold != wantHold || r.accepted != int64(len(tc.raws)) || r.released != int64(len(tc.ids)) {
+				t.Errorf("%s, old %v: header %+v; want ordinal %d, hold %d, hasHold %v, %d accepted, %d released", tc.name, old, r, wantOrd, wantHold, !old, len(tc.raws), len(tc.ids))
+			}
+			b := newEscrowBook()
+			if err := b.apply(r.logEntry()); err != nil {
+				t.Fatalf("%s, old %v: applying its log entry: %v", tc.name, old, err)
+			}
+			if want := envs[:len(tc.raws)]; len(b.held)+len(tc.ids) != len(tc.raws)+len(b.early) || (len(tc.ids) == 0 && !reflect.DeepEqual(b.held, want)) {
+				t.Errorf("%s, old %v: held %v, early %v; want %v held, %v released", tc.name, old, b.held, b.early, want, tc.ids)
+			}
+			if _, err := decodeRecord(raw[:len(raw)-1]); err == nil {
+				t.Errorf("%s, old %v: a record cut short decoded without error", tc.name, old)
+			}
 		}
-		if len(entry.Envelopes) != len(tc.raws) || (len(tc.raws) > 0 && !reflect.DeepEqual(entry.Envelopes, envs[:len(tc.raws)])) {
-			t.Errorf("%s: accepted %v; want %v", tc.name, entry.Envelopes, envs[:len(tc.raws)])
+	}
+}
+
+func appendUvarint(b []byte, v uint64) []byte {
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+// TestEscrowSummaryRoundTrip: a summary reads back as written; anything
+// else is refused.
+func TestEscrowSummaryRoundTrip(t *testing.T) {
+	for _, s := range []escrowSummary{
+		newSummary(),
+		{newest: 1 << 62, newestHold: -5, timer: mtime.MinTimestamp, drained: true, held: 1, early: 2, escrowed: 1 << 40, released: 3},
+	} {
+		got, err := decodeSummary(s.encode())
+		if err != nil || got != s {
+			t.Errorf("decodeSummary(encode(%+v)) = %+v, %v; want it back", s, got, err)
 		}
-		if !reflect.DeepEqual(got, tc.ids) {
-			t.Errorf("%s: committed %v; want %v", tc.name, got, tc.ids)
+		b := s.encode()
+		for _, bad := range [][]byte{nil, b[:len(b)-1], append(append([]byte(nil), b...), 0), append([]byte{2}, b[1:]...), append([]byte{1, 2}, b[2:]...)} {
+			if _, err := decodeSummary(bad); err == nil {
+				t.Errorf("decodeSummary(%x) = nil error; want one", bad)
+			}
 		}
-		if _, _, err := decodeCallbackRecord(rec[:len(rec)-1]); err == nil {
-			t.Errorf("%s: a record cut short decoded without error", tc.name)
+	}
+}
+
+// TestCompactDue: the log is rewritten once the cancelled pairs it may
+// hold weigh more than a quarter of it, and are compactFloor or more, or
+// may be all of it.
+func TestCompactDue(t *testing.T) {
+	for _, tc := range []struct {
+		name                            string
+		held, early, escrowed, released int64
+		want                            bool
+	}{
+		{"nothing appended", 100, 5, 0, 0, false},
+		{"escrows only: no pair", 0, 0, 1000, 0, false},
+		{"releases of early ones only: no pair", 0, 0, 0, 1000, false},
+		{"may all cancel, below the floor", 3, 0, 0, 3, true},
+		{"accepted and committed at once", 0, 0, 1, 1, true},
+		{"one pair, more left", 1, 0, 1, 1, false},
+		{"a hot key at half its backlog", 1000, 0, 500, 500, false},
+		{"a hot key past half its backlog", 1000, 0, 501, 501, true},
+		{"past a quarter but under the floor", 10, 0, compactFloor - 1, compactFloor - 1, false},
+		{"at the floor", 10, 0, compactFloor, compactFloor, true},
+		{"early ones met by escrows", 0, 100, 100, 0, true},
+		{"pairs bounded by what was appended", 1000, 1000, 1, 1, false},
+	} {
+		s := escrowSummary{held: tc.held, early: tc.early, escrowed: tc.escrowed, released: tc.released}
+		if got := s.compactDue(); got != tc.want {
+			t.Errorf("%s: compactDue(%+v) = %v; want %v", tc.name, s, got, tc.want)
 		}
+	}
+}
+
+// TestTimerChange: the drain timer is set when its hold moves, cleared
+// when nothing is to be held, and left alone otherwise.
+func TestTimerChange(t *testing.T) {
+	for _, tc := range []struct {
+		inForce, want mtime.Time
+		set, clear    bool
+	}{
+		{holdNone, holdNone, false, false},
+		{holdNone, 5, true, false},
+		{5, 5, false, false},
+		{5, 7, true, false},
+		{7, 5, true, false},
+		{5, holdNone, false, true},
+	} {
+		if set, clear := timerChange(tc.inForce, tc.want); set != tc.set || clear != tc.clear {
+			t.Errorf("timerChange(%d, %d) = set %v, clear %v; want %v, %v", tc.inForce, tc.want, set, clear, tc.set, tc.clear)
+		}
+	}
+}
+
+// TestNextOrdinal: ordinals increase strictly, across goroutines too.
+func TestNextOrdinal(t *testing.T) {
+	const n, per = 8, 1000
+	got := make([][]uint64, n)
+	var wg sync.WaitGroup
+	for g := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range per {
+				got[g] = append(got[g], nextOrdinal())
+			}
+		}()
+	}
+	wg.Wait()
+	seen := map[uint64]bool{}
+	for g := range n {
+		for i, o := range got[g] {
+			if i > 0 && o <= got[g][i-1] {
+				t.Fatalf("goroutine %d: ordinal %d after %d; want greater", g, o, got[g][i-1])
+			}
+			if seen[o] {
+				t.Fatalf("ordinal %d given twice", o)
+			}
+			seen[o] = true
+		}
+	}
+	if o := nextOrdinal(); o < uint64(time.Now().Add(-time.Hour).UnixNano()) {
+		t.Errorf("ordinal %d; want about the wall clock in ns", o)
 	}
 }
 
@@ -382,26 +777,43 @@ func TestDrainFiring(t *testing.T) {
 // dropped as a copy when the queue is read; the drain must see it
 // released, or it would run it at the end of input (an output twice) and
 // hold the watermark at it until then. Every key callback's records go to
-// one escrow book, which must hold nothing once the key is empty.
+// one escrow book, which must hold nothing once the key is empty. Each
+// record carries a greater ordinal than the one before, and the key's hold
+// after its callback: the output timestamp of the key's commit timer, or
+// none once the key is empty.
 func TestEscrowReleasesDroppedCopies(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(parity), WithParallelism(1),
+	name := runName(t)
+	h := newHarness(t, &gated{Name: name}, stringKey, WithIDFn(parity), WithParallelism(1),
 		WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithEndOfInputDrain())
 	for _, v := range []int{1, 2, 4} {
-		book.open(gateID(t.Name(), "a", v))
+		book.open(gateID(name, "a", v))
 	}
 	escrowed := newEscrowBook()
+	var last escrowRecord
 	records := 0
-	escrow := func(_ beam.EventTime, key beam.X, rec []byte) {
+	escrow := func(_ beam.EventTime, key beam.X, raw []byte) {
 		records++
-		accepted, committed, err := decodeCallbackRecord(rec)
+		r, err := decodeRecord(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := escrowed.escrow(accepted.Envelopes, accepted.Raws); err != nil {
+		if !r.hasHold || r.ordinal <= last.ordinal {
+			t.Errorf("record %d: ordinal %d after %d, hasHold %v; want a greater ordinal and a hold", records, r.ordinal, last.ordinal, r.hasHold)
+		}
+		last = r
+		if err := escrowed.applyBody(r.body); err != nil {
 			t.Fatal(err)
 		}
-		if err := escrowed.release(committed); err != nil {
-			t.Fatal(err)
+	}
+	// checkHold compares the last record's hold with the key's timer,
+	// which plan sets after store sent the record.
+	checkHold := func() {
+		want := holdNone
+		if tm, ok := h.tm("a").lastSet(); ok && h.st("a").size() > 0 {
+			want = tm.HoldTimestamp
+		}
+		if last.hold != want {
+			t.Errorf("record %d carries hold %d; want the key's %d", records, last.hold, want)
 		}
 	}
 	f := h.stream()
@@ -411,15 +823,18 @@ func TestEscrowReleasesDroppedCopies(t *testing.T) {
 		if err := f.ProcessElement(ctx, mtime.FromTime(h.clock.Now()), h.st("a"), h.tm("a"), "a", v, h.emitter("a"), h.fail, escrow); err != nil {
 			t.Fatal(err)
 		}
+		checkHold()
+		h.clock.Advance(time.Millisecond) // each element its own event time
 	}
 	var out []string
 	for i := 0; i < 20 && h.st("a").size() > 0; i++ {
 		h.waitKey("a")
 		h.clock.Advance(time.Second)
 		f.StartBundle(ctx, nil, nil, nil)
-		if err := f.OnTimer(ctx, h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: commitFamily}, h.emitter("a"), h.fail, escrow); err != nil {
+		if err := f.OnTimer(ctx, h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: f.Commit.Family}, h.emitter("a"), h.fail, escrow); err != nil {
 			t.Fatal(err)
 		}
+		checkHold()
 		out = append(out, h.early["a"]...)
 		delete(h.early, "a")
 	}
@@ -435,5 +850,8 @@ func TestEscrowReleasesDroppedCopies(t *testing.T) {
 			seqs = append(seqs, env.Seq)
 		}
 		t.Errorf("the drain would hold seqs %v after the key emptied (outputs %v); want none", seqs, out)
+	}
+	if last.hold != holdNone {
+		t.Errorf("the last record carries hold %d; want none (the key is empty)", last.hold)
 	}
 }

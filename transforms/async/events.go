@@ -114,12 +114,23 @@ type listenerSpec struct {
 	JSON string
 }
 
-// inspectListener checks a Listener given to WithListener and returns what
-// is shipped to workers.
-func inspectListener(l Listener) (*listenerSpec, error) {
-	if l == nil {
-		return nil, nil
+// inspectListeners checks the Listeners given to WithListener and returns
+// what is shipped to workers, in the order given.
+func inspectListeners(ls []Listener) ([]*listenerSpec, error) {
+	specs := make([]*listenerSpec, 0, len(ls))
+	for _, l := range ls {
+		spec, err := inspectListener(l)
+		if err != nil {
+			return nil, err
+		}
+		specs = append(specs, spec)
 	}
+	return specs, nil
+}
+
+// inspectListener checks one Listener given to WithListener and returns
+// what is shipped to workers.
+func inspectListener(l Listener) (*listenerSpec, error) {
 	t, err := registeredStruct("WithListener", reflect.ValueOf(l))
 	if err != nil {
 		return nil, err
@@ -137,30 +148,53 @@ func inspectListener(l Listener) (*listenerSpec, error) {
 }
 
 // WithListener sends the transform's element events to l (see Listener).
-// Default: none, and no events are built.
+// Given more than once, it adds a listener each time: every listener
+// receives every event, in the order the options gave them (a listener's
+// OnEvent returns before the next one's is called). Default: none, and no
+// events are built.
 func WithListener(l Listener) Option {
 	return func(s *settings) {
 		if l == nil || reflect.ValueOf(l).Kind() == reflect.Ptr && reflect.ValueOf(l).IsNil() {
 			s.errs = append(s.errs, errors.New("WithListener: the listener is nil"))
 			return
 		}
-		s.listener = l
+		s.listeners = append(s.listeners, l)
 	}
 }
 
-// hub delivers one transform's events to its listener in one worker process;
-// it lives in the state registry next to the transform's Pool. Panics
-// happen on pool goroutines too, where Beam metrics cannot be updated, so
-// they are counted here and published by the next callback.
+// hub delivers one transform's events to its listeners in one worker
+// process; it lives in the state registry next to the transform's Pool.
+// Panics happen on pool goroutines too, where Beam metrics cannot be
+// updated, so they are counted here and published by the next callback.
 type hub struct {
-	listener    Listener
-	panics      atomic.Int64   // all so far
-	published   *ledger.Ledger // of panics, as the Beam counter has them
+	listeners []*heard
+	panics    atomic.Int64   // all so far, of every listener
+	published *ledger.Ledger // of panics, as the Beam counter has them
+}
+
+// heard is one listener of a hub, and whether its first panic was logged.
+type heard struct {
+	Listener
 	loggedPanic atomic.Bool
 }
 
-// newHub rebuilds the listener from its spec and runs its Setup.
-func newHub(spec *listenerSpec) (*hub, error) {
+// newHub rebuilds the listeners from their specs and runs their Setup, in
+// order. If one cannot be built, the ones before it are closed.
+func newHub(specs []*listenerSpec) (*hub, error) {
+	h := &hub{published: ledger.New(1)}
+	for _, spec := range specs {
+		l, err := buildListener(spec)
+		if err != nil {
+			h.Close()
+			return nil, err
+		}
+		h.listeners = append(h.listeners, &heard{Listener: l})
+	}
+	return h, nil
+}
+
+// buildListener rebuilds one listener from its spec and runs its Setup.
+func buildListener(spec *listenerSpec) (Listener, error) {
 	ptr := reflect.New(spec.Type.T)
 	if err := json.Unmarshal([]byte(spec.JSON), ptr.Interface()); err != nil {
 		return nil, fmt.Errorf("async: rebuilding listener %v: %w", spec.Type.T, err)
@@ -174,39 +208,51 @@ func newHub(spec *listenerSpec) (*hub, error) {
 			return nil, fmt.Errorf("async: Setup of listener %v: %w", spec.Type.T, err)
 		}
 	}
-	return &hub{listener: l, published: ledger.New(1)}, nil
+	return l, nil
 }
 
-// deliver calls the listener, containing a panic.
+// deliver calls every listener in order; a panic in one is contained and
+// the next one is still called.
 func (h *hub) deliver(e Event) {
+	for _, l := range h.listeners {
+		h.deliverTo(l, e)
+	}
+}
+
+// deliverTo calls one listener, containing a panic.
+func (h *hub) deliverTo(l *heard, e Event) {
 	defer func() {
 		if r := recover(); r != nil {
 			h.panics.Add(1)
-			if h.loggedPanic.CompareAndSwap(false, true) {
+			if l.loggedPanic.CompareAndSwap(false, true) {
 				slog.Error("async: the event listener panicked; further panics are only counted",
-					"listener", fmt.Sprintf("%T", h.listener), "event", e.Type, "panic", r, "stack", string(debug.Stack()))
+					"listener", fmt.Sprintf("%T", l.Listener), "event", e.Type, "panic", r, "stack", string(debug.Stack()))
 			}
 		}
 	}()
-	h.listener.OnEvent(e)
+	l.OnEvent(e)
 }
 
-// Close closes the listener if it can be.
+// Close closes every listener that can be closed, and returns their
+// errors.
 func (h *hub) Close() error {
-	if c, ok := h.listener.(io.Closer); ok {
-		return c.Close()
+	var errs []error
+	for _, l := range h.listeners {
+		if c, ok := l.Listener.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// events returns the transform's hub in this process, or nil without a
-// listener. Like pool, it is looked up on every use so that a registry Reset
+// events returns the transform's hub in this process, or nil without
+// listeners. Like pool, it is looked up on every use so that a registry Reset
 // is seen at once.
 func (f *core) events() *hub {
-	if f.Listener == nil {
+	if len(f.Listeners) == 0 {
 		return nil
 	}
-	v, err := f.reg().SharedValue(f.ID, func() (any, error) { return newHub(f.Listener) })
+	v, err := f.reg().SharedValue(f.ID, func() (any, error) { return newHub(f.Listeners) })
 	if err != nil {
 		// Setup made the hub; a failure now means a Reset since, and a Setup
 		// that no longer succeeds. Count it like a listener panic.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,11 +24,12 @@ import (
 
 // memState is an in-memory state.Provider for one key: bag state only.
 // It counts the writes to each bag, each of which would be a request to the
-// runner.
+// runner, and the reads and the bytes they return.
 type memState struct {
 	mu           sync.Mutex
 	bags         map[string][]any
 	adds, clears map[string]int
+	reads, bytes map[string]int
 	// reversed reads each bag last entry first: Beam does not promise the
 	// order of a bag, and a runner may give it in any.
 	reversed bool
@@ -37,6 +39,15 @@ func (m *memState) ReadBagState(id string) ([]any, []beamstate.Transaction, erro
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := append([]any(nil), m.bags[id]...)
+	if m.reads == nil {
+		m.reads, m.bytes = map[string]int{}, map[string]int{}
+	}
+	m.reads[id]++
+	for _, e := range out {
+		if b, ok := e.([]byte); ok {
+			m.bytes[id] += len(b)
+		}
+	}
 	if m.reversed {
 		slices.Reverse(out)
 	}
@@ -74,6 +85,17 @@ func (m *memState) writes(bag string) (adds, clears int) {
 	delete(m.adds, bag)
 	delete(m.clears, bag)
 	return adds, clears
+}
+
+// readsOf returns the reads of a bag, and the bytes they returned, since
+// the last call.
+func (m *memState) readsOf(bag string) (reads, bytes int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	reads, bytes = m.reads[bag], m.bytes[bag]
+	delete(m.reads, bag)
+	delete(m.bytes, bag)
+	return reads, bytes
 }
 
 // size counts the elements the key's bags hold, pending and queued
@@ -260,6 +282,23 @@ func (b *gateBook) gate(id string) chan struct{} {
 
 func (b *gateBook) open(id string) { close(b.gate(id)) }
 
+// forget drops what the book holds for the gates of name (gateID), so that
+// a test run again in one process (-count) starts with closed gates and no
+// calls counted.
+func (b *gateBook) forget(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prefix := name + "/"
+	for _, m := range []any{b.gates, b.calls, b.fail, b.panic, b.plan, b.seen} {
+		v := reflect.ValueOf(m)
+		for _, k := range v.MapKeys() {
+			if strings.HasPrefix(k.String(), prefix) {
+				v.SetMapIndex(k, reflect.Value{})
+			}
+		}
+	}
+}
+
 // planErrors makes the attempts of gate id fail with errs, in order.
 func (b *gateBook) planErrors(id string, errs ...error) {
 	b.mu.Lock()
@@ -395,6 +434,10 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 	if err != nil {
 		t.Fatalf("inspectFn: %v", err)
 	}
+	if g, ok := fn.(*gated); ok {
+		// Registered first, so it runs last: after the pool is closed.
+		t.Cleanup(func() { book.forget(g.Name) })
+	}
 	h := &harness{t: t, clock: timers.NewManual(time.Unix(1_800_000_000, 0)), states: map[any]*memState{}, timers: map[any]*memTimers{}, failures: failures,
 		early: map[any][]string{}, stamps: map[string]beam.EventTime{}}
 	var cfg config
@@ -453,7 +496,7 @@ func (h *harness) emitter(key any) func(beam.EventTime, beam.Z) {
 // what it emitted, after what ProcessElement committed since the last fire.
 func (h *harness) fire(f *streamFn, key any) ([]string, error) {
 	f.StartBundle(context.Background(), nil, nil, nil)
-	err := f.OnTimer(context.Background(), h.st(key), h.tm(key), key, beamtimers.Context{Family: commitFamily}, h.emitter(key), h.fail, nil)
+	err := f.OnTimer(context.Background(), h.st(key), h.tm(key), key, beamtimers.Context{Family: f.Commit.Family}, h.emitter(key), h.fail, nil)
 	out := h.early[key]
 	delete(h.early, key)
 	return out, err

@@ -352,7 +352,11 @@ func inOrder(entries []*pending) []*pending {
 // outputTimestamp is the output timestamp of the key's timer, which holds
 // the watermark there: the earliest event time of its pending and queued
 // elements, so that none of their outputs is late.
-func (v *keyView) outputTimestamp() time.Time {
+func (v *keyView) outputTimestamp() time.Time { return v.hold().ToTime() }
+
+// hold is the earliest event time of the key's pending and queued
+// elements, or mtime.MaxTimestamp when it has none (holdNone).
+func (v *keyView) hold() mtime.Time {
 	first := int64(mtime.MaxTimestamp)
 	for _, p := range v.entries {
 		first = min(first, p.env.EventTimeMs)
@@ -360,7 +364,7 @@ func (v *keyView) outputTimestamp() time.Time {
 	if v.queue.Count > 0 {
 		first = min(first, v.queue.MinEventTimeMs)
 	}
-	return mtime.Time(first).ToTime()
+	return mtime.Time(first)
 }
 
 // write applies the bundle's changes to the key's bags with at most one

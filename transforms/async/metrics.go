@@ -26,7 +26,7 @@ import (
 //	cancelled         work dropped: element gone, bundle failed     EventCancelled, evictions aside
 //	evicted           work of an owner gone from the worker         EventCancelled of evictions
 //	deduplicated      copies of a pending element (WithIDFn)        EventDeduplicated
-//	drained           elements run at end of input (unbounded)      EventAccepted, once more
+//	drained           elements the end-of-input drain committed     EventAccepted once more, but of a finished call
 //	progress_reports  ReportProgress calls                          EventProgress
 //	calls             calls of the fn the guard let through         EventStarted (batches: requests)
 //	cache_hits        attempts answered from the cache, not called  none (no EventStarted)
@@ -45,6 +45,10 @@ import (
 // rescheduled, progress_reports, the guard's, the cache's, the requests),
 // and the work a failing bundle drops (cancelled), are published by a later
 // callback's bundle, and again by another if that one fails (publish.go).
+// They become final when that bundle's FinishBundle returns: if the runner
+// then fails the bundle anyway (a later step fused into its stage fails),
+// Beam drops its counters and those counts are lost, so these counters can
+// read below their events' counts.
 const (
 	MetricAccepted     = "accepted"     // elements ProcessElement took: EventAccepted
 	MetricStarted      = "started"      // attempts that called the wrapped fn: EventStarted
@@ -59,7 +63,8 @@ const (
 	MetricFailed       = "failed"       // elements that failed for good: EventFailed
 	// MetricDrained counts the elements of unbounded input that the runner
 	// ended with uncommitted (no timer of their key fired again) and that
-	// the end-of-input drain ran (escrow.go); each is accepted once more.
+	// the end-of-input drain committed (escrow.go): each is accepted once
+	// more and run again, unless its call had finished on the worker.
 	MetricDrained = "drained"
 
 	MetricInFlight    = "in_flight"       // gauge: local tasks of the transform in the worker

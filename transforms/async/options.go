@@ -39,11 +39,12 @@ type settings struct {
 	fallbacks   []string
 	ordered     bool
 	priorityFn  any
-	listener    Listener
+	listeners   []Listener
 	protect     protection
 	cache       *Cache
 	noCache     bool // WithoutCache
-	drain       bool // WithEndOfInputDrain
+	drain       bool // the end-of-input drain runs (see resolveDrain)
+	drainSet    bool // WithEndOfInputDrain or WithoutEndOfInputDrain was given
 	batch       batchSettings
 	// parallelismSet: WithParallelism was given (it conflicts with
 	// WithAdaptiveParallelism).
@@ -142,9 +143,7 @@ func WithMaxItemsHeld(n int) Option {
 // bundle's results free.
 //
 // Zero never waits. Must be >= 0. Default: DefaultMaxWait (0). A wait stalls
-// the input bundle, and prism (v2.77.0) splits a stalled bundle in a way that
-// loses bag state (see PrismExperiment, which turns splitting off).
-// Raise it only on runners you have checked.
+// the input bundle, which a runner may split.
 func WithMaxWait(d time.Duration) Option {
 	return func(s *settings) {
 		if d < 0 {
@@ -180,23 +179,39 @@ func WithIDFn(fn any) Option {
 // was never committed (an event-time timer, which Flink fires), as the
 // bounded path does: outputs or a failure record, once, in the element's
 // window. A drained element is called again, with a fresh count of
-// attempts.
+// attempts, unless its call had finished.
 //
 // It costs, per key callback, a keyed record with the elements accepted
-// (their values) and the IDs of those committed, and escrowFn's state: a
-// log that each record reads and appends to, and that names about three
-// elements per element escrowed and not committed (or committed before its
-// escrow arrived), besides those a drain ran: cancelled pairs are dropped
-// once they outweigh the rest (measured in BENCHMARKS.md, "The
-// end-of-input drain's cost"). On runners that fire the commit timers
-// until every key is empty (prism, and Dataflow as read) it never runs
-// anything. On a runner that fires event-time timers
-// before the watermark reaches them (Beam Python's portable job service,
-// integration/watermark_test.go) it would run elements the stream still
-// commits: the transform then fails the job. Not needed on bounded input.
+// (their values), the IDs of those committed and the key's hold, and, in
+// escrowFn, a read and a rewrite of a small summary and an append to a
+// log: the same whatever the key holds. The log is read again only when
+// its cancelled pairs outweigh the rest, which spreads its cost over the
+// records since; it names at most about twice the elements escrowed and
+// not committed (or committed before their escrow arrived), besides those
+// a drain ran. A key left empty keeps no state. At the end of input the
+// drain reads each key's log once; an element whose call the stream
+// finished on that worker is committed without calling again, and the
+// stream's other calls there give up their places to the drain at once.
+// On runners that fire the commit timers until every key is empty (prism,
+// and Dataflow as read) it never runs anything. On a runner that fires
+// event-time timers before the watermark reaches them (Beam Python's
+// portable job service, integration/watermark_test.go) it would run
+// elements the stream still commits: the transform then fails the job. Not
+// needed on bounded input.
 // Default: off.
 func WithEndOfInputDrain() Option {
-	return func(s *settings) { s.drain = true }
+	return func(s *settings) { s.drain, s.drainSet = true, true }
+}
+
+// WithoutEndOfInputDrain turns the end-of-input drain off where it would be
+// on by default (unbounded input built for --runner=flink). On Flink the
+// elements still pending when the input ends, or when the job is drained
+// (flink stop --drain), then get no output and no failure record: Flink
+// drops the commit timers of the global window once its final watermark is
+// in. The transform says so in a log line, and a job server that is Flink
+// takes the job all the same.
+func WithoutEndOfInputDrain() Option {
+	return func(s *settings) { s.drain, s.drainSet = false, true }
 }
 
 // resolve applies opts and validates the combination.

@@ -99,7 +99,6 @@ var errCacheKeyFn = errors.New("WithCache: KeyFn caches one element's outputs fo
 // also adjust the settings (Enrich's default cache).
 func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Option,
 	inspect func(keyT, valT reflect.Type, set *settings) (userSpec, reflect.Type, error)) ([]beam.PCollection, error) {
-	UsePrismExperiment() // prism splits bundles in a way that loses state: turn it off (prism.go)
 	if !col.IsValid() {
 		return nil, fmt.Errorf("the input PCollection is invalid (zero value?)")
 	}
@@ -114,6 +113,8 @@ func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Opti
 	if err != nil {
 		return nil, err
 	}
+	installPortable() // a job server gets what this transform needs, whatever launches it (jobedit.go)
+	set.resolveDrain(isUnbounded(col), flagRunner())
 	spec, outT, err := inspect(keyT, valT, &set)
 	if err != nil {
 		return nil, err
@@ -151,8 +152,7 @@ func revertStep(s beam.Scope, spec userSpec, c core, failures beam.PCollection) 
 	// into the transform's bundle, and Revert would run before that bundle
 	// (which may yet fail and be retried, and the element then succeed) is
 	// committed. Not on Flink, where it is a rebalance: there the step needs
-	// stable input (stableinput.go).
-	warnRevertOnFlink()
+	// stable input (stableinput.go, jobedit.go).
 	rs := s.Scope("Revert")
 	committed, err := beam.TryReshuffle(rs, failures)
 	if err != nil {

@@ -11,16 +11,11 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
-	"github.com/asyncbeam/asyncbeam/runner"
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
 
-// TestMain runs the pipeline tests on prism with bundle splitting off, as
-// runner.Run does (see runner.PrismExperiment).
-func TestMain(m *testing.M) {
-	runner.UsePrismExperiment()
-	ptest.Main(m)
-}
+// TestMain runs the pipeline tests on prism.
+func TestMain(m *testing.M) { ptest.Main(m) }
 
 // slowLabel is a wrapped DoFn: it waits SleepMs, then emits "key:value".
 type slowLabel struct {

@@ -198,7 +198,7 @@ func (f *core) publishEvents(ctx context.Context) {
 // callback to the Beam metrics, with a bundle's context.
 func (f *core) publish(ctx context.Context, pool *state.Pool) {
 	f.publishSharedSometimes(ctx, pool)
-	if f.Listener == nil {
+	if len(f.Listeners) == 0 {
 		return
 	}
 	if h := f.events(); h != nil {

@@ -23,11 +23,11 @@ func TestPipelineSharedCacheWithRedisPassword(t *testing.T) {
 	const n = 90
 	c := async.Cache{Size: 100, TTL: time.Minute, Redis: "redis://default@" + srv.Addr + "/1",
 		PasswordEnv: "ASYNCBEAM_TEST_REDIS_PW", Prefix: "test:" + uuid.NewString()}
-	first := startRefusingService(t, false)
-	runEnriched(t, first, n, false, async.WithCache(c))
-	second := startRefusingService(t, false)
-	counters := runEnriched(t, second, n, false, async.WithCache(c))
-	if got := callsMade(second); got != 0 {
+	svc := startRefusingService(t, false)
+	runEnriched(t, svc, n, false, async.WithCache(c))
+	first := callsMade(svc)
+	counters := runEnriched(t, svc, n, false, async.WithCache(c))
+	if got := callsMade(svc) - first; got != 0 {
 		t.Errorf("second pipeline: %d calls; want 0, every lookup in Redis", got)
 	}
 	if got := counters[async.MetricSharedCacheErrors]; got != 0 {
@@ -36,7 +36,7 @@ func TestPipelineSharedCacheWithRedisPassword(t *testing.T) {
 
 	wrong := c
 	wrong.PasswordEnv = "ASYNCBEAM_TEST_REDIS_WRONG"
-	svc := startRefusingService(t, false)
+	svc = startRefusingService(t, false)
 	counters = runEnriched(t, svc, n, false, async.WithCache(wrong))
 	if got := callsMade(svc); got < lookups {
 		t.Errorf("wrong password: %d calls; want at least %d, one per lookup (Redis is a miss)", got, lookups)
@@ -58,6 +58,8 @@ func TestRedisOptionErrorsSayWhatToChange(t *testing.T) {
 			"WithCache: the Redis address is empty"},
 		{"cache both sources", async.WithCache(async.Cache{Size: 1, TTL: time.Minute, Redis: "h:1", Prefix: "p", PasswordEnv: "PW", PasswordFile: "/pw"}),
 			"both set; keep one"},
+		{"cache RedisRequired without Redis", async.WithCache(async.Cache{Size: 1, TTL: time.Minute, RedisRequired: true}),
+			"WithCache: RedisRequired without Redis; give Cache.Redis, or drop RedisRequired"},
 		{"rate URL with password", async.WithSharedRateLimit(async.SharedRateLimit{Redis: "rediss://app:pw@h:1", Key: "k", PerSecond: 1, Burst: 1}),
 			"WithSharedRateLimit: the Redis URL carries a password"},
 		{"rate bad scheme", async.WithSharedRateLimit(async.SharedRateLimit{Redis: "http://h:1", Key: "k", PerSecond: 1, Burst: 1}),

@@ -1066,7 +1066,7 @@ func (w *streamWorld) deliver(elems []simElem, withTimer, timerFirst, together b
 			for i, key := range bk {
 				st, tm, c := sts[i], tms[i], cs[i]
 				if fire[i] && timerFirst {
-					if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: commitFamily}, c.emit, c.fail, c.escrow); err != nil {
+					if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: f.Commit.Family}, c.emit, c.fail, c.escrow); err != nil {
 						return err
 					}
 				}
@@ -1078,7 +1078,7 @@ func (w *streamWorld) deliver(elems []simElem, withTimer, timerFirst, together b
 					}
 				}
 				if fire[i] && !timerFirst {
-					if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: commitFamily}, c.emit, c.fail, c.escrow); err != nil {
+					if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: f.Commit.Family}, c.emit, c.fail, c.escrow); err != nil {
 						return err
 					}
 				}
@@ -1095,7 +1095,7 @@ func (w *streamWorld) fire(key string) {
 	w.bundle([]string{key}, nil, func(f *streamFn, sts []*memState, tms []*memTimers, cs []*collector) error {
 		ctx := context.Background()
 		f.StartBundle(ctx, nil, nil, nil)
-		if err := f.OnTimer(ctx, sts[0], tms[0], key, beamtimers.Context{Family: commitFamily}, cs[0].emit, cs[0].fail, cs[0].escrow); err != nil {
+		if err := f.OnTimer(ctx, sts[0], tms[0], key, beamtimers.Context{Family: f.Commit.Family}, cs[0].emit, cs[0].fail, cs[0].escrow); err != nil {
 			return err
 		}
 		return f.FinishBundle(ctx, nil, nil, nil)
@@ -1347,7 +1347,7 @@ func (w *streamWorld) drain() {
 			// then for their calls, retries and the guard's pace: all on
 			// the simulated clock.
 			err = w.whileClockMoves(func() error {
-				if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: drainFamily}, c.emit, c.fail); err != nil {
+				if err := f.OnTimer(ctx, st, tm, key, beamtimers.Context{Family: f.Drain.Family}, c.emit, c.fail); err != nil {
 					return err
 				}
 				return f.FinishBundle(ctx, c.emit, c.fail)

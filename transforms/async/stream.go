@@ -19,7 +19,8 @@ import (
 	"github.com/asyncbeam/asyncbeam/timers"
 )
 
-// commitFamily names the processing-time timer family of streamFn.
+// commitFamily begins the name of streamFn's processing-time timer
+// family; the transform's TimerSuffix ends it.
 const commitFamily = "asyncCommit"
 
 // escrowEmit is streamFn's third output: per key callback, the records of
@@ -48,7 +49,7 @@ type streamFn struct {
 
 func newStreamFn(c core) *streamFn {
 	return &streamFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Queued: beamstate.MakeBagState[[]byte](queuedStateID),
-		Commit: beamtimers.InProcessingTime(commitFamily)}
+		Commit: beamtimers.InProcessingTime(commitFamily + c.TimerSuffix)}
 }
 
 // StartBundle forgets the last bundle's view of its keys; its
@@ -115,7 +116,7 @@ func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp bea
 // OnTimer settles the key: the key's lifecycle steps (turn.go) without an
 // element.
 func (f *streamFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure), escrow escrowEmit) error {
-	if timer.Family != commitFamily {
+	if timer.Family != f.Commit.Family {
 		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
 	}
 	k, err := f.open(ctx, sp, key, false, emit, fail, escrow)

@@ -132,7 +132,8 @@ func (f *core) acceptedID(el *element, seq int64) {
 
 // store writes the bundle's changes to the key's bags (keyView.write), and
 // sends the callback's record of accepted and committed elements to the
-// drain (escrow.go) with them.
+// drain (escrow.go) with them, with the key's hold after the callback and
+// the record's ordinal.
 func (k *keyTurn) store() error {
 	if err := k.v.write(k.bags); err != nil {
 		return err
@@ -143,7 +144,7 @@ func (k *keyTurn) store() error {
 		if len(v.toEscrow) > 0 && (len(v.released) == 0 || v.escrowMin < at) {
 			at = v.escrowMin
 		}
-		k.escrow(beam.EventTime(at), v.key, callbackRecord(v.toEscrow, v.released))
+		k.escrow(beam.EventTime(at), v.key, encodeRecord(nextOrdinal(), v.hold(), v.toEscrow, v.released))
 	}
 	v.toEscrow, v.released = nil, nil
 	return nil

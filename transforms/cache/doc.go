@@ -11,5 +11,6 @@
 // callers as a mutable object: each hit decodes its own copy.
 //
 // Every failure of Redis degrades to a miss, counted (Shared.Errors); it
-// is never an error of the caller's element.
+// is never an error of the caller's element. A caller that would rather
+// not start without Redis asks Shared.Check first.
 package cache

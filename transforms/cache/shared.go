@@ -33,9 +33,16 @@ type SharedConfig struct {
 	// the PEM certificates that sign the server's, instead of the system's
 	// roots.
 	CAFile string
-	// Prefix starts every key this cache writes; caches with the same
-	// Prefix share entries. Give each kind of lookup its own.
+	// Prefix starts every key this cache writes: it names the cache in
+	// Redis (for an operator's SCAN or DEL). Caches with the same Prefix
+	// and Namespace share entries.
 	Prefix string
+	// Namespace, if not empty, follows Prefix in every key: what the
+	// entries are answers of, so that caches of different lookups under
+	// one Prefix never share entries (the async transform gives a short
+	// hash of its lookup's identity, NamespaceOf). Keys are
+	// Prefix:Namespace:hash, or Prefix:hash without a Namespace.
+	Namespace string
 	// TTL is how long an entry lives in Redis.
 	TTL time.Duration
 }
@@ -100,7 +107,13 @@ func NewShared(cfg SharedConfig) (*Shared, error) {
 		Fallback: "lookups are misses and stores are skipped while it fails, counted as errors (metric shared_cache_errors)"}}, nil
 }
 
-func (s *Shared) key(k Key) string { return s.cfg.Prefix + ":" + hex.EncodeToString(k[:]) }
+// key is k's key in Redis.
+func (s *Shared) key(k Key) string {
+	if s.cfg.Namespace == "" {
+		return s.cfg.Prefix + ":" + hex.EncodeToString(k[:])
+	}
+	return s.cfg.Prefix + ":" + s.cfg.Namespace + ":" + hex.EncodeToString(k[:])
+}
 
 // Get returns the value of k if Redis holds it, and how long it has left
 // to live there.
@@ -191,6 +204,22 @@ func (s *Shared) failed(err error) {
 	s.mu.Lock()
 	s.downUntil = time.Now().Add(downFor)
 	s.mu.Unlock()
+}
+
+// Check makes one round trip to Redis (a PTTL of a key under the Prefix,
+// which the cache's own commands need anyway) and returns nil, or an error
+// that names the cause as the log line would: a password that cannot be
+// read or is refused, a server that does not answer within 250 ms. It is
+// for a caller that would rather fail than run without Redis; it counts
+// and logs nothing.
+func (s *Shared) Check(ctx context.Context) error {
+	rctx, cancel := context.WithTimeout(ctx, sharedTimeout)
+	defer cancel()
+	if err := s.rdb.PTTL(rctx, s.key(Key{})).Err(); err != nil {
+		return fmt.Errorf("shared cache: %w", s.report.Explain(err))
+	}
+	s.report.Succeeded()
+	return nil
 }
 
 // SharedStats are a Shared cache's counts since it was made.

@@ -2,7 +2,10 @@
 // shared rate limit (transforms/guard) reach Redis: the address as
 // host:port or as a redis:// or rediss:// URL, a password read on the
 // worker from an environment variable or a file, TLS, and one log line per
-// streak of failures (Reporter).
+// streak of failures (Reporter), go-redis's own lines included: go-redis
+// logs through slog once a client is made here, its lines marked
+// source=go-redis, and a failed dial only through the Reporter of the
+// round trip that failed.
 //
 // A Config travels inside the pipeline graph as JSON, so it never holds a
 // password: Validate refuses a URL that carries one, and the worker reads
@@ -103,40 +106,57 @@ func (c Config) options() (*redis.Options, error) {
 		return nil, errors.New("the Redis URL carries a password, which would ship inside the pipeline graph; " +
 			"remove it from the URL and name where the workers read it: PasswordEnv (an environment variable) or PasswordFile (a file)")
 	case u.Hostname() == "":
-		return nil, fmt.Errorf("the Redis URL %s has no host; give %s://host:port", u.Redacted(), u.Scheme)
+		return nil, fmt.Errorf("the Redis URL %s has no host; give %s://host:port", safeURL(u), u.Scheme)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, fmt.Errorf("the Redis URL %s has a query or a fragment, which is not read here; remove it (the timeouts are fixed)", u.Redacted())
+		return nil, fmt.Errorf("the Redis URL %s has a query or a fragment, which is not read here; remove it (the timeouts are fixed)", safeURL(u))
 	}
 	o, err := redis.ParseURL(addr)
 	if err != nil {
-		return nil, fmt.Errorf("the Redis URL %s: %v; give %s://[user@]host:port[/db]", u.Redacted(), err, u.Scheme)
+		return nil, fmt.Errorf("the Redis URL %s: %v; give %s://[user@]host:port[/db]", safeURL(u), err, u.Scheme)
 	}
 	if o.DB < 0 {
-		return nil, fmt.Errorf("the Redis URL %s names database %d; give a number >= 0", u.Redacted(), o.DB)
+		return nil, fmt.Errorf("the Redis URL %s names database %d; give a number >= 0", safeURL(u), o.DB)
 	}
 	return o, nil
 }
 
 func hasPassword(u *url.Userinfo) bool { _, ok := u.Password(); return ok }
 
-// shown is addr for an error message, unless it may hold credentials.
+// shown is addr for an error message, without its query or fragment (a
+// password can hide there), unless it may hold credentials.
 func shown(addr string) string {
 	if strings.Contains(addr, "@") {
 		return "(not shown: it has an @)"
 	}
+	if i := strings.IndexAny(addr, "?#"); i >= 0 {
+		addr = addr[:i] + "?..."
+	}
 	return fmt.Sprintf("%q", addr)
+}
+
+// safeURL is u for an error message: its scheme, user name, host, port and
+// path (the database), never its password, query or fragment.
+func safeURL(u *url.URL) string {
+	s := u.Scheme + "://"
+	if u.User != nil {
+		s += u.User.Username() + "@"
+	}
+	return s + u.Host + u.EscapedPath()
 }
 
 // NewClient makes a client of c's server (it connects lazily) whose every
 // dial, read and write takes at most timeout, and that never retries a
 // command: the callers have their own fallbacks. Each new connection reads
 // the password from its source; a source that cannot be read fails that
-// connection with a SourceError.
+// connection with a SourceError. The first client made in a process routes
+// go-redis's own log lines (a process-wide logger) through slog, once per
+// streak of failures (goRedisLogger).
 func (c Config) NewClient(timeout time.Duration) (*redis.Client, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
 	o, _ := c.options()
+	routeGoRedisLog()
 	o.DialTimeout, o.ReadTimeout, o.WriteTimeout = timeout, timeout, timeout
 	o.MaxRetries, o.DialerRetries = -1, 1
 	if c.PasswordEnv != "" || c.PasswordFile != "" {

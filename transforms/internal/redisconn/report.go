@@ -47,11 +47,27 @@ func (r *Reporter) Failed(err error) {
 }
 
 // Succeeded reports a round trip that succeeded: the next failure is
-// logged.
+// logged, and go-redis's next lines (goRedisLogger).
 func (r *Reporter) Succeeded() {
 	if r.failing.Load() {
 		r.failing.Store(false)
 	}
+	goRedisLog.succeeded()
+}
+
+// Explain returns err, of a round trip of the Reporter's client, with the
+// cause the Reporter's line would name: for a caller that fails rather
+// than falls back.
+func (r *Reporter) Explain(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *SourceError
+	if errors.As(err, &se) {
+		return fmt.Errorf("cannot connect to Redis at %s: %w", r.Config.Addr, err)
+	}
+	_, cause := r.cause(err)
+	return fmt.Errorf("%s (Redis at %s): %w", cause, r.Config.Addr, err)
 }
 
 // cause is what err says about the configuration, and how loudly to say

@@ -1,0 +1,202 @@
+package async
+
+// The drain itself (escrow.go): when escrowFn's timer fires, and how it
+// runs what a key still holds. An element whose call the stream path
+// finished on this worker is committed without calling again; the others
+// run as the bounded path runs them (bundleFn), and the stream's calls
+// that will never be committed give up their places to them.
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// drainSpan is the width of the band below the global window's end where
+// drain timers fire: 2^50 ms, some 35,000 years, so that the band starts
+// far beyond any event time a watermark reaches before the end of input.
+const drainSpan = int64(1) << 50
+
+// drainFiring is when the drain timer held at hold fires: in the band of
+// drainSpan below the global window's end, which the watermark passes only
+// at the end of input, never before its hold, and at another instant for
+// another hold less than drainSpan away. A hold in the band (as at the
+// global window's end) fires at itself; one below it at the band's instant
+// congruent to it modulo drainSpan, which no other hold within drainSpan
+// shares. Never before the hold, because Beam forbids an output timestamp
+// after the firing, and Flink holds the watermark only for one before it
+// (DoFnOperator's FlinkTimerInternals.timerUsesOutputTimestamp; a timer at
+// its own output timestamp fires before the watermark passes it).
+// A firing that moves with its hold is needed on prism (v2.77): it takes a
+// timer set again at the same instant with another hold for the earlier
+// setting and releases the earlier hold twice, which fails its job.
+func drainFiring(hold mtime.Time) mtime.Time {
+	band := mtime.EndOfGlobalWindowTime - mtime.Time(drainSpan)
+	hold = min(hold, mtime.EndOfGlobalWindowTime) // no element is later
+	if hold >= band {
+		return hold
+	}
+	offset := ((int64(hold-band) % drainSpan) + drainSpan) % drainSpan
+	return band + mtime.Time(offset)
+}
+
+// OnTimer is the end of input: the key's escrowed elements were never
+// committed by streamFn, and never will be. Each is committed here, in its
+// key's acceptance order: from its stream call if that finished on this
+// worker with success, else by a call of this bundle; FinishBundle emits
+// what is left in this bundle, which also writes the key's state.
+func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+	if timer.Family != f.Drain.Family {
+		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
+	}
+	b, err := f.read(sp)
+	if err != nil {
+		return err
+	}
+	sum, found, err := f.readSummary(sp)
+	if err != nil {
+		return err
+	}
+	sum.timer = holdNone // it fired
+	// The drained elements stay named in the log, which the runner
+	// collects with the window, and so do the early releases. Where the
+	// runner honours the watermark every record has arrived before this
+	// timer fires; one that fires it early (Beam Python's job service) can
+	// bring records after it: an escrow or release of a drained element
+	// then fails the job (errDrainedTwice), and an escrow of a released
+	// one is cancelled, not drained again.
+	if b.entries > 0 {
+		if err := f.Escrow.Clear(sp); err != nil {
+			return fmt.Errorf("async: clearing bag state: %w", err)
+		}
+	}
+	if len(b.held) > 0 || b.drainedRaw != nil {
+		ids := make([]escrowID, 0, len(b.held)+len(b.drained))
+		for id := range b.drained {
+			ids = append(ids, id)
+		}
+		for _, env := range b.held {
+			ids = append(ids, idOf(env))
+		}
+		sortIDs(ids)
+		if err := f.Escrow.Add(sp, idsEntry(entryDrained, ids)); err != nil {
+			return fmt.Errorf("async: adding to bag state: %w", err)
+		}
+		sum.drained = true
+	}
+	early := b.earlyIDs()
+	if len(early) > 0 {
+		if err := f.Escrow.Add(sp, idsEntry(entryRelease, early)); err != nil {
+			return fmt.Errorf("async: adding to bag state: %w", err)
+		}
+	}
+	sum.held, sum.early, sum.escrowed, sum.released = 0, int64(len(early)), 0, 0
+	switch {
+	case sum.drained || len(early) > 0:
+		if err := f.writeSummary(sp, sum); err != nil {
+			return err
+		}
+	case found:
+		if err := f.EscrowSummary.Clear(sp); err != nil {
+			return fmt.Errorf("async: clearing bag state: %w", err)
+		}
+	}
+	return f.drain(ctx, key, b.held, emit, fail)
+}
+
+// drain commits held, the elements of key that the stream never committed.
+// At the end of input (on such a runner) every record has arrived, so they
+// are of the key's last incarnation, whose order is its seq. An element
+// whose stream call (its task: owner the key, as settle.go looks it up)
+// finished on this worker with success is adopted; a stream call still
+// running, or failed, is removed, and the element runs in this bundle. So
+// does one this worker never ran. This bundle's elements then take the
+// places of stream calls that will never be committed (reclaim).
+func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+	if len(held) == 0 {
+		return nil
+	}
+	sort.Slice(held, func(i, j int) bool {
+		if held[i].Nonce != held[j].Nonce {
+			return held[i].Nonce < held[j].Nonce
+		}
+		return held[i].Seq < held[j].Seq
+	})
+	kb, err := encode(f.keyEnc, key)
+	if err != nil {
+		return fmt.Errorf("async: encoding key %v: %w", key, err)
+	}
+	owner, run := string(kb), f.run
+	run.endOfInput = true
+	for _, env := range held {
+		value, err := f.drainedValue(key, env)
+		if err != nil {
+			return err
+		}
+		f.metrics.drained.Inc(ctx, 1)
+		ts := beam.EventTime(env.EventTimeMs)
+		if t := run.pool.Lookup(state.TaskKey{Owner: owner, Element: env.Element(owner)}); t != nil {
+			if succeeded(t) {
+				if err := f.adopt(ctx, ts, key, value, env.Attempts, t); err != nil {
+					return err
+				}
+				continue
+			}
+			run.pool.Remove(t)
+			f.metrics.cancelled.Inc(ctx, 1)
+			f.event(EventCancelled, key, env.ID, t.Attempts(), nil)
+		}
+		if err := f.bundleFn.ProcessElement(ctx, ts, key, value, emit, fail); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// succeeded reports whether t finished with its element's outputs.
+func succeeded(t *state.Task) bool {
+	if t.Status() != state.Finished || t.Interrupted() {
+		return false
+	}
+	_, err := t.Result()
+	return err == nil
+}
+
+// streamTask reports whether t is a call of the unbounded path: its owner
+// is its element's key (settle.go), where a bundle's calls are owned by
+// the bundle.
+func streamTask(t *state.Task) bool { return t.Key.Owner == t.Key.Element.Key }
+
+// reclaim makes room for an element of a drain (run.endOfInput) when the
+// pool has none. At the end of input no key of the stream is called back:
+// its calls still held will never be committed, and its keys' waits for
+// room will never take a place. So the waits end, and the stream's calls
+// not finished with success go; its finished results, which their keys'
+// drains adopt, go one at a time and only when nothing of this bundle is
+// left to free a place.
+func (f *bundleFn) reclaim(ctx context.Context, run *bundleRun) {
+	if run.pool.HasRoom(run.id) {
+		return
+	}
+	evicted := run.pool.Reclaim(func(t *state.Task) bool { return streamTask(t) && !succeeded(t) }, 0)
+	if !run.pool.HasRoom(run.id) && !run.holdsPlaces() {
+		evicted = append(evicted, run.pool.Reclaim(streamTask, 1)...)
+	}
+	f.reportEvicted(ctx, evicted)
+}
+
+// drainedValue is the input value of an escrowed element, as bundleFn
+// takes it: with its window when the input carries windows.
+func (f *escrowFn) drainedValue(key any, env state.Envelope) (any, error) {
+	if f.Carried {
+		return windowed{Window: env.Window, Value: env.Value}, nil
+	}
+	return f.decodeValue(key, env.Value)
+}
