@@ -238,7 +238,7 @@ func (b *batcher) send(bt *batch) {
 			return
 		}
 	}
-	start := time.Now()
+	start := p.cfg.Now()
 	items := make([]BatchItem, len(ms))
 	for i, m := range ms {
 		items[i] = BatchItem{Item: m.job.Item, Attempt: m.t.setRunning(start), Ctx: m.t.ctx}
@@ -252,7 +252,7 @@ func (b *batcher) send(bt *batch) {
 		p.followLimit()
 	}
 	b.calls.releaseSlot()
-	p.observe(time.Since(start))
+	p.observe(p.cfg.Now().Sub(start))
 	for i, m := range ms {
 		o := Outcome{Err: err}
 		if err == nil {

@@ -131,15 +131,16 @@ func (t *Task) StartedAt() time.Time {
 	return t.started
 }
 
-// RunningFor is how long the task's current attempt has been calling its
-// Work, or zero while it is not (waiting for a slot, finished).
-func (t *Task) RunningFor() time.Duration {
+// RunningFor is how long, at now on the pool's clock (Config.Now), the
+// task's current attempt has been calling its Work, or zero while it is
+// not (waiting for a slot, finished).
+func (t *Task) RunningFor(now time.Time) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.status != Running || t.started.IsZero() {
 		return 0
 	}
-	return time.Since(t.started)
+	return now.Sub(t.started)
 }
 
 // Attempts returns how many attempts the task has started.

@@ -78,6 +78,8 @@ func TestCommitTimerOnGrid(t *testing.T) {
 		t.Fatalf("Grid(%v) = %v, want %v", c, grid, c/4)
 	}
 	h.process(f, "b", 1) // one finished call gives the pool a latency to expect
+	h.waitRunning("b", 1)
+	h.clock.Advance(20 * time.Millisecond)
 	book.open(gateID(t.Name(), "b", 1))
 	h.waitFinished("b", 1)
 	// A worker that has set timers for less than Cadence.Forget plans a
@@ -120,12 +122,14 @@ func TestLongCallLooksLessOften(t *testing.T) {
 	grid := timers.NewCadence(c).Grid
 	defer openAll(name, "a", 3)
 	h.process(f, "b", 1) // one finished call gives the pool a latency to expect
+	h.waitRunning("b", 1)
+	h.clock.Advance(10 * time.Millisecond)
 	book.open(gateID(name, "b", 1))
 	h.waitFinished("b", 1)
 	h.process(f, "a", 1)
 	h.tm("a").take()
 	h.waitRunning("a", 1)
-	started := time.Now()
+	var ran time.Duration // a's call's run on the pool's clock
 	for _, step := range []struct {
 		name        string
 		ranAtLeast  time.Duration
@@ -134,7 +138,8 @@ func TestLongCallLooksLessOften(t *testing.T) {
 		{"a call that has run 200ms", 200 * time.Millisecond, 50 * time.Millisecond, c + grid},
 		{"a call that has run 400ms (four periods)", 400 * time.Millisecond, c, c + grid},
 	} {
-		time.Sleep(step.ranAtLeast - time.Since(started))
+		h.clock.Advance(step.ranAtLeast - ran)
+		ran = step.ranAtLeast
 		ahead := fireWhileRunning(t, h, f, "a").Sub(h.clock.Now())
 		if ahead <= step.least || ahead > step.most {
 			t.Errorf("%s: its key's timer re-armed %v ahead, want more than %v and at most %v", step.name, ahead, step.least, step.most)
@@ -163,16 +168,15 @@ func TestLongCallWaitsForQueuedWork(t *testing.T) {
 	defer openAll(name, "a", 3)
 	h.process(f, "a", 1)
 	h.waitRunning("a", 1)
-	started := time.Now()
 	h.clock.Advance(2500 * time.Millisecond) // quiet: more than the busy threshold since its element
 	h.process(f, "a", 2)
 	if q := h.st("a").queued(); len(q) != 1 {
 		t.Fatalf("%d elements queued, want the second", len(q))
 	}
 	h.tm("a").take()
-	time.Sleep(200*time.Millisecond - time.Since(started))
+	h.clock.Advance(200 * time.Millisecond)
 	if ahead := fireWhileRunning(t, h, f, "a").Sub(h.clock.Now()); ahead > 2*grid {
-		t.Errorf("a key with an element queued beside a call of 200ms re-armed %v ahead, want at most two grid steps (%v): the queued element needs the room when it comes", ahead, 2*grid)
+		t.Errorf("a key with an element queued beside a call of 2.7s re-armed %v ahead, want at most two grid steps (%v): the queued element needs the room when it comes", ahead, 2*grid)
 	}
 }
 
@@ -552,12 +556,15 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	if got := h.st("a").size(); got != 3 {
 		t.Fatalf("bag state holds %d elements, want 3 (queued work is kept)", got)
 	}
-	for v := 1; v <= 2; v++ { // 3 runs until after the second commit
+	h.waitRunning("a", 1)
+	h.clock.Advance(time.Second) // a:1's call takes a second on the pool's clock
+	// 3 runs until after the second commit.
+	for v := 1; v <= 2; v++ {
 		book.open(gateID(name, "a", v))
 	}
-	h.clock.Advance(25 * time.Second) // no element for longer than the busy threshold: the key is quiet
-	round := timers.NextRound(h.clock.Now(), 10*time.Second, 0)
 	h.waitFinished("a", 1)
+	h.clock.Advance(24 * time.Second) // no element for longer than the busy threshold: the key is quiet
+	round := timers.NextRound(h.clock.Now(), 10*time.Second, 0)
 	h.tm("a").take()
 	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("first commit = %v, want %v", got, want)

@@ -110,10 +110,10 @@
 //     element in two sliding windows is called once per window, and gives
 //     outputs in each). On unbounded input the commit timer holds the
 //     watermark at the earliest pending element (its output timestamp:
-//     measured on prism), so an element that arrives on time gives
-//     outputs that are on time for what follows (Flink's DoFnOperator
-//     holds only at event-time timers, by its source: there that takes
-//     WithEndOfInputDrain, whose timer is one); one that arrives late (within allowed lateness) gives
+//     measured on prism; Flink and Dataflow hold at processing-time timers
+//     too, by their sources: Flink since Beam 2.41), so an element that
+//     arrives on time gives outputs that are on time for what follows; one
+//     that arrives late (within allowed lateness) gives
 //     outputs later still, by its call and its commit, which a later
 //     GroupByKey drops once they are past its allowed lateness.
 //   - Panes are not kept: Beam Go lets a DoFn set an output's timestamp,
@@ -151,11 +151,13 @@
 //     retries it. Nothing is dropped silently.
 //   - When an unbounded input ends (or a job is drained), prism keeps
 //     firing the keys' commit timers until every pending element is
-//     committed, and Dataflow does too by what Beam's sources and issues
-//     say (not run). Flink, by its runner's sources (not run), does not:
-//     once its final watermark is in, it ignores processing-time timers of
-//     the global window, and elements still pending then are never
-//     committed. WithEndOfInputDrain fixes that: the stream DoFn also
+//     committed (run), and Dataflow does too by what Beam's sources and
+//     issues say (read). Flink does not (run on Beam 2.67's Flink runner;
+//     read in runners-core's StatefulDoFnRunner.onTimer): once its final
+//     watermark is in, it ignores processing-time timers of the global
+//     window, and elements still pending then are never committed.
+//     WithEndOfInputDrain fixes that, and is on by default for unbounded
+//     input built with --runner=flink: the stream DoFn also
 //     sends, from each key callback and with its bag change, the elements
 //     it accepted and those it committed to a second stateful DoFn keyed
 //     alike (escrow.go), which holds the difference under an event-time
@@ -166,20 +168,21 @@
 //     worker is committed from that call. Each record costs the same
 //     whatever its key holds; the drain reads a key's escrow once. A
 //     second DoFn, because Beam Go v2.77's harness can hang bundles of a
-//     DoFn with two timer families. Off by default, for its cost. The
-//     fault simulator models these runners (sim_test.go, simModel).
+//     DoFn with two timer families (not re-checked on v2.78). Off by
+//     default on other runners, for its cost. The fault simulator models
+//     these runners (sim_test.go, simModel).
 //   - The fn's Revert method (compensation for a saga) runs only for an
 //     element whose failure the runner has committed: in a step after the
 //     transform, behind a reshuffle, so never for an element that a retried
 //     bundle then ran to success, where a reshuffle is a checkpoint (prism,
 //     Dataflow). On Flink a reshuffle is a rebalance: a restore from a
 //     checkpoint could replay an element Revert has seen fail, so there the
-//     step must require stable input (RequireStableInput, which runner.Run
-//     applies for --runner=flink: Flink then holds the step's input until a
-//     checkpoint holds it, and requires checkpointing, which runner.Run
-//     passes from --checkpointing_interval; its batch mode ignores the
-//     mark, and runner.Run refuses such a job unless --flink_batch_revert
-//     accepts that). It
+//     step must require stable input (RequireStableInput, which the
+//     launchers apply on Flink: Flink then holds the step's input until a
+//     checkpoint holds it, and requires checkpointing, which the launchers
+//     pass from --checkpointing_interval; its batch mode ignores the mark,
+//     and such a job is refused unless --flink_batch_revert accepts that).
+//     It
 //     runs at least once per record (a failed bundle of that step is
 //     retried), and only with ParDoWithFailures: without a failure output
 //     no failure is final, since the runner retries the key's commit. Its

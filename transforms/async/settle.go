@@ -110,7 +110,7 @@ func (k *keyTurn) settleFinished() (commitScan, error) {
 			blocked = true
 		case t.Status() != state.Finished:
 			f.metrics.observeRunning(ctx, t)
-			if ran := t.RunningFor(); ran > 0 {
+			if ran := t.RunningFor(now); ran > 0 {
 				if scan.res.running == 0 || ran < scan.res.shortestRun {
 					scan.res.shortestRun = ran
 				}
