@@ -89,7 +89,7 @@ const (
 	MetricCalls            = "calls"              // calls of the fn the guard let through: attempts (BatchParDo, BatchEnrich: requests)
 	MetricOverloaded       = "overloaded"         // attempts answered with overload (Overloaded)
 	MetricThrottled        = "throttled"          // attempts that waited over 1 ms in their slot for the throttle or the rate
-	MetricThrottledMs      = "throttled_ms"       // the time they waited, in all
+	MetricThrottledMs      = "throttled_ms"       // their waits summed over attempts (N attempts waiting one second at once add N×1000): throttled_ms/throttled is the mean wait
 	MetricBudgetWaits      = "retry_budget_waits" // retries of overloaded attempts sent back for want of budget
 	MetricSharedRateErrors = "shared_rate_errors" // calls that found the shared rate's Redis unreachable
 	MetricConcurrencyLimit = "concurrency_limit"  // gauge: the adaptive limit, or the fixed parallelism
@@ -97,7 +97,7 @@ const (
 	MetricCacheHits         = "cache_hits"          // attempts answered from the cache, without a call (nor EventStarted)
 	MetricCacheMisses       = "cache_misses"        // attempts that called the fn (BatchParDo, BatchEnrich: elements sent) for a lookup the cache could not answer
 	MetricCacheEvictions    = "cache_evictions"     // results pushed out of a worker's cache for room
-	MetricSharedCacheErrors = "shared_cache_errors" // Redis round trips of the shared cache that failed
+	MetricSharedCacheErrors = "shared_cache_errors" // lookups of the shared cache that Redis did not answer (failed, or made while it is left alone after a failure): misses
 	// BatchParDo's requests (batch.go), published at callbacks.
 	MetricRequests     = "requests"      // calls of ProcessBatch (BatchParDo) or LookupBatch (BatchEnrich)
 	MetricRequestItems = "request_items" // elements sent in them (a retried element counts again): EventStarted
