@@ -281,7 +281,7 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 	run.pool.Touch(run.id, false)
 	for _, it := range run.takeFinished() {
 		t := it.task
-		f.metrics.observeFinished(ctx, t, f.clock.Now())
+		f.metrics.observeFinished(ctx, t)
 		_, callErr := t.Result()
 		if t.Interrupted() {
 			run.pool.Remove(t)
@@ -316,7 +316,7 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 // window.
 func (f *core) emitResult(ctx context.Context, el element, t *state.Task, emit func(beam.EventTime, beam.Z)) error {
 	outputs, _ := t.Result()
-	return f.commitOutputs(ctx, el.key, el.eid.ID, int64(el.ts), el.eid.Window, outputs, el.done+t.Attempts(), emit)
+	return f.commitOutputs(ctx, el.key, el.eid.ID, int64(el.ts), el.eid.Window, outputs, el.done+t.Attempts(), t.FinishedAt(), emit)
 }
 
 // finalFailure turns the final error of an element's task into its failure
@@ -469,12 +469,14 @@ func (r *bundleRun) finished(it *bundleItem) {
 	}
 }
 
-// interrupted records that it's task was evicted: it is started again.
+// interrupted records that it's task was evicted: it is started again,
+// rescheduled.
 func (r *bundleRun) interrupted(it *bundleItem) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	it.task = nil
 	it.el.verdict = &retryVerdict{} // the next task's policy decides afresh
+	it.el.rescheduled = true
 	r.redo = append(r.redo, it)
 }
 

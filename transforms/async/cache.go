@@ -55,9 +55,11 @@ type Cache struct {
 	// Redis, if not empty, shares results among all workers through a
 	// Redis server: host:port, or a URL, redis://[user@]host[:port][/db] or
 	// rediss://... for TLS. A Redis that fails or is slow (250 ms), or
-	// refuses the password, makes a lookup a miss and a store a no-op,
-	// counted in the metric shared_cache_errors (the first failure after a
-	// success is logged, naming its cause): never a failed or wrong element.
+	// refuses the password, makes a lookup a miss and a store a no-op, and
+	// is left alone for a second: never a failed or wrong element. The
+	// metric shared_cache_errors counts the lookups Redis did not answer
+	// (failed, or made in that second); the first failure after a success
+	// is logged, naming its cause.
 	Redis string
 	// Prefix, required with Redis, names the cache there: every key starts
 	// with it, so that an operator can find the cache's entries

@@ -174,11 +174,16 @@ type element struct {
 	vb []byte
 	ts beam.EventTime
 	// done is how many attempts of the element failed before (from bag
-	// state); fromState marks an element started from bag state by a
-	// callback (EventRescheduled) rather than by ProcessElement.
-	done      int
-	priority  int
-	fromState bool
+	// state, or in its bundle before an eviction). rescheduled marks an
+	// element whose earlier start this worker lost or never had, started
+	// again (EventRescheduled): on unbounded input a pending element of bag
+	// state with no retry due and no task here (a restart, a moved key, an
+	// eviction, a failed callback's work), on bounded input one evicted
+	// from its bundle. A due retry (after EventRetrying) and a queued
+	// element's first start (after EventAccepted) are not.
+	done        int
+	priority    int
+	rescheduled bool
 	// previous is the error of the element's last attempt before (from
 	// bag state), for the pool's gate; nil for a new element.
 	previous error
@@ -211,13 +216,13 @@ func (f *core) emitOutputs(tsMs int64, win string, outputs []any, emit func(beam
 }
 
 // commitOutputs emits the outputs of element id of key, which succeeded
-// after attempts attempts, with its timestamp (Unix ms) and window, and
-// counts and reports its commit.
-func (f *core) commitOutputs(ctx context.Context, key any, id string, tsMs int64, win string, outputs []any, attempts int, emit func(beam.EventTime, beam.Z)) error {
+// after attempts attempts, the last of which finished at finished, with its
+// timestamp (Unix ms) and window, and counts and reports its commit.
+func (f *core) commitOutputs(ctx context.Context, key any, id string, tsMs int64, win string, outputs []any, attempts int, finished time.Time, emit func(beam.EventTime, beam.Z)) error {
 	if err := f.emitOutputs(tsMs, win, outputs, emit); err != nil {
 		return err
 	}
-	f.metrics.countCommitted(ctx)
+	f.metrics.countCommitted(ctx, finished, f.clock.Now())
 	f.event(EventCommitted, key, id, attempts, nil)
 	return nil
 }
@@ -310,11 +315,10 @@ func (f *core) work(el element) state.Work {
 }
 
 // attemptBegins tells the listener that attempt (counted within the task)
-// of el begins: an element started from bag state reports EventRescheduled
-// as its first attempt begins, so that a listener sees it before
-// EventStarted.
+// of el begins: a rescheduled element reports EventRescheduled as its first
+// attempt begins, so that a listener sees it before EventStarted.
 func (f *core) attemptBegins(el element, attempt int) {
-	if el.fromState && attempt == 1 {
+	if el.rescheduled && attempt == 1 {
 		f.event(EventRescheduled, el.key, el.eid.ID, el.done, nil)
 	}
 	f.event(EventStarted, el.key, el.eid.ID, el.done+attempt, nil)

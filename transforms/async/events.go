@@ -29,6 +29,11 @@ const (
 	// EventAccepted: ProcessElement took the element into bag state.
 	EventAccepted EventType = "accepted"
 	// EventStarted: an attempt of the call began (Attempt is its number).
+	// Before it, a listener (this worker's, or the one's that last held the
+	// element) received the event that says where the attempt comes from:
+	// EventAccepted before the element's first start (at once, or once a
+	// queued element finds room), EventRetrying before a retry,
+	// EventRescheduled before a start again of lost work.
 	EventStarted EventType = "started"
 	// EventSucceeded: an attempt returned without error.
 	EventSucceeded EventType = "succeeded"
@@ -43,8 +48,14 @@ const (
 	// EventCancelled: local work was dropped because the element left bag
 	// state elsewhere, its stale result was evicted, or its bundle failed.
 	EventCancelled EventType = "cancelled"
-	// EventRescheduled: an element in bag state that the worker did not
-	// know (a restart, a moved key, queued for room, a due retry) was started.
+	// EventRescheduled: an element whose work this worker lost or never
+	// had is started again, just before its EventStarted. On unbounded
+	// input: an element pending in bag state, with no retry due, that this
+	// worker does not run (a restart, a moved key, an eviction, a failed
+	// callback's work). On bounded input: an element evicted from its
+	// bundle. Not a due retry (EventRetrying said it), nor a queued
+	// element's first start; nor a retry whose attempt was lost after it
+	// started, which bag state does not record: it starts again as a retry.
 	EventRescheduled EventType = "rescheduled"
 	// EventDeduplicated: a copy of a pending element was dropped from bag
 	// state.

@@ -112,7 +112,7 @@ func TestEventsOfEachPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.clock.Advance(time.Second)
-	if _, err := h.fire(f, "k"); err != nil { // 2's retry is due: rescheduled
+	if _, err := h.fire(f, "k"); err != nil { // 2's retry is due
 		t.Fatal(err)
 	}
 	h.waitFinished("k", 2)
@@ -125,7 +125,7 @@ func TestEventsOfEachPath(t *testing.T) {
 		want []string
 	}{
 		{1, []string{"accepted/0", "started/1", "accepted/0", "deduplicated/0", "succeeded/1", "committed/1"}},
-		{2, []string{"accepted/0", "started/1", "retrying/1", "rescheduled/1", "started/2", "succeeded/2", "committed/2"}},
+		{2, []string{"accepted/0", "started/1", "retrying/1", "started/2", "succeeded/2", "committed/2"}},
 		{3, []string{"accepted/0", "started/1", "failed/1"}},
 		{4, []string{"accepted/0", "started/1", "cancelled/1"}},
 	}

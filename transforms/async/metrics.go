@@ -22,7 +22,7 @@ import (
 //	failed            elements that failed for good                 EventFailed
 //	committed         elements whose outputs were emitted           EventCommitted
 //	finished          elements decided: committed + failed          EventCommitted + EventFailed
-//	rescheduled       elements from bag state whose attempt began   EventRescheduled
+//	rescheduled       elements started again after losing work      EventRescheduled
 //	cancelled         work dropped: element gone, bundle failed     EventCancelled, evictions aside
 //	evicted           work of an owner gone from the worker         EventCancelled of evictions
 //	deduplicated      copies of a pending element (WithIDFn)        EventDeduplicated
@@ -34,6 +34,15 @@ import (
 //	requests          calls of ProcessBatch or LookupBatch          calls
 //	request_items     elements sent in them                         EventStarted
 //	throttled         attempts that waited over 1 ms for the guard  none
+//
+// rescheduled is zero in a run where no work is lost: on unbounded input it
+// counts elements pending in bag state, with no retry due, that the worker
+// does not run (after a restart, a moved key, an eviction, a failed
+// callback), and on bounded input elements evicted from their bundle; a due
+// retry counts in retried, a queued element's first start in none. The
+// distribution commit_delay_ms has one sample per committed element (its
+// count is committed's): from the end of the element's last call, or of
+// the cache's answer, to its commit.
 //
 // Every call ends one way, and every committed element was called or hit:
 // started = succeeded + retried + failed, and committed = succeeded +
@@ -55,7 +64,7 @@ const (
 	MetricSucceeded    = "succeeded"    // attempts whose call returned without error: EventSucceeded
 	MetricFinished     = "finished"     // elements committed or failed for good
 	MetricCommitted    = "committed"    // elements whose outputs were committed: EventCommitted
-	MetricRescheduled  = "rescheduled"  // elements from bag state unknown to the worker whose first attempt began: EventRescheduled
+	MetricRescheduled  = "rescheduled"  // elements whose work this worker lost or never had, started again: EventRescheduled
 	MetricCancelled    = "cancelled"    // local work dropped because its element left bag state, or its bundle failed: EventCancelled
 	MetricEvicted      = "evicted"      // local work of keys gone from this worker, dropped (EventCancelled); each is a call made again elsewhere
 	MetricDeduplicated = "deduplicated" // copies of a pending element, run and emitted once: EventDeduplicated
@@ -70,7 +79,7 @@ const (
 	MetricInFlight    = "in_flight"       // gauge: local tasks of the transform in the worker
 	MetricQueued      = "queued"          // gauge: elements of the last committed key waiting in bag state
 	MetricLatency     = "call_latency_ms" // distribution: duration of the last attempt of each finished call
-	MetricCommitDelay = "commit_delay_ms" // distribution: from a call finishing to its output's commit
+	MetricCommitDelay = "commit_delay_ms" // distribution: from a call finishing to its output's commit, once per committed element
 	// MetricProgress is a distribution of the latest progress (per mille)
 	// of running calls that report it, sampled by their key's callbacks.
 	MetricProgress        = "call_progress_permille"
@@ -81,7 +90,7 @@ const (
 	MetricCalls            = "calls"              // calls of the fn the guard let through: attempts (BatchParDo, BatchEnrich: requests)
 	MetricOverloaded       = "overloaded"         // attempts answered with overload (Overloaded)
 	MetricThrottled        = "throttled"          // attempts that waited over 1 ms in their slot for the throttle or the rate
-	MetricThrottledMs      = "throttled_ms"       // the time they waited, in all
+	MetricThrottledMs      = "throttled_ms"       // their waits summed over attempts (N attempts waiting one second at once add N×1000): throttled_ms/throttled is the mean wait
 	MetricBudgetWaits      = "retry_budget_waits" // retries of overloaded attempts sent back for want of budget
 	MetricSharedRateErrors = "shared_rate_errors" // calls that found the shared rate's Redis unreachable
 	MetricConcurrencyLimit = "concurrency_limit"  // gauge: the adaptive limit, or the fixed parallelism
@@ -89,7 +98,7 @@ const (
 	MetricCacheHits         = "cache_hits"          // attempts answered from the cache, without a call (nor EventStarted)
 	MetricCacheMisses       = "cache_misses"        // attempts that called the fn (BatchParDo, BatchEnrich: elements sent) for a lookup the cache could not answer
 	MetricCacheEvictions    = "cache_evictions"     // results pushed out of a worker's cache for room
-	MetricSharedCacheErrors = "shared_cache_errors" // Redis round trips of the shared cache that failed
+	MetricSharedCacheErrors = "shared_cache_errors" // lookups of the shared cache that Redis did not answer (failed, or made while it is left alone after a failure): misses
 	// BatchParDo's requests (batch.go), published at callbacks.
 	MetricRequests     = "requests"      // calls of ProcessBatch (BatchParDo) or LookupBatch (BatchEnrich)
 	MetricRequestItems = "request_items" // elements sent in them (a retried element counts again): EventStarted
@@ -128,22 +137,27 @@ func newMetrics(ns string) *metrics {
 	}
 }
 
-// observeFinished records a finished task: its last attempt's latency and
-// its delay until commit. What it counts is counted where its events are
-// sent (countCommitted, countFailed, eventCounts).
-func (m *metrics) observeFinished(ctx context.Context, t *state.Task, now time.Time) {
+// observeFinished records a finished task's last attempt's latency. What
+// it counts is counted where its events are sent (countCommitted,
+// countFailed, eventCounts).
+func (m *metrics) observeFinished(ctx context.Context, t *state.Task) {
 	started, finished := t.StartedAt(), t.FinishedAt()
 	if !started.IsZero() && !finished.IsZero() {
 		m.latency.Update(ctx, finished.Sub(started).Milliseconds())
-		m.commitDelay.Update(ctx, max(now.Sub(finished), 0).Milliseconds())
 	}
 }
 
 // countCommitted counts an element committed (EventCommitted), and
-// countFailed one failed for good (EventFailed): either is finished.
-func (m *metrics) countCommitted(ctx context.Context) {
+// countFailed one failed for good (EventFailed): either is finished. A
+// committed element's commit delay is from finished, when its call (or
+// the cache's answer) ended, to now.
+func (m *metrics) countCommitted(ctx context.Context, finished, now time.Time) {
 	m.committed.Inc(ctx, 1)
 	m.finished.Inc(ctx, 1)
+	if finished.IsZero() {
+		finished = now
+	}
+	m.commitDelay.Update(ctx, max(now.Sub(finished), 0).Milliseconds())
 }
 
 func (m *metrics) countFailed(ctx context.Context) {

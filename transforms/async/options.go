@@ -59,7 +59,11 @@ func defaultSettings() settings {
 
 // WithParallelism sets the most calls of the wrapped fn that run at once in
 // one worker process, across all bundles and DoFn instances of this
-// transform. Must be > 0. Default: DefaultParallelism (16).
+// transform. Must be > 0. Default: DefaultParallelism (16). Set it to what
+// the service takes at once, or use WithAdaptiveParallelism: a call cut at
+// its timeout frees its slot here, not the server's. A worker whose
+// service accepts a quarter of n or fewer at once while refusing over 10%
+// of its answers for load logs a warning saying so, once.
 func WithParallelism(n int) Option {
 	return func(s *settings) {
 		if n <= 0 {

@@ -278,6 +278,27 @@ type guarded struct {
 	// mu orders publications, so that the limit gauge ends at the last.
 	mu             sync.Mutex
 	limitPublished bool
+	warned         bool // parallelismWarning logged
+}
+
+// Far above: parallelismWarning speaks when the service refuses more than
+// warnRefusedShare of its answers for load while the fixed parallelism is
+// at least warnFactor times the calls it accepts at once.
+const (
+	warnRefusedShare = 0.1
+	warnFactor       = 4
+)
+
+// parallelismWarning is what to tell a user whose fixed parallelism p is
+// far above what the service accepts (s), or "" if nothing.
+func parallelismWarning(name string, p int, adaptive bool, s guard.Stats) string {
+	if adaptive || s.RefusedShare <= warnRefusedShare || s.AcceptedAtOnce <= 0 || float64(p) < warnFactor*max(1, s.AcceptedAtOnce) {
+		return ""
+	}
+	atOnce := int(math.Ceil(s.AcceptedAtOnce))
+	return fmt.Sprintf("async: %s runs up to %d calls at once (WithParallelism), but the service accepted about %d at once over the last %v and refused %.0f%% of its answers for load: "+
+		"the throttle keeps it safe, at the cost of waits and retries. Set WithParallelism near %d, or WithAdaptiveParallelism(1, %d) to follow what it accepts",
+		name, p, atOnce, guard.AnswerWindow, 100*s.RefusedShare, atOnce, p)
 }
 
 // statsVector is s as the ledger counts it.
@@ -412,6 +433,10 @@ func (f *core) publishGuard(ctx context.Context, pool *state.Pool) {
 		return // nothing new: no metric updates per element
 	}
 	g.limitPublished = true
+	if msg := parallelismWarning(f.Name, f.Parallelism, f.Protect.AdaptiveMax > 0, s); msg != "" && !g.warned {
+		g.warned = true
+		slog.Warn(msg)
+	}
 	m := f.metrics
 	for i, counter := range []beam.Counter{m.calls, m.overloaded, m.throttled, m.throttledMs, m.budgetWaits, m.sharedErrors} {
 		counter.Inc(ctx, d[i])

@@ -125,7 +125,7 @@ func (k *keyTurn) settleFinished() (commitScan, error) {
 				continue
 			}
 			scan.changed = true
-			retry, err := k.commitTask(p, t, now)
+			retry, err := k.commitTask(p, t)
 			if err != nil {
 				return scan, err
 			}
@@ -144,16 +144,16 @@ func (k *keyTurn) settleFinished() (commitScan, error) {
 // commitTask commits the finished task t of pending element p: its outputs,
 // or its final failure; or, for a failed attempt to be retried, returns the
 // element to write back with its attempt count and due time.
-func (k *keyTurn) commitTask(p *pending, t *state.Task, now time.Time) (*pending, error) {
+func (k *keyTurn) commitTask(p *pending, t *state.Task) (*pending, error) {
 	f, v, ctx, pool := k.fn, k.v, k.ctx, k.pool
 	outputs, callErr := t.Result()
 	// Forget the task either way: a retry starts a new one, and if this
 	// callback fails the retried callback runs it again.
 	pool.Remove(t)
-	f.metrics.observeFinished(ctx, t, now)
+	f.metrics.observeFinished(ctx, t)
 	if callErr == nil {
 		v.release(p.env)
-		return nil, f.commitOutputs(ctx, v.key, p.env.ID, p.env.EventTimeMs, p.env.Window, outputs, p.env.Attempts+t.Attempts(), k.emit)
+		return nil, f.commitOutputs(ctx, v.key, p.env.ID, p.env.EventTimeMs, p.env.Window, outputs, p.env.Attempts+t.Attempts(), t.FinishedAt(), k.emit)
 	}
 	out, err := f.afterFailure(v.key, v.kb, p.env, t, callErr)
 	if err != nil {
@@ -173,11 +173,14 @@ func (k *keyTurn) commitTask(p *pending, t *state.Task, now time.Time) (*pending
 // ordered. Without room an element stays queued in bag state for a later
 // callback (queued counts those); but with WithOrdered the key's earliest
 // pending element (keep[0]) starts even without a place, since the key's
-// held results wait for it.
+// held results wait for it. A pending element with no retry due had
+// started before, here or on another worker, and lost its work: it is
+// rescheduled (element.rescheduled); a due retry is not.
 func (k *keyTurn) startFromState(keep, toStart []*pending) (queued int, err error) {
 	items := make([]startItem, len(toStart))
 	for i, p := range toStart {
 		items[i].p = p
+		items[i].rescheduled = p.env.NextAttemptMs == 0
 		if err := k.decodeItem(&items[i]); err != nil {
 			return 0, err
 		}
@@ -279,9 +282,9 @@ func (k *keyTurn) startItem(it *startItem, head bool) (state.Admission, error) {
 // place. The key keeps one such task: one left running for a later element
 // by a callback that failed after committing this one (its commit rolled
 // back, so this element is pending again) is cancelled. Its element is
-// still in bag state (pending or queued) and starts again in its turn, with
-// EventRescheduled, so nothing is reported here: the listener keeps its
-// record (EventCancelled would end it). A task of an element committed on
+// still in bag state (pending or queued) and starts again in its turn
+// (pending, with EventRescheduled), so nothing is reported here: the
+// listener keeps its record (EventCancelled would end it). A task of an element committed on
 // another worker is cancelled too, as cancelStale would.
 func (k *keyTurn) startHead(el element) (*state.Task, error) {
 	k.pool.DisplaceUnbuffered(el.task())
@@ -306,16 +309,17 @@ func (k *keyTurn) decodeItem(it *startItem) (err error) {
 func (k *keyTurn) fromState(it *startItem) element {
 	v, env := k.v, it.p.env
 	return element{eid: env.Element(v.owner), owner: v.owner, key: v.key, value: it.value, vb: env.Value,
-		ts: beam.EventTime(env.EventTimeMs), done: env.Attempts, priority: it.priority, fromState: true,
+		ts: beam.EventTime(env.EventTimeMs), done: env.Attempts, priority: it.priority, rescheduled: it.rescheduled,
 		previous: previousError(env)}
 }
 
 // startItem is an element from bag state that a callback is about to start.
 type startItem struct {
-	p        *pending
-	value    any
-	priority int
-	decoded  bool // value and priority are set
+	p           *pending
+	value       any
+	priority    int
+	decoded     bool // value and priority are set
+	rescheduled bool // see element.rescheduled
 }
 
 // cancelStale removes the key's local tasks whose element is not pending:

@@ -10,7 +10,8 @@
 // (the encoded outputs of one call). A value is never shared between
 // callers as a mutable object: each hit decodes its own copy.
 //
-// Every failure of Redis degrades to a miss, counted (Shared.Errors); it
-// is never an error of the caller's element. A caller that would rather
+// Every failure of Redis degrades to a miss, or a store skipped; a lookup
+// Redis did not answer is counted (SharedStats.Errors). It is never an
+// error of the caller's element. A caller that would rather
 // not start without Redis asks Shared.Check first.
 package cache

@@ -75,9 +75,9 @@ const (
 // Shared is a cache kept in Redis: one GET per lookup, one SET with the
 // time to live per stored value. Redis that fails or does not answer within
 // 250 ms makes the lookup a miss (the caller calls, as without a cache) and
-// the store a no-op, counted in Errors; the cache then leaves Redis alone
-// for a second, so that an outage costs no more than a few timeouts a
-// second. A refused or unreadable password, or a failed TLS handshake, is
+// the store a no-op; the cache then leaves Redis alone for a second, so
+// that an outage costs no more than a few timeouts a second. Errors counts
+// the lookups Redis did not answer: failed, or made while it is left alone. A refused or unreadable password, or a failed TLS handshake, is
 // such a failure. The first failure after a success is logged (slog), one
 // line naming the cause (WRONGPASS, NOAUTH, the password's source); the
 // next ones only counted. An entry is never half-written: a value is one
@@ -120,6 +120,7 @@ func (s *Shared) key(k Key) string {
 func (s *Shared) Get(ctx context.Context, k Key) ([]byte, time.Duration, bool) {
 	if s.isDown() {
 		s.misses.Add(1)
+		s.errs.Add(1)
 		return nil, 0, false
 	}
 	rctx, cancel := context.WithTimeout(ctx, sharedTimeout)
@@ -141,6 +142,7 @@ func (s *Shared) Get(ctx context.Context, k Key) ([]byte, time.Duration, bool) {
 		// Absent, or expiring as we look.
 		s.report.Succeeded()
 	case ctx.Err() == nil:
+		s.errs.Add(1)
 		s.failed(cmp.Or(getErr, err))
 	}
 	s.misses.Add(1)
@@ -196,10 +198,9 @@ func (s *Shared) isDown() bool {
 	return time.Now().Before(s.downUntil)
 }
 
-// failed counts a failed round trip, reports it, and keeps the cache away
-// from Redis for downFor.
+// failed reports a failed round trip and keeps the cache away from Redis
+// for downFor.
 func (s *Shared) failed(err error) {
-	s.errs.Add(1)
 	s.report.Failed(err)
 	s.mu.Lock()
 	s.downUntil = time.Now().Add(downFor)
@@ -225,7 +226,7 @@ func (s *Shared) Check(ctx context.Context) error {
 // SharedStats are a Shared cache's counts since it was made.
 type SharedStats struct {
 	Hits, Misses int64
-	Errors       int64 // round trips that failed or timed out
+	Errors       int64 // lookups Redis did not answer (each also a miss)
 }
 
 // Stats returns the cache's counts.

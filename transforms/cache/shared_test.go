@@ -78,10 +78,38 @@ func TestSharedOutageIsAMiss(t *testing.T) {
 		}
 	}
 	st := s.Stats()
-	if st.Errors != 1 || st.Misses != 100 {
-		t.Errorf("stats = %+v; want 1 error (then a second away from Redis) and 100 misses", st)
+	if st.Errors != 100 || st.Misses != 100 {
+		t.Errorf("stats = %+v; want 100 errors and 100 misses: no lookup was answered, the first failed and the next ones found Redis left alone", st)
 	}
 	if d := time.Since(start); d > downFor {
 		t.Errorf("100 lookups during an outage took %v; want them not to wait on Redis", d)
+	}
+}
+
+// TestSharedErrorsCountLookupsOnly: Errors counts lookups Redis did not
+// answer; a store that fails is not a lookup.
+func TestSharedErrorsCountLookupsOnly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s, err := NewShared(SharedConfig{Addr: addr, Prefix: "p", TTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	s.Set(ctx, key("k"), []byte("v"))
+	s.SetMany(ctx, []Entry{{key("a"), []byte("1")}, {key("b"), []byte("2")}})
+	if st := s.Stats(); st != (SharedStats{}) {
+		t.Errorf("after failed stores, stats = %+v; want none: no lookup was made", st)
+	}
+	for i := 0; i < 3; i++ {
+		s.Get(ctx, key("k"))
+	}
+	if st := s.Stats(); st != (SharedStats{Misses: 3, Errors: 3}) {
+		t.Errorf("after 3 lookups, stats = %+v; want 3 misses, each an error", st)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -57,7 +58,17 @@ type Guard struct {
 	budgetWaits, budgeted, firsts             atomic.Int64
 	latencyNs                                 atomic.Int64 // moving mean of accepted calls
 	waiting                                   atomic.Int64 // attempts in wait now
+
+	// answers counts, over the last AnswerWindow, the accepted calls'
+	// summed latency in seconds (a) and the overload answers (b);
+	// accepted counts the accepted calls (a).
+	mu                sync.Mutex
+	answers, accepted *counts
 }
+
+// AnswerWindow is the time Stats.AcceptedAtOnce and Stats.RefusedShare
+// look back over.
+const AnswerWindow = 10 * time.Second
 
 // Waiting returns how many attempts wait right now: in Enter for the
 // throttle or the rate, or in done holding their slot after an overload
@@ -75,7 +86,7 @@ func New(cfg Config) *Guard {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
-	return &Guard{cfg: cfg}
+	return &Guard{cfg: cfg, answers: newCounts(AnswerWindow, 10), accepted: newCounts(AnswerWindow, 10)}
 }
 
 // Enter admits one attempt of a call. previous is the error of the
@@ -228,6 +239,7 @@ func (g *Guard) finish(ctx context.Context, began time.Time, err error) Outcome 
 	if o == Overload {
 		g.overloaded.Add(1)
 	}
+	g.noteAnswer(now, latency, o)
 	if t := g.cfg.Throttle; t != nil && o != Abandoned {
 		t.Observe(now, o != Overload)
 	}
@@ -244,6 +256,34 @@ func (g *Guard) release(a *Adaptive, latency time.Duration, o Outcome) {
 	}
 }
 
+// noteAnswer counts an accepted call's latency, or an overload answer, in
+// the answer window.
+func (g *Guard) noteAnswer(now time.Time, latency time.Duration, o Outcome) {
+	if o != Succeeded && o != Overload {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if o == Succeeded {
+		g.answers.add(now, latency.Seconds(), 0)
+		g.accepted.add(now, 1, 0)
+		return
+	}
+	g.answers.add(now, 0, 1)
+}
+
+// answerStats returns AcceptedAtOnce and RefusedShare at now.
+func (g *Guard) answerStats(now time.Time) (atOnce, refused float64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	busy, overloads := g.answers.sum(now)
+	accepted, _ := g.accepted.sum(now)
+	if accepted+overloads == 0 {
+		return 0, 0
+	}
+	return busy / g.answers.busySpan(now).Seconds(), overloads / (accepted + overloads)
+}
+
 // Stats are a guard's counts since it was made.
 type Stats struct {
 	Calls         int64         // attempts admitted
@@ -252,9 +292,16 @@ type Stats struct {
 	BudgetWaits   int64         // retries of overloaded calls sent back for want of budget
 	Overloaded    int64         // attempts answered with overload
 	Throttled     int64         // attempts that waited over 1 ms to start
-	ThrottledTime time.Duration // the time they waited, in all
+	ThrottledTime time.Duration // their waits summed: two attempts waiting the same second add two
 	Limit         int           // the adaptive limit now, or 0 without one
 	SharedErrors  int64         // calls that found the shared rate's Redis unreachable
+	// AcceptedAtOnce is how many calls the service accepted at once, on
+	// average over the part of the last AnswerWindow with answers: the
+	// accepted calls' summed latency over that time (Little's law).
+	AcceptedAtOnce float64
+	// RefusedShare is the share of the answers (accepted or refused for
+	// load) in the last AnswerWindow that were overload answers.
+	RefusedShare float64
 }
 
 // Stats returns the guard's counts.
@@ -267,6 +314,7 @@ func (g *Guard) Stats() Stats {
 	if g.cfg.Adaptive != nil {
 		s.Limit = g.cfg.Adaptive.Limit()
 	}
+	s.AcceptedAtOnce, s.RefusedShare = g.answerStats(g.cfg.Now())
 	if sr, ok := g.cfg.Rate.(*SharedRate); ok {
 		s.SharedErrors = sr.Errors()
 	}

@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 )
@@ -203,5 +204,95 @@ func TestGuardHoldsTheSlotAfterAnOverloadAnswer(t *testing.T) {
 		case tc.wantSleep && (len(slept) != 1 || slept[0] < tc.wantLo || slept[0] > tc.wantHi):
 			t.Errorf("%s: held the slot %v; want one hold in [%v, %v]", tc.name, slept, tc.wantLo, tc.wantHi)
 		}
+	}
+}
+
+// lockedClock is a fake clock safe for concurrent attempts.
+type lockedClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *lockedClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *lockedClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// heldRate holds every Wait until release is closed, after saying so on
+// entered.
+type heldRate struct{ entered, release chan struct{} }
+
+func (r heldRate) Wait(ctx context.Context) error {
+	r.entered <- struct{}{}
+	select {
+	case <-r.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// TestGuardThrottledTimeSumsAttempts: ThrottledTime adds up each attempt's
+// wait, so attempts waiting at once count that time once each (the metric
+// throttled_ms can pass the wall time of the job).
+func TestGuardThrottledTimeSumsAttempts(t *testing.T) {
+	const attempts = 3
+	c := &lockedClock{now: time.Unix(1_000_000, 0)}
+	r := heldRate{entered: make(chan struct{}), release: make(chan struct{})}
+	g := New(Config{Rate: r, Now: c.Now})
+	var wg sync.WaitGroup
+	for range attempts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if done, _, err := g.Enter(context.Background(), nil); err == nil {
+				done(nil)
+			}
+		}()
+	}
+	for range attempts {
+		<-r.entered
+	}
+	c.Advance(time.Second)
+	close(r.release)
+	wg.Wait()
+	if s := g.Stats(); s.Throttled != attempts || s.ThrottledTime != attempts*time.Second {
+		t.Errorf("after %d attempts waited the same second: Throttled = %d, ThrottledTime = %v; want %d and %v", attempts, s.Throttled, s.ThrottledTime, attempts, attempts*time.Second)
+	}
+}
+
+// TestGuardAcceptedAtOnce: the calls accepted at once are the accepted
+// calls' summed latency over the time with answers; the refused share
+// counts overload answers only.
+func TestGuardAcceptedAtOnce(t *testing.T) {
+	c := &clock{now: time.Unix(1_000_000, 0)}
+	g := New(Config{Now: c.Now})
+	if s := g.Stats(); s.AcceptedAtOnce != 0 || s.RefusedShare != 0 {
+		t.Errorf("before any answer: AcceptedAtOnce = %v, RefusedShare = %v; want 0, 0", s.AcceptedAtOnce, s.RefusedShare)
+	}
+	// Over 4 s, a call of 200 ms answered every 100 ms: two at once.
+	for range 40 {
+		c.now = c.now.Add(100 * time.Millisecond)
+		g.finish(context.Background(), c.now.Add(-200*time.Millisecond), nil)
+	}
+	// Then 10 overload answers and ordinary failures, which say nothing
+	// about load.
+	for range 10 {
+		g.finish(context.Background(), c.now, Overloaded(errors.New("503"), 0))
+		g.finish(context.Background(), c.now, errors.New("bad request"))
+	}
+	s := g.Stats()
+	if s.AcceptedAtOnce < 1.9 || s.AcceptedAtOnce > 2.1 {
+		t.Errorf("AcceptedAtOnce = %v; want about 2", s.AcceptedAtOnce)
+	}
+	if s.RefusedShare != 0.2 {
+		t.Errorf("RefusedShare = %v; want 0.2 (10 overload answers of 50 answers about load)", s.RefusedShare)
+	}
+	c.now = c.now.Add(2 * AnswerWindow)
+	if s := g.Stats(); s.AcceptedAtOnce != 0 || s.RefusedShare != 0 {
+		t.Errorf("a window later: AcceptedAtOnce = %v, RefusedShare = %v; want 0, 0", s.AcceptedAtOnce, s.RefusedShare)
 	}
 }
