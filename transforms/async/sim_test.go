@@ -101,6 +101,7 @@ import (
 	"hash/fnv"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"runtime"
 	"sort"
@@ -122,7 +123,7 @@ import (
 )
 
 var (
-	simSchedules = flag.Int("sim.schedules", 1000, "how many seeded schedules TestSimulator runs")
+	simSchedules = flag.Int("sim.schedules", 0, "how many seeded schedules TestSimulator runs per model (0: 1,000 with ASYNCBEAM_LONG_TESTS set, as .ci/run sets it, else 100)")
 	simSeed      = flag.Uint64("sim.seed", 0, "run only this seed (with its schedule) in TestSimulator")
 	simModelName = flag.String("sim.model", "", "run only this runner model (prism, dataflow, flink) in TestSimulator")
 	simNoDrain   = flag.Bool("sim.nodrain", false, "run TestSimulator without WithEndOfInputDrain: Flink's model then loses records, counted, not violations")
@@ -1460,6 +1461,10 @@ func shrink(t *testing.T, s simSchedule) simSchedule {
 	return s
 }
 
+// longTests says whether the long runs are wanted: .ci/run sets
+// ASYNCBEAM_LONG_TESTS=1; a plain go test runs them shorter.
+func longTests() bool { return os.Getenv("ASYNCBEAM_LONG_TESTS") != "" }
+
 // TestSimulator runs each seeded schedule on each runner model (simModel)
 // and prints one line per model. Schedules run with the end-of-input drain
 // (WithEndOfInputDrain), so a record missing, or committed behind the
@@ -1469,11 +1474,18 @@ func shrink(t *testing.T, s simSchedule) simSchedule {
 // them without it; late_outputs (each a violation) and buffered (what
 // Flink's checkpoints buffered, none with the library's options) stay 0.
 func TestSimulator(t *testing.T) {
-	seeds := make([]uint64, 0, *simSchedules)
+	schedules := *simSchedules
+	if schedules == 0 {
+		schedules = 100
+		if longTests() {
+			schedules = 1000
+		}
+	}
+	seeds := make([]uint64, 0, schedules)
 	if *simSeed != 0 {
 		seeds = append(seeds, *simSeed)
 	} else {
-		for i := 1; i <= *simSchedules; i++ {
+		for i := 1; i <= schedules; i++ {
 			seeds = append(seeds, uint64(i)*7919)
 		}
 	}
