@@ -48,7 +48,7 @@ func TestCommitDelayOncePerCommittedElementUnbounded(t *testing.T) {
 	fire := func() []string {
 		t.Helper()
 		f.StartBundle(ctx, nil, nil, nil)
-		if err := f.OnTimer(ctx, h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: commitFamily}, h.emitter("a"), h.fail, nil); err != nil {
+		if err := f.OnTimer(ctx, h.st("a"), h.tm("a"), "a", beamtimers.Context{Family: f.Commit.Family}, h.emitter("a"), h.fail, nil); err != nil {
 			t.Fatal(err)
 		}
 		out := h.early["a"]
