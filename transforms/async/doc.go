@@ -22,6 +22,8 @@
 //     lookup per key, with a cache, and join the answer into each record
 //     (Beam Python's Enrichment).
 //
+// For example, joining each order with its customer's profile:
+//
 //	out := async.Enrich(s, &customerLookup{...}, ordersByCustomer, joinOrder)
 //
 // Each has a Try form that returns construction errors instead of

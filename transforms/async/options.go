@@ -165,7 +165,10 @@ func WithMaxWait(d time.Duration) Option {
 // time are one element: called once, output once; a record whose ID comes
 // after the first was committed is a new element. On bounded input the
 // transform then declares state, so that runners hand a key's records to
-// one bundle at a time (copies in concurrent bundles would not meet).
+// one bundle at a time (copies in concurrent bundles would not meet); a
+// bundle takes records faster than calls finish, so there "pending at the
+// same time" is most often the key's whole input: copies far apart in it
+// are one element.
 // Default: none, every input record is an element of its own, as under a
 // plain ParDo.
 func WithIDFn(fn any) Option {
