@@ -282,18 +282,25 @@ type guarded struct {
 }
 
 // Far above: parallelismWarning speaks when the service refuses more than
-// warnRefusedShare of its answers for load while the fixed parallelism is
-// at least warnFactor times the calls it accepts at once.
+// warnRefusedShare of its answers for load, while the fixed parallelism is
+// at least warnFactor times the calls it accepts at once and the calls at
+// the service when it refused were at least warnCrowd times those (it
+// refuses for the calls at once, not at random).
 const (
 	warnRefusedShare = 0.1
 	warnFactor       = 4
+	warnCrowd        = 2
 )
 
 // parallelismWarning is what to tell a user whose fixed parallelism p is
 // far above what the service accepts (s), or "" if nothing.
 func parallelismWarning(name string, p int, adaptive bool, s guard.Stats) string {
-	if adaptive || s.RefusedShare <= warnRefusedShare || s.AcceptedAtOnce <= 0 || float64(p) < warnFactor*max(1, s.AcceptedAtOnce) {
+	accepted := max(1, s.AcceptedAtOnce)
+	if adaptive || s.RefusedShare <= warnRefusedShare || s.AcceptedAtOnce <= 0 || float64(p) < warnFactor*accepted || s.AtServiceWhenRefused < warnCrowd*accepted {
 		return ""
+	}
+	if name == "" {
+		name = "a transform"
 	}
 	atOnce := int(math.Ceil(s.AcceptedAtOnce))
 	return fmt.Sprintf("async: %s runs up to %d calls at once (WithParallelism), but the service accepted about %d at once over the last %v and refused %.0f%% of its answers for load: "+

@@ -59,11 +59,14 @@ type Guard struct {
 	latencyNs                                 atomic.Int64 // moving mean of accepted calls
 	waiting                                   atomic.Int64 // attempts in wait now
 
+	atService atomic.Int64 // attempts admitted whose done has not been called
+
 	// answers counts, over the last AnswerWindow, the accepted calls'
 	// summed latency in seconds (a) and the overload answers (b);
-	// accepted counts the accepted calls (a).
-	mu                sync.Mutex
-	answers, accepted *counts
+	// accepted counts the accepted calls (a); refusedAt sums the attempts
+	// at the service when each overload answer came (a).
+	mu                           sync.Mutex
+	answers, accepted, refusedAt *counts
 }
 
 // AnswerWindow is the time Stats.AcceptedAtOnce and Stats.RefusedShare
@@ -86,7 +89,7 @@ func New(cfg Config) *Guard {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
-	return &Guard{cfg: cfg, answers: newCounts(AnswerWindow, 10), accepted: newCounts(AnswerWindow, 10)}
+	return &Guard{cfg: cfg, answers: newCounts(AnswerWindow, 10), accepted: newCounts(AnswerWindow, 10), refusedAt: newCounts(AnswerWindow, 10)}
 }
 
 // Enter admits one attempt of a call. previous is the error of the
@@ -133,6 +136,7 @@ func (g *Guard) Enter(ctx context.Context, previous error) (done func(error), la
 		g.budgeted.Add(1)
 	}
 	g.calls.Add(1)
+	g.atService.Add(1)
 	began := g.cfg.Now()
 	var once atomic.Bool
 	return func(err error) {
@@ -232,6 +236,7 @@ func (g *Guard) finish(ctx context.Context, began time.Time, err error) Outcome 
 		o = Abandoned
 	}
 	latency := now.Sub(began)
+	atService := g.atService.Add(-1) + 1 // this attempt's answer included
 	if o == Succeeded {
 		old := g.latencyNs.Load()
 		g.latencyNs.Store(old + (int64(latency)-old)/8)
@@ -239,7 +244,7 @@ func (g *Guard) finish(ctx context.Context, began time.Time, err error) Outcome 
 	if o == Overload {
 		g.overloaded.Add(1)
 	}
-	g.noteAnswer(now, latency, o)
+	g.noteAnswer(now, latency, atService, o)
 	if t := g.cfg.Throttle; t != nil && o != Abandoned {
 		t.Observe(now, o != Overload)
 	}
@@ -256,9 +261,9 @@ func (g *Guard) release(a *Adaptive, latency time.Duration, o Outcome) {
 	}
 }
 
-// noteAnswer counts an accepted call's latency, or an overload answer, in
-// the answer window.
-func (g *Guard) noteAnswer(now time.Time, latency time.Duration, o Outcome) {
+// noteAnswer counts an accepted call's latency, or an overload answer and
+// the attempts at the service then, in the answer window.
+func (g *Guard) noteAnswer(now time.Time, latency time.Duration, atService int64, o Outcome) {
 	if o != Succeeded && o != Overload {
 		return
 	}
@@ -270,18 +275,24 @@ func (g *Guard) noteAnswer(now time.Time, latency time.Duration, o Outcome) {
 		return
 	}
 	g.answers.add(now, 0, 1)
+	g.refusedAt.add(now, float64(atService), 0)
 }
 
-// answerStats returns AcceptedAtOnce and RefusedShare at now.
-func (g *Guard) answerStats(now time.Time) (atOnce, refused float64) {
+// answerStats returns AcceptedAtOnce, RefusedShare and AtServiceWhenRefused
+// at now.
+func (g *Guard) answerStats(now time.Time) (atOnce, refused, whenRefused float64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	busy, overloads := g.answers.sum(now)
 	accepted, _ := g.accepted.sum(now)
 	if accepted+overloads == 0 {
-		return 0, 0
+		return 0, 0, 0
 	}
-	return busy / g.answers.busySpan(now).Seconds(), overloads / (accepted + overloads)
+	if overloads > 0 {
+		at, _ := g.refusedAt.sum(now)
+		whenRefused = at / overloads
+	}
+	return busy / g.answers.busySpan(now).Seconds(), overloads / (accepted + overloads), whenRefused
 }
 
 // Stats are a guard's counts since it was made.
@@ -302,6 +313,11 @@ type Stats struct {
 	// RefusedShare is the share of the answers (accepted or refused for
 	// load) in the last AnswerWindow that were overload answers.
 	RefusedShare float64
+	// AtServiceWhenRefused is how many attempts were at the service, on
+	// average, when an overload answer of the last AnswerWindow came (that
+	// attempt included): well above AcceptedAtOnce when the service
+	// refuses for the calls at once, about it when it refuses at random.
+	AtServiceWhenRefused float64
 }
 
 // Stats returns the guard's counts.
@@ -314,7 +330,7 @@ func (g *Guard) Stats() Stats {
 	if g.cfg.Adaptive != nil {
 		s.Limit = g.cfg.Adaptive.Limit()
 	}
-	s.AcceptedAtOnce, s.RefusedShare = g.answerStats(g.cfg.Now())
+	s.AcceptedAtOnce, s.RefusedShare, s.AtServiceWhenRefused = g.answerStats(g.cfg.Now())
 	if sr, ok := g.cfg.Rate.(*SharedRate); ok {
 		s.SharedErrors = sr.Errors()
 	}

@@ -278,9 +278,10 @@ func TestGuardAcceptedAtOnce(t *testing.T) {
 		c.now = c.now.Add(100 * time.Millisecond)
 		g.finish(context.Background(), c.now.Add(-200*time.Millisecond), nil)
 	}
-	// Then 10 overload answers and ordinary failures, which say nothing
-	// about load.
+	// Then 10 overload answers, each with 5 attempts at the service, and
+	// ordinary failures, which say nothing about load.
 	for range 10 {
+		g.atService.Store(5)
 		g.finish(context.Background(), c.now, Overloaded(errors.New("503"), 0))
 		g.finish(context.Background(), c.now, errors.New("bad request"))
 	}
@@ -290,6 +291,9 @@ func TestGuardAcceptedAtOnce(t *testing.T) {
 	}
 	if s.RefusedShare != 0.2 {
 		t.Errorf("RefusedShare = %v; want 0.2 (10 overload answers of 50 answers about load)", s.RefusedShare)
+	}
+	if s.AtServiceWhenRefused != 5 {
+		t.Errorf("AtServiceWhenRefused = %v; want 5", s.AtServiceWhenRefused)
 	}
 	c.now = c.now.Add(2 * AnswerWindow)
 	if s := g.Stats(); s.AcceptedAtOnce != 0 || s.RefusedShare != 0 {
