@@ -133,14 +133,14 @@ func (t *Task) StartedAt() time.Time {
 
 // RunningFor is how long, at now on the pool's clock (Config.Now), the
 // task's current attempt has been calling its Work, or zero while it is
-// not (waiting for a slot, finished).
+// not (waiting for a slot, finished) or started after now.
 func (t *Task) RunningFor(now time.Time) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.status != Running || t.started.IsZero() {
 		return 0
 	}
-	return now.Sub(t.started)
+	return max(now.Sub(t.started), 0)
 }
 
 // Attempts returns how many attempts the task has started.

@@ -52,6 +52,7 @@ func Complete(kind Kind, req *jobpb.PrepareJobRequest) error {
 }
 
 func complete(kind Kind, req *jobpb.PrepareJobRequest, interval time.Duration, batchRevert bool, user []string) error {
+	interval = checkpointingOf(interval, user)
 	job := Job{Runner: kind, Streaming: HasUnbounded(req.GetPipeline()), Checkpointing: interval, BatchRevert: batchRevert}
 	opts, err := topLevel(kind, job.Streaming, interval, user)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strconv"
 	"strings"
 	"time"
 
@@ -32,20 +31,14 @@ const (
 // optionName is a snake_case option name.
 var optionName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 
-// parseOption reads a --runner_option: name=value, where value is a JSON
-// number, true or false, a JSON string, list or object, or else text.
+// parseOption reads a --runner_option: name=value, where value is JSON (a
+// number, true or false, a string, list or object), or else text. Quote a
+// value that reads as JSON to send it as text: flink_version="1.10".
 func parseOption(s string) (string, *structpb.Value, error) {
 	name, text, ok := strings.Cut(s, "=")
 	name = strings.TrimSpace(name)
 	if !ok || !optionName.MatchString(name) {
 		return "", nil, fmt.Errorf("--runner_option=%q: want name=value with the option's snake_case name, for example max_bundle_size=500", s)
-	}
-	if n, err := strconv.ParseFloat(text, 64); err == nil {
-		return name, structpb.NewNumberValue(n), nil
-	}
-	switch text {
-	case "true", "false":
-		return name, structpb.NewBoolValue(text == "true"), nil
 	}
 	var v any
 	if err := json.Unmarshal([]byte(text), &v); err == nil {
@@ -54,6 +47,20 @@ func parseOption(s string) (string, *structpb.Value, error) {
 		}
 	}
 	return name, structpb.NewStringValue(text), nil
+}
+
+// checkpointingOf is the checkpoint interval a job has: --checkpointing_interval
+// (flag), or else a --runner_option=checkpointing_interval=MS in user.
+func checkpointingOf(flag time.Duration, user []string) time.Duration {
+	if flag > 0 {
+		return flag
+	}
+	for _, s := range user {
+		if name, v, err := parseOption(s); err == nil && name == optCheckpointing && v.GetNumberValue() > 0 {
+			flag = time.Duration(v.GetNumberValue()) * time.Millisecond
+		}
+	}
+	return flag
 }
 
 // topLevel is what a job of runner kind sends at the top level of its

@@ -20,6 +20,11 @@ func TestParseOption(t *testing.T) {
 		{"checkpointing_mode=EXACTLY_ONCE", "checkpointing_mode", "EXACTLY_ONCE"},
 		{`experiments=["a","b"]`, "experiments", []any{"a", "b"}},
 		{`job_name="quoted"`, "job_name", "quoted"},
+		{"flink_version=1.10", "flink_version", 1.1},
+		{`flink_version="1.10"`, "flink_version", "1.10"},
+		{"x=inf", "x", "inf"}, // not a JSON number: text
+		{"x=NaN", "x", "NaN"},
+		{"parallelism=-1", "parallelism", -1.0},
 		{"empty=", "empty", ""},
 		{"MaxBundleSize=1", "", nil}, // camelCase: not the job option form
 		{"no_value", "", nil},
@@ -166,5 +171,32 @@ func TestCheckStableInput(t *testing.T) {
 		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
 			t.Errorf("CheckStableInput(%+v) = %v; want an error with %q", tc, err, tc.wantErr)
 		}
+	}
+}
+
+// TestCheckpointingOf: a checkpoint interval given as a runner option counts
+// as one given by flag, which wins.
+func TestCheckpointingOf(t *testing.T) {
+	for _, tc := range []struct {
+		flag time.Duration
+		user []string
+		want time.Duration
+	}{
+		{0, nil, 0},
+		{5 * time.Second, nil, 5 * time.Second},
+		{0, []string{"checkpointing_interval=7000"}, 7 * time.Second},
+		{5 * time.Second, []string{"checkpointing_interval=7000"}, 5 * time.Second},
+		{0, []string{"checkpointing_interval=soon"}, 0},
+	} {
+		if got := checkpointingOf(tc.flag, tc.user); got != tc.want {
+			t.Errorf("checkpointingOf(%v, %q) = %v; want %v", tc.flag, tc.user, got, tc.want)
+		}
+	}
+	opts, err := topLevel(Flink, true, checkpointingOf(0, []string{"checkpointing_interval=7000"}), []string{"checkpointing_interval=7000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := opts[optStableInputDrain]; v == nil || !v.GetBoolValue() {
+		t.Errorf("a job checkpointing by runner option sends %s = %v; want true", optStableInputDrain, v)
 	}
 }

@@ -440,9 +440,11 @@ func (f *core) publishGuard(ctx context.Context, pool *state.Pool) {
 		return // nothing new: no metric updates per element
 	}
 	g.limitPublished = true
-	if msg := parallelismWarning(f.Name, f.Parallelism, f.Protect.AdaptiveMax > 0, s); msg != "" && !g.warned {
-		g.warned = true
-		slog.Warn(msg)
+	if !g.warned {
+		if msg := parallelismWarning(f.Name, f.Parallelism, f.Protect.AdaptiveMax > 0, s); msg != "" {
+			g.warned = true
+			slog.Warn(msg)
+		}
 	}
 	m := f.metrics
 	for i, counter := range []beam.Counter{m.calls, m.overloaded, m.throttled, m.throttledMs, m.budgetWaits, m.sharedErrors} {

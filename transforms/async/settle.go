@@ -110,7 +110,8 @@ func (k *keyTurn) settleFinished() (commitScan, error) {
 			blocked = true
 		case t.Status() != state.Finished:
 			f.metrics.observeRunning(ctx, t)
-			if ran := t.RunningFor(now); ran > 0 {
+			if t.Status() == state.Running {
+				ran := t.RunningFor(now) // 0 for a call that started after now
 				if scan.res.running == 0 || ran < scan.res.shortestRun {
 					scan.res.shortestRun = ran
 				}

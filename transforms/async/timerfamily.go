@@ -24,7 +24,11 @@ var familySuffixes struct {
 // timerSuffix is the suffix of the timer families of the next transform of
 // scope name: a short hash of the name and of how many transforms of that
 // name this process built before, so that the same program names the same
-// families at every build (a pipeline update then finds its timers).
+// families at every build (a pipeline update then finds its timers). A
+// program that builds an async transform of the same scope name before
+// this one, bounded or not, or builds its pipeline twice, shifts the rank:
+// an update from it to the old one needs a drain (DESIGN.md, "State across
+// versions").
 func timerSuffix(name string) string {
 	familySuffixes.Lock()
 	defer familySuffixes.Unlock()
