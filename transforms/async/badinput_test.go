@@ -16,7 +16,7 @@ func constantID(v int) string { return "same" }
 // each with its documented outcome.
 func TestBadInputAtRuntime(t *testing.T) {
 	t.Run("ID function panics: the bundle fails with the cause", func(t *testing.T) {
-		h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(panickyID))
+		h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithIDFn(panickyID))
 		f := h.stream()
 		err := f.ProcessElement(context.Background(), 0, h.st("a"), h.tm("a"), "a", 1, nil, nil, nil)
 		if err == nil || !strings.Contains(err.Error(), "no ID for you") {
@@ -24,19 +24,19 @@ func TestBadInputAtRuntime(t *testing.T) {
 		}
 	})
 	t.Run("ID function gives one ID for everything: one element per key", func(t *testing.T) {
-		h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(constantID))
+		h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithIDFn(constantID))
 		f := h.stream()
 		for v := 1; v <= 3; v++ { // pending at the same time: one element
 			h.process(f, "a", v)
 		}
-		openAll(t.Name(), "a", 4)
+		openAll(testName(t), "a", 4)
 		h.waitFinished("a", 1)
 		if got := mustFire(t, h, f, "a"); !reflect.DeepEqual(got, []string{"a:1#0"}) {
 			t.Errorf("commit = %v, want only the first element (all share one ID)", got)
 		}
 	})
 	t.Run("fn never returns, with a call timeout: a timeout failure", func(t *testing.T) {
-		h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithCallTimeout(10*time.Millisecond))
+		h := newHarnessFailures(t, true, &gated{Name: testName(t)}, stringKey, WithCallTimeout(10*time.Millisecond))
 		f := h.stream()
 		h.process(f, "a", 1) // its gate is never opened
 		h.waitFinished("a", 1)
@@ -46,7 +46,7 @@ func TestBadInputAtRuntime(t *testing.T) {
 		}
 	})
 	t.Run("fn never returns, without a call timeout: the key waits, nothing is lost", func(t *testing.T) {
-		h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+		h := newHarness(t, &gated{Name: testName(t)}, stringKey)
 		f := h.stream()
 		h.process(f, "a", 1)
 		for i := 0; i < 3; i++ {
@@ -60,12 +60,12 @@ func TestBadInputAtRuntime(t *testing.T) {
 		if h.st("a").size() != 1 {
 			t.Error("the running element left bag state")
 		}
-		book.open(gateID(t.Name(), "a", 1)) // let the goroutine end
+		book.open(gateID(testName(t), "a", 1)) // let the goroutine end
 	})
 	t.Run("zero key and zero value", func(t *testing.T) {
-		h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+		h := newHarness(t, &gated{Name: testName(t)}, stringKey)
 		f := h.stream()
-		book.open(gateID(t.Name(), "", 0))
+		book.open(gateID(testName(t), "", 0))
 		h.process(f, "", 0)
 		h.waitFinished("", 0)
 		if got := mustFire(t, h, f, ""); !reflect.DeepEqual(got, []string{":0#0"}) {
@@ -75,9 +75,9 @@ func TestBadInputAtRuntime(t *testing.T) {
 }
 
 func TestWrappedFnErrorsAreNotSwallowed(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey)
 	f := h.stream()
-	id := gateID(t.Name(), "a", 1)
+	id := gateID(testName(t), "a", 1)
 	book.planErrors(id, errors.New("quota exceeded"))
 	book.open(id)
 	h.process(f, "a", 1)

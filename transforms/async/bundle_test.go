@@ -40,8 +40,8 @@ func elems(key any, n int) []bundleElem {
 // carrying the timestamp of its own element, whether it is emitted by a
 // later element's ProcessElement or by FinishBundle.
 func TestBundleEmitsEachResultWithItsTimestamp(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithParallelism(2))
-	openAll(t.Name(), "a", 10)
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithParallelism(2))
+	openAll(testName(t), "a", 10)
 	out, err := h.runBundle(h.bundleFn(), elems("a", 10))
 	if err != nil {
 		t.Fatalf("bundle: %v", err)
@@ -64,8 +64,8 @@ func TestBundleEmitsEachResultWithItsTimestamp(t *testing.T) {
 // completes, and the pool never holds more than that: ProcessElement waits
 // for a place, emitting the bundle's results as they finish.
 func TestBundleHeldBoundsMemory(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(2))
-	openAll(t.Name(), "a", 50)
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(2))
+	openAll(testName(t), "a", 50)
 	out, err := h.runBundle(h.bundleFn(), elems("a", 50))
 	if err != nil {
 		t.Fatalf("bundle: %v", err)
@@ -82,7 +82,7 @@ func TestBundleHeldBoundsMemory(t *testing.T) {
 // TestBundleOrderedPerKey: with WithOrdered each key's results come out in
 // the order its elements were accepted, whatever order the calls finish in.
 func TestBundleOrderedPerKey(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithOrdered(), WithParallelism(8))
 	var in []bundleElem
 	for v := 0; v < 20; v++ {
@@ -120,10 +120,10 @@ func TestBundleOrderedPerKey(t *testing.T) {
 // that fails for good goes to the failure output with its timestamp; the
 // others are emitted.
 func TestBundleRetriesAndFailures(t *testing.T) {
-	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(2), WithBackoff(FixedBackoff(20*time.Millisecond)), WithParallelism(2))
+	h := newHarnessFailures(t, true, &gated{Name: testName(t)}, stringKey, WithMaxAttempts(2), WithBackoff(FixedBackoff(20*time.Millisecond)), WithParallelism(2))
 	h.c.clock = timers.System{}
 	for v := 0; v < 6; v++ {
-		id := gateID(t.Name(), "a", v)
+		id := gateID(testName(t), "a", v)
 		book.mu.Lock()
 		switch v {
 		case 1:
@@ -155,8 +155,8 @@ func TestBundleRetriesAndFailures(t *testing.T) {
 // TestBundleFinalFailureWithoutFailureOutputFailsBundle: without a failure
 // output the bundle fails with the cause, so the runner retries it.
 func TestBundleFinalFailureWithoutFailureOutputFailsBundle(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
-	id := gateID(t.Name(), "a", 0)
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey)
+	id := gateID(testName(t), "a", 0)
 	book.planErrors(id, Permanent(fmt.Errorf("no such customer")))
 	book.open(id)
 	_, err := h.runBundle(h.bundleFn(), elems("a", 1))
@@ -180,7 +180,7 @@ func TestBundleEqualRecordsAreSeparateElements(t *testing.T) {
 		{"by WithIDFn", []Option{WithIDFn(parity)}, []string{"a:5#0", "b:5#0"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			name := t.Name()
+			name := testName(t)
 			h := newHarness(t, &gated{Name: name}, stringKey, tc.opts...)
 			in := []bundleElem{{key: "a", v: 5}, {key: "a", v: 5}, {key: "b", v: 5}}
 			p, _ := h.c.pool()
@@ -229,7 +229,7 @@ func TestBundleFailureReleasesItsWork(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(panicOnTwo))
+			h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithIDFn(panicOnTwo))
 			f := h.bundleFn()
 			ctx := context.Background()
 			discard := func(typex.EventTime, typex.Z) {}
@@ -243,7 +243,7 @@ func TestBundleFailureReleasesItsWork(t *testing.T) {
 			// a:1 finishes only now, so that FinishBundle has it to emit
 			// (finished before a:3's ProcessElement, it was emitted there, and
 			// FinishBundle waited for a:3 for ever).
-			book.open(gateID(t.Name(), "a", 1))
+			book.open(gateID(testName(t), "a", 1))
 			p, _ := h.c.pool()
 			tasks := p.ForOwner(f.run.id)
 			if err := tc.fail(f, ctx); err == nil {
@@ -275,7 +275,7 @@ func panicOnTwo(v int) string {
 // it) starts that work again instead of committing without it, even when the
 // wrapped fn returns nil on cancellation.
 func TestBundleEvictedWorkIsStartedAgain(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &quietOnCancel{gated{Name: name}}, stringKey)
 	f := h.bundleFn()
 	ctx := context.Background()
@@ -301,7 +301,7 @@ func TestBundleEvictedWorkIsStartedAgain(t *testing.T) {
 // window is two elements (two records), and in another window a third; each
 // output carries its element's window.
 func TestBundleIdentityInWindows(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(2))
 	h.c.Carried, h.c.OutputType = true, &beam.EncodedType{T: reflect.TypeOf("")}
 	h.c.outEnc = beam.NewElementEncoder(reflect.TypeOf(""))
@@ -374,7 +374,7 @@ func init() {
 // followed by a record with the same value (which may take the failed one's
 // ID), resolves in order: the bundle ends with every record accounted for.
 func TestBundleOrderedFailureThenSameValue(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarnessFailures(t, true, &gated{Name: name}, stringKey, WithOrdered(), WithParallelism(4))
 	book.planErrors(gateID(name, "a", 1), Permanent(errors.New("bad record")))
 	book.open(gateID(name, "a", 1))
@@ -422,7 +422,7 @@ func TestBundleOrderedFailureThenSameValue(t *testing.T) {
 // its key took every place, is started again without a place; the bundle
 // goes on, in order, instead of waiting for room for ever.
 func TestBundleOrderedEvictedHeadStartsAgain(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &deafToCancel{gated{Name: name}}, stringKey, WithOrdered(), WithParallelism(2), WithMaxItemsToBuffer(2), WithMaxItemsHeld(2))
 	f := h.bundleFn()
 	ctx := context.Background()
@@ -476,7 +476,7 @@ func TestBundleOrderedEvictedHeadStartsAgain(t *testing.T) {
 // eviction count toward WithMaxAttempts after it: an element evicted while
 // it waits for its retry is not given a fresh count by being started again.
 func TestBundleEvictionKeepsFailedAttempts(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarnessFailures(t, true, &gated{Name: name}, stringKey, WithMaxAttempts(2), WithBackoff(FixedBackoff(100*time.Hour)))
 	f := h.bundleFn()
 	ctx := context.Background()
@@ -539,7 +539,7 @@ func TestBoundedDoFnKeyedWhenRecordsMustMeet(t *testing.T) {
 		{"WithOrdered", []Option{WithOrdered()}, "*async.keyedBundleFn"},
 		{"WithIDFn", []Option{WithIDFn(parity)}, "*async.keyedBundleFn"},
 	} {
-		h := newHarness(t, &gated{Name: t.Name()}, stringKey, tc.opts...)
+		h := newHarness(t, &gated{Name: testName(t)}, stringKey, tc.opts...)
 		if got := fmt.Sprintf("%T", chooseDoFn(h.c, col)); got != tc.want {
 			t.Errorf("%s: bounded input takes %s, want %s", tc.name, got, tc.want)
 		}
@@ -551,7 +551,7 @@ func TestBoundedDoFnKeyedWhenRecordsMustMeet(t *testing.T) {
 // (started without one): the pool holds at most WithMaxItemsHeld plus one
 // per such key.
 func TestBundleOrderedEvictedKeepsTheBound(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &quietOnCancel{gated{Name: name}}, stringKey, WithOrdered(), WithParallelism(2), WithMaxItemsToBuffer(2), WithMaxItemsHeld(2))
 	f := h.bundleFn()
 	ctx := context.Background()
@@ -662,9 +662,9 @@ func TestBundleRetryDecidedOnce(t *testing.T) {
 		{"panics", retryPanics, "the WithRetryIf function panicked: predicate broke"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(5), WithRetryIf(tc.retryIf), WithBackoff(FixedBackoff(0)))
+			h := newHarnessFailures(t, true, &gated{Name: testName(t)}, stringKey, WithMaxAttempts(5), WithRetryIf(tc.retryIf), WithBackoff(FixedBackoff(0)))
 			h.c.clock = timers.System{}
-			id := gateID(t.Name(), "a", 0)
+			id := gateID(testName(t), "a", 0)
 			book.planErrors(id, errFlaky, errFlaky)
 			book.open(id)
 			retryIfCalls.Store(0)

@@ -37,13 +37,13 @@ func mustFire(t *testing.T, h *harness, f *streamFn, key any) []string {
 }
 
 func TestCommitBasic(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey)
 	f := h.stream()
 	h.process(f, "a", 1)
 	if _, ok := h.tm("a").take(); !ok {
 		t.Fatal("ProcessElement set no commit timer")
 	}
-	book.open(gateID(t.Name(), "a", 1))
+	book.open(gateID(testName(t), "a", 1))
 	h.waitFinished("a", 1)
 	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("commit emitted %v, want %v", got, want)
@@ -70,7 +70,7 @@ func TestCommitBasic(t *testing.T) {
 // key's comes back at its backstop).
 func TestCommitTimerOnGrid(t *testing.T) {
 	const c = time.Second
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(c))
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
 	p, _ := h.c.pool()
 	grid := timers.NewCadence(c).Grid
@@ -80,7 +80,7 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	h.process(f, "b", 1) // one finished call gives the pool a latency to expect
 	h.waitRunning("b", 1)
 	h.clock.Advance(20 * time.Millisecond)
-	book.open(gateID(t.Name(), "b", 1))
+	book.open(gateID(testName(t), "b", 1))
 	h.waitFinished("b", 1)
 	// A worker that has set timers for less than Cadence.Forget plans a
 	// key it has not seen as busy (the newcomer rule of timers.Cadence.Plan); past that, as quiet.
@@ -106,7 +106,7 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	if ahead := fireWhileRunning(t, h, f, "a").Sub(h.clock.Now()); ahead > grid+p.ExpectedLatency() {
 		t.Errorf("a timer that found running work 50ms after the key's element re-armed %v ahead, want at most a grid step (%v) past the expected call", ahead, grid)
 	}
-	openAll(t.Name(), "a", 4)
+	openAll(testName(t), "a", 4)
 }
 
 // TestLongCallLooksLessOften: the timer of a quiet key whose every element
@@ -116,7 +116,7 @@ func TestCommitTimerOnGrid(t *testing.T) {
 // the grid back.
 func TestLongCallLooksLessOften(t *testing.T) {
 	const c = 100 * time.Millisecond
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
 	grid := timers.NewCadence(c).Grid
@@ -161,7 +161,7 @@ func TestLongCallLooksLessOften(t *testing.T) {
 // it, whatever the call's run.
 func TestLongCallWaitsForQueuedWork(t *testing.T) {
 	const c = 100 * time.Millisecond
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithCallbackFrequency(c), WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithMaxWait(0))
 	f := h.stream()
 	grid := timers.NewCadence(c).Grid
@@ -204,10 +204,10 @@ func fireWhileRunning(t *testing.T, h *harness, f *streamFn, key string) time.Ti
 func TestBusyKeyTimerKeepsItsBackstop(t *testing.T) {
 	const c = time.Second
 	const ms = time.Millisecond
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(c))
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
 	h.process(f, "b", 1) // one finished call gives the pool a latency to expect
-	book.open(gateID(t.Name(), "b", 1))
+	book.open(gateID(testName(t), "b", 1))
 	h.waitFinished("b", 1)
 	h.process(f, "a", 1)
 	h.clock.Advance(250 * ms)
@@ -232,7 +232,7 @@ func TestBusyKeyTimerKeepsItsBackstop(t *testing.T) {
 	if !got.Equal(want) {
 		t.Errorf("after a burst the backstop is at %v, want three mean gaps (675ms) ahead, on a quarter round, %v (the floor: %v; a mean the burst left alone: %v)", got, want, floor, unmoved)
 	}
-	openAll(t.Name(), "a", 5)
+	openAll(testName(t), "a", 5)
 }
 
 // TestTimerThenElementInOneBundle: when a bundle brings a key's timer
@@ -240,7 +240,7 @@ func TestBusyKeyTimerKeepsItsBackstop(t *testing.T) {
 // pool's record moves to it), so that a key whose timers lead its bundles
 // keeps a true mean gap.
 func TestTimerThenElementInOneBundle(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(time.Second))
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithCallbackFrequency(time.Second))
 	f := h.stream()
 	p, _ := h.c.pool()
 	h.process(f, "a", 1)
@@ -259,7 +259,7 @@ func TestTimerThenElementInOneBundle(t *testing.T) {
 	if want := (state.Arrivals{Last: h.clock.Now(), Gaps: 2, Gap: 2 * time.Second, MeanGap: 1250 * time.Millisecond}); !got.Last.Equal(want.Last) || got.Gaps != want.Gaps || got.Gap != want.Gap || got.MeanGap != want.MeanGap {
 		t.Errorf("the pool's arrivals after a timer and an element in one bundle = %+v, want %+v", got, want)
 	}
-	openAll(t.Name(), "a", 4)
+	openAll(testName(t), "a", 4)
 }
 
 // TestCommitTimerAtMostAPeriodAhead: however slow the calls the pool has
@@ -267,13 +267,13 @@ func TestTimerThenElementInOneBundle(t *testing.T) {
 // step) ahead.
 func TestCommitTimerAtMostAPeriodAhead(t *testing.T) {
 	const c = 100 * time.Millisecond
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithCallbackFrequency(c))
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
 	p, _ := h.c.pool()
 	h.process(f, "b", 1)
 	h.waitRunning("b", 1)
 	h.clock.Advance(3 * c) // b's call takes three periods on the pool's clock
-	book.open(gateID(t.Name(), "b", 1))
+	book.open(gateID(testName(t), "b", 1))
 	h.waitFinished("b", 1)
 	if got := p.ExpectedLatency(); got < 3*c {
 		t.Fatalf("ExpectedLatency after a call of %v = %v, want at least that", 3*c, got)
@@ -284,15 +284,15 @@ func TestCommitTimerAtMostAPeriodAhead(t *testing.T) {
 	if ahead, most := at.Sub(h.clock.Now()), c+timers.NewCadence(c).Grid; ahead > most {
 		t.Errorf("timer set %v ahead after calls of %v, want at most %v (a period and a grid step)", ahead, 3*c, most)
 	}
-	openAll(t.Name(), "a", 2)
+	openAll(testName(t), "a", 2)
 }
 
 func TestCommitKeysIndependent(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey)
 	f := h.stream()
 	h.process(f, "a", 1)
 	h.process(f, "b", 1)
-	book.open(gateID(t.Name(), "b", 1))
+	book.open(gateID(testName(t), "b", 1))
 	h.waitFinished("b", 1)
 	if got := mustFire(t, h, f, "a"); len(got) != 0 {
 		t.Errorf("commit of key a emitted %v while a's element runs, want nothing", got)
@@ -303,7 +303,7 @@ func TestCommitKeysIndependent(t *testing.T) {
 	if got, want := mustFire(t, h, f, "b"), []string{"b:1#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("commit of key b = %v, want %v", got, want)
 	}
-	book.open(gateID(t.Name(), "a", 1))
+	book.open(gateID(testName(t), "a", 1))
 	h.waitFinished("a", 1)
 	if got, want := mustFire(t, h, f, "a"), []string{"a:1#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("commit of key a = %v, want %v", got, want)
@@ -311,10 +311,10 @@ func TestCommitKeysIndependent(t *testing.T) {
 }
 
 func TestCommitSeveralOutputsAndFinishBundle(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name(), Outputs: 3, Finish: true}, stringKey)
+	h := newHarness(t, &gated{Name: testName(t), Outputs: 3, Finish: true}, stringKey)
 	f := h.stream()
 	h.process(f, "a", 7)
-	book.open(gateID(t.Name(), "a", 7))
+	book.open(gateID(testName(t), "a", 7))
 	h.waitFinished("a", 7)
 	want := []string{"a:7#0", "a:7#1", "a:7#2", "finish"}
 	if got := mustFire(t, h, f, "a"); !reflect.DeepEqual(got, want) {
@@ -326,11 +326,11 @@ func TestCommitSeveralOutputsAndFinishBundle(t *testing.T) {
 // values are two elements, as under a plain ParDo, whether the first is
 // still pending when the second arrives or not: each is called and emitted.
 func TestEqualRecordsAreSeparateElements(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey)
 	f := h.stream()
 	h.process(f, "a", 5)
 	h.process(f, "a", 5) // pending at the same time as the first
-	id := gateID(t.Name(), "a", 5)
+	id := gateID(testName(t), "a", 5)
 	book.open(id)
 	h.waitFinished("a", 5)
 	h.process(f, "a", 5) // after the first two finished (and were committed by this call)
@@ -354,7 +354,7 @@ func TestEqualRecordsAreSeparateElements(t *testing.T) {
 // key has an element pending: a key whose state is empty starts a new
 // incarnation in each try, and its retry calls again.)
 func TestRetriedBundleTakesOverItsCalls(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey)
 	f := h.stream()
 	h.process(f, "a", 0) // pending throughout: its gate stays shut until the end
@@ -401,7 +401,7 @@ func TestStaleTaskIsNotTakenForANewElement(t *testing.T) {
 		{"equal ID, other value", []Option{WithIDFn(parity)}, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			name := t.Name()
+			name := testName(t)
 			h := newHarness(t, &gated{Name: name}, stringKey, tc.opts...)
 			f := h.stream()
 			book.open(gateID(name, "a", 1))
@@ -423,12 +423,12 @@ func TestStaleTaskIsNotTakenForANewElement(t *testing.T) {
 }
 
 func TestSameValueUnderTwoKeysIsTwoElements(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey)
 	f := h.stream()
 	h.process(f, "a", 1)
 	h.process(f, "b", 1)
-	book.open(gateID(t.Name(), "a", 1))
-	book.open(gateID(t.Name(), "b", 1))
+	book.open(gateID(testName(t), "a", 1))
+	book.open(gateID(testName(t), "b", 1))
 	h.waitFinished("a", 1)
 	h.waitFinished("b", 1)
 	got := append(mustFire(t, h, f, "a"), mustFire(t, h, f, "b")...)
@@ -438,19 +438,19 @@ func TestSameValueUnderTwoKeysIsTwoElements(t *testing.T) {
 }
 
 func TestCustomIDFn(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithIDFn(parity))
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithIDFn(parity))
 	f := h.stream()
 	h.process(f, "a", 2)
 	h.process(f, "a", 4) // same parity: the same element
 	h.process(f, "a", 3)
-	book.open(gateID(t.Name(), "a", 2))
-	book.open(gateID(t.Name(), "a", 3))
+	book.open(gateID(testName(t), "a", 2))
+	book.open(gateID(testName(t), "a", 3))
 	h.waitFinished("a", 2)
 	h.waitFinished("a", 3)
 	if got, want := mustFire(t, h, f, "a"), []string{"a:2#0", "a:3#0"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("commit = %v, want %v", got, want)
 	}
-	if n := book.count(gateID(t.Name(), "a", 4)); n != 0 {
+	if n := book.count(gateID(testName(t), "a", 4)); n != 0 {
 		t.Errorf("element 4, a duplicate of 2 by ID, ran %d times", n)
 	}
 }
@@ -543,7 +543,7 @@ func TestStaleLocalWorkIsCancelled(t *testing.T) {
 // a whole round later, and one that leaves only running work on the next
 // step of the commit grid after it.
 func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithCallbackFrequency(10*time.Second))
 	f := h.stream()
 	p, _ := h.c.pool()
@@ -600,7 +600,7 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 // here gets one element, so that no later ProcessElement of the key commits
 // its result early.)
 func TestFinishedResultsHoldPlacesUpToHeld(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(3))
 	f := h.stream()
 	p, _ := h.c.pool()
@@ -637,7 +637,7 @@ func TestFailureFailsCommitThenRetrySucceeds(t *testing.T) {
 		{"panic", func(id string) { book.mu.Lock(); book.panic[id] = "kaboom"; book.mu.Unlock() }, "kaboom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			name := t.Name()
+			name := testName(t)
 			h := newHarness(t, &gated{Name: name}, stringKey)
 			f := h.stream()
 			id := gateID(name, "a", 1)
@@ -669,10 +669,10 @@ func TestFailureFailsCommitThenRetrySucceeds(t *testing.T) {
 
 func TestConcurrentKeysLoad(t *testing.T) {
 	const keys, perKey = 20, 25
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithParallelism(8), WithMaxItemsToBuffer(1000))
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithParallelism(8), WithMaxItemsToBuffer(1000))
 	for k := 0; k < keys; k++ {
 		for v := 0; v < perKey; v++ {
-			book.open(gateID(t.Name(), fmt.Sprint("k", k), v))
+			book.open(gateID(testName(t), fmt.Sprint("k", k), v))
 		}
 	}
 	// Every key gets its own DoFn instance, like concurrent bundles.
@@ -732,7 +732,7 @@ func TestConcurrentKeysLoad(t *testing.T) {
 // it commits): its new element, or what remains with the queue summary in
 // one entry. The bag still reads back as the key's pending elements.
 func TestOneBagWritePerCallback(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey)
 	f := h.stream()
 	finish := func(v int) {
@@ -769,7 +769,7 @@ func TestOneBagWritePerCallback(t *testing.T) {
 // queued element (or its rewrite), the pending bag the new queue summary
 // (or its rewrite with it).
 func TestOneBagWritePerCallbackWithQueue(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithMaxWait(0))
 	f := h.stream()
 	fire := func(v int) func() []string {
@@ -819,7 +819,7 @@ func TestOneBagWritePerCallbackWithQueue(t *testing.T) {
 // number given in its queue summary, so the key's next element is not given
 // that number again (see state.ElementID).
 func TestRewriteKeepsHighestSeq(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey)
 	f := h.stream()
 	h.process(f, "a", 1)
@@ -889,7 +889,7 @@ func TestQueueSummariesStayBounded(t *testing.T) {
 		oneBundle bool
 	}{{"one bundle each", false}, {"all in one bundle", true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+			h := newHarness(t, &gated{Name: testName(t)}, stringKey)
 			f := h.stream()
 			most := 0
 			f.views = views{}
@@ -921,7 +921,7 @@ func TestQueueSummariesStayBounded(t *testing.T) {
 func TestNewestQueueSummaryWins(t *testing.T) {
 	for _, reversed := range []bool{false, true} {
 		t.Run(fmt.Sprintf("reversed=%v", reversed), func(t *testing.T) {
-			h := newHarness(t, &gated{Name: t.Name()}, stringKey)
+			h := newHarness(t, &gated{Name: testName(t)}, stringKey)
 			f := h.stream()
 			st := h.st("a")
 			open := func() *keyTurn {
@@ -956,7 +956,7 @@ func TestNewestQueueSummaryWins(t *testing.T) {
 // no element needed its place meanwhile: nothing sweeps results on a timer,
 // so the key commits without calling again.
 func TestLateTimerFindsItsResult(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey)
 	f := h.stream()
 	h.process(f, "a", 1)
@@ -983,7 +983,7 @@ func TestLateTimerFindsItsResult(t *testing.T) {
 // seen is quiet.
 func TestNewcomerTimer(t *testing.T) {
 	const c = 100 * time.Millisecond
-	name := t.Name()
+	name := testName(t)
 	cad := timers.NewCadence(c)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithCallbackFrequency(c), WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(3))
 	f := h.stream()

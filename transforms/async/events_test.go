@@ -81,7 +81,7 @@ func init() {
 // state, a permanent failure, a duplicate and a cancellation, and checks the
 // events each one produced, in order.
 func TestEventsOfEachPath(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	// By WithIDFn, so that a copy of a pending element is one element with
 	// it (without an ID function every record is an element of its own).
 	h := newHarnessFailures(t, true, &gated{Name: name}, reflect.TypeOf(""), WithListener(&recorder{Name: name}),
@@ -151,7 +151,7 @@ func TestEventsOfEachPath(t *testing.T) {
 // TestLocalRetryEvents: with bounded input the retry happens in the pool,
 // and its event comes from there.
 func TestLocalRetryEvents(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, reflect.TypeOf(""), WithListener(&recorder{Name: name}),
 		WithMaxAttempts(2), WithBackoff(FixedBackoff(time.Millisecond)))
 	book.planErrors(gateID(name, "k", 1), errors.New("transient"))
@@ -189,7 +189,7 @@ func TestListenerPanicsAreContained(t *testing.T) {
 // TestProgressReachesListenerAndTask checks ReportProgress from inside a call
 // and its errors outside one.
 func TestProgressReachesListenerAndTask(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &progressing{}, reflect.TypeOf(""), WithListener(&recorder{Name: name}))
 	f := h.stream()
 	h.process(f, "k", 7)
@@ -234,7 +234,7 @@ func TestProgressReachesListenerAndTask(t *testing.T) {
 // TestTimingListener runs one element on the manual clock: 2 s running, 3 s
 // until its commit. The timing written to the file says so.
 func TestTimingListener(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	path := filepath.Join(t.TempDir(), "timings.jsonl")
 	h := newHarness(t, &gated{Name: name}, reflect.TypeOf(""), WithListener(&TimingListener{Path: path}))
 	f := h.stream()

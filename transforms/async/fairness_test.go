@@ -12,7 +12,7 @@ import (
 // again is spared by eviction until the key goes untouched for far longer,
 // so its result is not thrown away in a loop.
 func TestEvictedLateKeyCommits(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1))
 	f := h.stream()
 	p, _ := h.c.pool()
@@ -53,7 +53,7 @@ func TestEvictedLateKeyCommits(t *testing.T) {
 // while the queued key waits is kept for it, and its next callback starts
 // its element. The busy key, waiting in turn, gets the next place.
 func TestQueuedKeyGetsFreedPlace(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithMaxWait(0))
 	f := h.stream()
 	h.process(f, "b", 1)
@@ -100,7 +100,7 @@ func TestQueuedKeyGetsFreedPlace(t *testing.T) {
 // worker) is taken back by the first element that finds no room, which
 // starts in it at once.
 func TestElementTakesPlaceKeptForGoneKey(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithMaxWait(0))
 	f := h.stream()
 	h.process(f, "b", 1)

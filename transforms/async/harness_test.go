@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -267,6 +266,34 @@ func (b *gateBook) attempts(id string) []string {
 	return append([]string(nil), b.seen[id]...)
 }
 
+// testName is t's name, with a run number after the first run of that
+// name in this process (-count=N), so that the gates, events and starts a
+// test books under its name start afresh at each run. It is the same for
+// every call in one run.
+func testName(t testing.TB) string {
+	testNames.Lock()
+	defer testNames.Unlock()
+	if n, ok := testNames.of[t]; ok {
+		return n
+	}
+	if testNames.of == nil {
+		testNames.of, testNames.runs = map[testing.TB]string{}, map[string]int{}
+	}
+	n := t.Name()
+	if r := testNames.runs[n]; r > 0 {
+		n = fmt.Sprintf("%s~%d", n, r)
+	}
+	testNames.runs[t.Name()]++
+	testNames.of[t] = n
+	return n
+}
+
+var testNames struct {
+	sync.Mutex
+	of   map[testing.TB]string
+	runs map[string]int
+}
+
 func gateID(name string, key any, v int) string { return fmt.Sprintf("%s/%v/%d", name, key, v) }
 
 func (b *gateBook) gate(id string) chan struct{} {
@@ -281,23 +308,6 @@ func (b *gateBook) gate(id string) chan struct{} {
 }
 
 func (b *gateBook) open(id string) { close(b.gate(id)) }
-
-// forget drops what the book holds for the gates of name (gateID), so that
-// a test run again in one process (-count) starts with closed gates and no
-// calls counted.
-func (b *gateBook) forget(name string) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	prefix := name + "/"
-	for _, m := range []any{b.gates, b.calls, b.fail, b.panic, b.plan, b.seen} {
-		v := reflect.ValueOf(m)
-		for _, k := range v.MapKeys() {
-			if strings.HasPrefix(k.String(), prefix) {
-				v.SetMapIndex(k, reflect.Value{})
-			}
-		}
-	}
-}
 
 // planErrors makes the attempts of gate id fail with errs, in order.
 func (b *gateBook) planErrors(id string, errs ...error) {
@@ -433,10 +443,6 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 	spec, _, err := inspectFn(fn, keyT, reflect.TypeOf(0))
 	if err != nil {
 		t.Fatalf("inspectFn: %v", err)
-	}
-	if g, ok := fn.(*gated); ok {
-		// Registered first, so it runs last: after the pool is closed.
-		t.Cleanup(func() { book.forget(g.Name) })
 	}
 	h := &harness{t: t, clock: timers.NewManual(time.Unix(1_800_000_000, 0)), states: map[any]*memState{}, timers: map[any]*memTimers{}, failures: failures,
 		early: map[any][]string{}, stamps: map[string]beam.EventTime{}}

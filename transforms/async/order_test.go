@@ -127,7 +127,7 @@ func TestOrderedBundleRandomLatencies(t *testing.T) {
 // started in the freed place, finishes and holds the only buffer place. When
 // the retry is due it must start anyway, and both commit in order.
 func TestOrderedHeadStartsWithoutRoom(t *testing.T) {
-	name := t.Name()
+	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, reflect.TypeOf(""), WithOrdered(), WithParallelism(1), WithMaxItemsToBuffer(1),
 		WithMaxAttempts(2), WithBackoff(FixedBackoff(time.Second)))
 	f := h.stream()
@@ -159,7 +159,7 @@ func TestOrderedHeadStartsWithoutRoom(t *testing.T) {
 // from the highest number in bag state in a new bundle (another worker, or
 // after a restart), and start again at 1 once the key's bag has emptied.
 func TestOrderedSequenceFromBag(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, reflect.TypeOf(""), WithOrdered())
+	h := newHarness(t, &gated{Name: testName(t)}, reflect.TypeOf(""), WithOrdered())
 	f := h.stream()
 	seqs := func() []int64 {
 		var out []int64
@@ -175,13 +175,13 @@ func TestOrderedSequenceFromBag(t *testing.T) {
 	if got, want := seqs(), []int64{1, 2, 3}; !reflect.DeepEqual(got, want) {
 		t.Errorf("sequence numbers = %v, want %v", got, want)
 	}
-	openAll(t.Name(), "k", 3)
+	openAll(testName(t), "k", 3)
 	h.waitKey("k")
 	if _, err := h.fire(f, "k"); err != nil {
 		t.Fatal(err)
 	}
 	h.process(f, "k", 3)
-	book.open(gateID(t.Name(), "k", 3))
+	book.open(gateID(testName(t), "k", 3))
 	if got, want := seqs(), []int64{1}; !reflect.DeepEqual(got, want) {
 		t.Errorf("sequence after the key emptied = %v, want %v", got, want)
 	}
@@ -193,15 +193,15 @@ func TestOrderedSequenceFromBag(t *testing.T) {
 // due, not on every step of the commit grid until then.
 func TestHeldBackResultWaitsForTheRetry(t *testing.T) {
 	const backoff = 5 * time.Second
-	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithOrdered(),
+	h := newHarnessFailures(t, true, &gated{Name: testName(t)}, stringKey, WithOrdered(),
 		WithMaxAttempts(2), WithBackoff(FixedBackoff(backoff)))
 	f := h.stream()
-	first := gateID(t.Name(), "a", 1)
+	first := gateID(testName(t), "a", 1)
 	book.planErrors(first, errFlaky)
 	h.process(f, "a", 1)
 	h.clock.Advance(100 * time.Millisecond)
-	h.process(f, "a", 2)      // a busy key at its elements: 100 ms apart
-	openAll(t.Name(), "a", 3) // after both: a:2's ProcessElement must not meet a:1's failure
+	h.process(f, "a", 2)         // a busy key at its elements: 100 ms apart
+	openAll(testName(t), "a", 3) // after both: a:2's ProcessElement must not meet a:1's failure
 	h.waitFinished("a", 1)
 	h.waitFinished("a", 2)
 	h.tm("a").take()

@@ -66,7 +66,7 @@ func TestPriorityStartOrder(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			name := t.Name()
+			name := testName(t)
 			h := newHarness(t, &startLog{Name: name}, reflect.TypeOf(""), WithPriority(tens), WithParallelism(1), WithMaxItemsToBuffer(tc.buffer))
 			var outputs []string
 			if tc.bundle {
@@ -149,7 +149,7 @@ func waitStarts(t *testing.T, name string, n int) {
 // TestPriorityFunctionPanicFailsTheElement: a panicking priority function is
 // a bad-input error for the bundle, with the cause, not a crash.
 func TestPriorityFunctionPanicFailsTheElement(t *testing.T) {
-	h := newHarness(t, &startLog{Name: t.Name()}, reflect.TypeOf(""), WithPriority(explodingPriority))
+	h := newHarness(t, &startLog{Name: testName(t)}, reflect.TypeOf(""), WithPriority(explodingPriority))
 	f := h.stream()
 	f.StartBundle(context.Background(), nil, nil, nil)
 	err := f.ProcessElement(context.Background(), 0, h.st("k"), h.tm("k"), "k", 1, h.emitter("k"), h.fail, nil)

@@ -18,7 +18,7 @@ import (
 // recorded events are package variables keyed by name.
 var runSerial atomic.Int64
 
-func uniqueName(t *testing.T) string { return fmt.Sprintf("%s#%d", t.Name(), runSerial.Add(1)) }
+func uniqueName(t *testing.T) string { return fmt.Sprintf("%s#%d", testName(t), runSerial.Add(1)) }
 
 // TestRescheduledOnlyWhenWorkWasLost: on unbounded input a due retry and a
 // queued element's first start are not rescheduled (EventRetrying and

@@ -149,10 +149,10 @@ func mustEncode(t *testing.T, h *harness, key any) []byte {
 }
 
 func TestRetriesThenSuccess(t *testing.T) {
-	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey,
+	h := newHarnessFailures(t, true, &gated{Name: testName(t)}, stringKey,
 		WithMaxAttempts(3), WithBackoff(FixedBackoff(5*time.Second)), WithFallbacks("primary", "secondary"))
 	f := h.stream()
-	id := gateID(t.Name(), "a", 1)
+	id := gateID(testName(t), "a", 1)
 	book.planErrors(id, errFlaky, errFlaky)
 	book.open(id)
 	h.process(f, "a", 1)
@@ -219,9 +219,9 @@ func TestFinalFailures(t *testing.T) {
 				}
 				return
 			}
-			h := newHarnessFailures(t, true, &reverting{gated: gated{Name: t.Name()}}, stringKey, tc.opts...)
+			h := newHarnessFailures(t, true, &reverting{gated: gated{Name: testName(t)}}, stringKey, tc.opts...)
 			f := h.stream()
-			id := gateID(t.Name(), "a", 1)
+			id := gateID(testName(t), "a", 1)
 			book.mu.Lock()
 			book.plan[id] = tc.plan
 			if tc.panicValue != nil {
@@ -269,9 +269,9 @@ func resolveAndInspect(opts []Option) (settings, error) {
 }
 
 func TestCompensationPanicIsRecorded(t *testing.T) {
-	h := newHarnessFailures(t, true, &reverting{gated: gated{Name: t.Name()}, Panic: true}, stringKey, WithMaxAttempts(1))
+	h := newHarnessFailures(t, true, &reverting{gated: gated{Name: testName(t)}, Panic: true}, stringKey, WithMaxAttempts(1))
 	f := h.stream()
-	id := gateID(t.Name(), "a", 1)
+	id := gateID(testName(t), "a", 1)
 	book.planErrors(id, errFlaky)
 	book.open(id)
 	h.process(f, "a", 1)
@@ -285,9 +285,9 @@ func TestCompensationPanicIsRecorded(t *testing.T) {
 }
 
 func TestAttemptCountSurvivesRestart(t *testing.T) {
-	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(3), WithBackoff(FixedBackoff(time.Second)))
+	h := newHarnessFailures(t, true, &gated{Name: testName(t)}, stringKey, WithMaxAttempts(3), WithBackoff(FixedBackoff(time.Second)))
 	f := h.stream()
-	id := gateID(t.Name(), "a", 1)
+	id := gateID(testName(t), "a", 1)
 	book.planErrors(id, errFlaky, errFlaky, errFlaky)
 	book.open(id)
 	h.process(f, "a", 1)
@@ -309,9 +309,9 @@ func TestAttemptCountSurvivesRestart(t *testing.T) {
 }
 
 func TestFinalFailureWithoutFailureOutputFailsCommit(t *testing.T) {
-	h := newHarness(t, &gated{Name: t.Name()}, stringKey, WithMaxAttempts(1))
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithMaxAttempts(1))
 	f := h.stream()
-	id := gateID(t.Name(), "a", 1)
+	id := gateID(testName(t), "a", 1)
 	book.planErrors(id, Permanent(errors.New("no such customer")))
 	book.open(id)
 	h.process(f, "a", 1)
@@ -326,9 +326,9 @@ func TestFinalFailureWithoutFailureOutputFailsCommit(t *testing.T) {
 // of an element that waits out its backoff in bag state is one element with
 // it: it does not start the element early.
 func TestCopyWaitsOutTheBackoff(t *testing.T) {
-	h := newHarnessFailures(t, true, &gated{Name: t.Name()}, stringKey, WithIDFn(parity), WithMaxAttempts(3), WithBackoff(FixedBackoff(5*time.Second)))
+	h := newHarnessFailures(t, true, &gated{Name: testName(t)}, stringKey, WithIDFn(parity), WithMaxAttempts(3), WithBackoff(FixedBackoff(5*time.Second)))
 	f := h.stream()
-	id := gateID(t.Name(), "a", 1)
+	id := gateID(testName(t), "a", 1)
 	book.planErrors(id, errFlaky)
 	book.open(id)
 	h.process(f, "a", 1)
