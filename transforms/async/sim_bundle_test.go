@@ -148,9 +148,12 @@ func (w *bundleWorld) deliver(n, worker, inst int) {
 // await waits for done while the bundles run. When nothing moves for a few
 // milliseconds (no task of any worker changes, no output is emitted) a
 // bundle is waiting for time to pass, for room: the simulated clock then
-// moves a second. A wait of more than the stale period and a few seconds is
-// a violation: the places of a dead bundle are evicted once it has been
-// silent for the stale period, and a bundle that saw its failure holds none.
+// moves a second. A wait of more than the stale period and a few seconds
+// without progress is a violation: the places of a dead bundle are evicted
+// once it has been silent for the stale period, and a bundle that saw its
+// failure holds none. Progress starts the count again, so that a loaded
+// machine, whose goroutines look still more often, does not add up waits
+// that each ended.
 func (w *bundleWorld) await(done <-chan struct{}) {
 	limit := w.base.staleAfter() + 5*time.Second
 	waited := time.Duration(0)
@@ -165,7 +168,7 @@ func (w *bundleWorld) await(done <-chan struct{}) {
 		case <-tick.C:
 		}
 		if p := w.progress(); p != last {
-			last, still, paced = p, 0, 0
+			last, still, paced, waited = p, 0, 0, 0
 			continue
 		}
 		if still++; still < 5 {
