@@ -62,11 +62,11 @@ type Guard struct {
 	atService atomic.Int64 // attempts admitted whose done has not been called
 
 	// answers counts, over the last AnswerWindow, the accepted calls'
-	// summed latency in seconds (a) and the overload answers (b);
-	// accepted counts the accepted calls (a); refusedAt sums the attempts
-	// at the service when each overload answer came (a).
-	mu                           sync.Mutex
-	answers, accepted, refusedAt *counts
+	// summed latency in seconds (a) and the overload answers (b); crowd
+	// counts the accepted calls (a) and sums the attempts at the service
+	// when each overload answer came (b).
+	mu             sync.Mutex
+	answers, crowd *counts
 }
 
 // AnswerWindow is the time Stats.AcceptedAtOnce and Stats.RefusedShare
@@ -89,7 +89,7 @@ func New(cfg Config) *Guard {
 	if cfg.Sleep == nil {
 		cfg.Sleep = sleep
 	}
-	return &Guard{cfg: cfg, answers: newCounts(AnswerWindow, 10), accepted: newCounts(AnswerWindow, 10), refusedAt: newCounts(AnswerWindow, 10)}
+	return &Guard{cfg: cfg, answers: newCounts(AnswerWindow, 10), crowd: newCounts(AnswerWindow, 10)}
 }
 
 // Enter admits one attempt of a call. previous is the error of the
@@ -271,11 +271,11 @@ func (g *Guard) noteAnswer(now time.Time, latency time.Duration, atService int64
 	defer g.mu.Unlock()
 	if o == Succeeded {
 		g.answers.add(now, latency.Seconds(), 0)
-		g.accepted.add(now, 1, 0)
+		g.crowd.add(now, 1, 0)
 		return
 	}
 	g.answers.add(now, 0, 1)
-	g.refusedAt.add(now, float64(atService), 0)
+	g.crowd.add(now, 0, float64(atService))
 }
 
 // answerStats returns AcceptedAtOnce, RefusedShare and AtServiceWhenRefused
@@ -284,12 +284,11 @@ func (g *Guard) answerStats(now time.Time) (atOnce, refused, whenRefused float64
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	busy, overloads := g.answers.sum(now)
-	accepted, _ := g.accepted.sum(now)
+	accepted, at := g.crowd.sum(now)
 	if accepted+overloads == 0 {
 		return 0, 0, 0
 	}
 	if overloads > 0 {
-		at, _ := g.refusedAt.sum(now)
 		whenRefused = at / overloads
 	}
 	return busy / g.answers.busySpan(now).Seconds(), overloads / (accepted + overloads), whenRefused
