@@ -326,8 +326,11 @@ func (b *batchStats) drain() (counts, sizes []int64) {
 
 // batchStats returns this transform's request counts in this process.
 func (f *core) batchStats() *batchStats {
-	v, _ := f.reg().SharedValue(f.ID+"/batch", func() (any, error) { return &batchStats{published: ledger.New(2)}, nil })
-	return v.(*batchStats)
+	if w := f.workerOrLast(); w != nil {
+		return w.batch
+	}
+	return &batchStats{published: ledger.New(2)} // counted nowhere: logged by workerOrLast
+
 }
 
 // publishBatches publishes the requests made since the last callback.

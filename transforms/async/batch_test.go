@@ -31,8 +31,9 @@ func (labelBatch) ProcessBatch(keys []string, values []int, emit func(int, strin
 
 func init() { beam.RegisterType(reflect.TypeOf((*labelBatch)(nil)).Elem()) }
 
-// batchCore is a set-up core of a BatchParDo of labelBatch.
-func batchCore(t *testing.T) *core {
+// batchCore is a set-up core of a BatchParDo of labelBatch; edits change
+// it before its Setup.
+func batchCore(t *testing.T, edits ...func(*core)) *core {
 	t.Helper()
 	spec, _, err := inspectBatchFn(&labelBatch{}, reflect.TypeOf(""), reflect.TypeOf(0))
 	if err != nil {
@@ -41,6 +42,9 @@ func batchCore(t *testing.T) *core {
 	f := &core{config: config{ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
 		Parallelism: 1, Buffer: 1, Held: 1, CallbackFrequency: time.Second, MaxAttempts: 1, OutputType: &beam.EncodedType{T: reflect.TypeOf("")},
 		Batch: &batchSpec{Size: 3}}, instance: instance{registry: state.NewRegistry()}}
+	for _, edit := range edits {
+		edit(f)
+	}
 	if err := f.Setup(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -213,23 +213,11 @@ func (f *core) resultCache() (*resultCache, error) {
 	if f.Cache == nil {
 		return nil, nil
 	}
-	v, err := f.reg().SharedValue(f.ID+"/cache", func() (any, error) {
-		local, err := cache.NewLocal(f.Cache.Size, f.Cache.TTL, f.clock.Now)
-		if err != nil {
-			return nil, err
-		}
-		rc := &resultCache{local: local, shape: f.cachedShape(), published: ledger.New(len(cacheStats{}.vector()))}
-		if f.Cache.Redis != "" {
-			if rc.shared, err = cache.NewShared(f.sharedCache()); err != nil {
-				return nil, err
-			}
-		}
-		return rc, nil
-	})
+	w, err := f.worker()
 	if err != nil {
-		return nil, fmt.Errorf("async: %s: the result cache: %w", f.Name, err)
+		return nil, err
 	}
-	return v.(*resultCache), nil
+	return w.cache, nil
 }
 
 // requireRedis makes one round trip to Redis with Cache.RedisRequired, and

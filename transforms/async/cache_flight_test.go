@@ -41,11 +41,12 @@ func (c *hookClock) set(now time.Time, hook func()) {
 // the single flight. The copy takes that value; it does not lead a second
 // call (which would send the lookup again).
 func TestCachedCopyDoesNotLeadWhenTheCallEndsAsItLooksUp(t *testing.T) {
-	f := batchCore(t)
 	t0 := time.Unix(1000, 0)
 	clk := &hookClock{now: t0}
-	f.clock = clk
-	f.Cache = &cacheSpec{Size: 8, TTL: time.Minute}
+	f := batchCore(t, func(f *core) {
+		f.clock = clk
+		f.Cache = &cacheSpec{Size: 8, TTL: time.Minute}
+	})
 	ctx := context.Background()
 	el, err := f.prepare("k", 7, nil, 0)
 	if err != nil {

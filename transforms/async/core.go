@@ -51,24 +51,30 @@ type instance struct {
 	lastGuardPublish time.Time
 	// waitPeriod, when set, replaces the bundle path's waitPeriod (tests).
 	waitPeriod time.Duration
-	// counts holds the transform's event counts in this process
-	// (publish.go), set in Setup and renewed by publishEvents: events are
-	// counted on the hot path, on the pool's goroutines.
-	counts *atomic.Pointer[eventCounts]
+	// last is the transform's per-process object as this instance last
+	// found it (worker.go), set in Setup: events are counted on the hot
+	// path, on the pool's goroutines, without a registry lookup.
+	last *atomic.Pointer[worker]
 	// tickets is this instance's open bundle as the publishing ledgers
 	// know it (publish.go); nil: publish as final at once (tests).
 	tickets *bundleTickets
 }
 
-// Setup reaches Redis if the cache requires it (Cache.RedisRequired),
-// rebuilds the wrapped fn, forwards its Setup, prepares coders, and makes
-// sure the listeners (if any) can be built in this process.
+// Setup makes sure the transform's per-process object (its listeners, its
+// cache) can be built in this process, reaches Redis if the cache requires
+// it (Cache.RedisRequired), rebuilds the wrapped fn, forwards its Setup,
+// and prepares coders. What fails before the wrapped fn's Setup leaves it
+// unstarted, since it would want its Teardown.
 func (f *core) Setup(ctx context.Context) error {
 	if f.clock == nil {
 		f.clock = timers.System{}
 	}
+	f.last = &atomic.Pointer[worker]{}
+	if _, err := f.worker(); err != nil {
+		return err
+	}
 	if err := f.requireRedis(ctx); err != nil {
-		return err // before the wrapped fn's Setup, which would want its Teardown
+		return err
 	}
 	u, err := startUserFn(ctx, f.User)
 	if err != nil {
@@ -76,8 +82,6 @@ func (f *core) Setup(ctx context.Context) error {
 	}
 	f.user = u
 	f.metrics = newMetrics(f.Name)
-	f.counts = &atomic.Pointer[eventCounts]{}
-	f.counts.Store(f.sharedEventCounts())
 	f.tickets = newBundleTickets(f)
 	f.keyEnc = beam.NewElementEncoder(f.KeyType.T)
 	f.keyDec = beam.NewElementDecoder(f.KeyType.T)
@@ -85,11 +89,6 @@ func (f *core) Setup(ctx context.Context) error {
 	f.valDec = beam.NewElementDecoder(f.ValueType.T)
 	if f.Carried {
 		f.outEnc = beam.NewElementEncoder(f.OutputType.T)
-	}
-	if len(f.Listeners) > 0 {
-		if _, err := f.reg().SharedValue(f.ID, func() (any, error) { return newHub(f.Listeners) }); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -263,14 +263,14 @@ func (f *core) events() *hub {
 	if len(f.Listeners) == 0 {
 		return nil
 	}
-	v, err := f.reg().SharedValue(f.ID, func() (any, error) { return newHub(f.Listeners) })
+	w, err := f.worker()
 	if err != nil {
 		// Setup made the hub; a failure now means a Reset since, and a Setup
-		// that no longer succeeds. Count it like a listener panic.
+		// that no longer succeeds.
 		slog.Error("async: the event listener cannot be rebuilt", "err", err)
 		return nil
 	}
-	return v.(*hub)
+	return w.hub
 }
 
 // event counts one event about element id of key (see countEvent) and

@@ -150,35 +150,31 @@ func (f *core) countAbandoned() {
 	c.total.abandoned++
 }
 
-// eventCounts returns this transform's event counts in this process: the
-// instance's (countEvent runs for every event), or the registry's.
+// eventCounts returns this transform's event counts in this process, as
+// the instance last found them (countEvent runs for every event, on the
+// pool's goroutines), or from the registry.
 func (f *core) eventCounts() *eventCounts {
-	if f.counts != nil {
-		if c := f.counts.Load(); c != nil {
-			return c
+	if f.last != nil {
+		if w := f.last.Load(); w != nil {
+			return w.counts
 		}
 	}
-	return f.sharedEventCounts()
-}
-
-// sharedEventCounts looks the event counts up in the registry, which drops
-// what is not looked up for a while (state.Registry).
-func (f *core) sharedEventCounts() *eventCounts {
-	v, _ := f.reg().SharedValue(f.ID+"/counts", func() (any, error) {
-		return &eventCounts{ledger: ledger.New(len(eventTally{}.vector()))}, nil
-	})
-	return v.(*eventCounts)
+	if w := f.workerOrLast(); w != nil {
+		return w.counts
+	}
+	return &eventCounts{ledger: ledger.New(len(eventTally{}.vector()))} // counted nowhere: logged by workerOrLast
 }
 
 // publishEvents publishes the events counted off the bundle's goroutines.
 // It looks the counts up in the registry, which keeps them there while the
 // transform publishes, and points the instance at them should they have
-// been dropped and made anew meanwhile.
+// been dropped and made anew meanwhile (see worker).
 func (f *core) publishEvents(ctx context.Context) {
-	c := f.sharedEventCounts()
-	if f.counts != nil && f.counts.Load() != c {
-		f.counts.Store(c)
+	w := f.workerOrLast()
+	if w == nil {
+		return
 	}
+	c := w.counts
 	c.mu.Lock()
 	total := c.total.vector()
 	c.mu.Unlock()
