@@ -1,0 +1,234 @@
+package async
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/asyncbeam/asyncbeam/state"
+)
+
+// One bundle of bounded input on one DoFn instance: its elements, which of
+// them finished, and the order in which they are decided.
+
+// abandon drops the tasks of a bundle that failed.
+func (r *bundleRun) abandon(ctx context.Context, f *bundleFn) {
+	for _, t := range r.pool.ForOwner(r.id) {
+		r.pool.Remove(t)
+		f.countAbandoned() // this bundle's own counts are dropped with it
+		f.event(EventCancelled, f.decodeKey(t.Key.Element.Key), t.Key.Element.ID, t.Attempts(), nil)
+	}
+}
+
+// bundleRun is one bundle of bounded input on one DoFn instance: the
+// elements it accepted and has not decided yet (emitted, or failed for
+// good), and those of them whose calls have finished. The pool's
+// goroutines report finished tasks; the bundle's goroutine emits them.
+type bundleRun struct {
+	id         string // the pool owner of the bundle's tasks
+	pool       *state.Pool
+	signal     chan struct{} // one token: a task of the bundle finished
+	waitPeriod time.Duration
+
+	mu    sync.Mutex
+	items map[state.ElementID]*bundleItem // undecided, by element: finds copies
+	done  []*bundleItem                   // finished, not yet emitted
+	redo  []*bundleItem                   // interrupted: to be started again
+	wake  context.CancelFunc              // ends the current wait for a place
+	// queues holds each key's undecided elements in acceptance order
+	// (WithOrdered only).
+	queues map[string][]*bundleItem
+	// endOfInput: the bundle runs an end-of-input drain (escrowdrain.go),
+	// whose elements may take the places of the stream's calls (reclaim).
+	// Set and read on the bundle's goroutine.
+	endOfInput bool
+}
+
+// bundleItem is one element of a bundle.
+type bundleItem struct {
+	el        element
+	task      *state.Task
+	decided   bool        // it succeeded or failed for good
+	succeeded bool        // its call succeeded; with WithOrdered it may wait its turn
+	copyOf    *bundleItem // set for a copy (WithIDFn) that is one element with a pending one
+}
+
+// accept records a new element of the bundle and returns it. Two input
+// records with equal values are two elements: an element whose value's ID
+// is pending in the bundle takes the next free occurrence ID. With WithIDFn
+// (byUser) equal IDs are the same element: the copy is returned with copyOf
+// set, and nothing recorded.
+func (r *bundleRun) accept(el element, byUser, ordered bool) *bundleItem {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if first := r.items[el.eid]; first != nil {
+		if byUser {
+			return &bundleItem{el: el, copyOf: first}
+		}
+		base := el.eid
+		for n := int64(2); r.items[el.eid] != nil; n++ {
+			el.eid = base.Occurrence(n)
+		}
+	}
+	it := &bundleItem{el: el}
+	r.items[el.eid] = it
+	if ordered {
+		if r.queues == nil {
+			r.queues = map[string][]*bundleItem{}
+		}
+		kb := it.el.eid.Key
+		r.queues[kb] = append(r.queues[kb], it)
+	}
+	return it
+}
+
+// holdsPlaces reports whether something of the bundle holds a place that
+// will free: a call of its own, or a finished result not yet emitted.
+func (r *bundleRun) holdsPlaces() bool {
+	r.mu.Lock()
+	done := len(r.done) > 0
+	r.mu.Unlock()
+	return done || len(r.pool.ForOwner(r.id)) > 0
+}
+
+func (r *bundleRun) undecided() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.items)
+}
+
+// waitPeriod bounds one wait for a place (see start), unless core.waitPeriod
+// is set (tests shorten it).
+const waitPeriod = time.Second
+
+// waitContext returns a context for a wait for a place that ends when a
+// task of this bundle finishes (its result can then be emitted, freeing a
+// place), after waitPeriod, or when ctx ends.
+func (r *bundleRun) waitContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	wctx, cancel := context.WithTimeout(ctx, r.waitPeriod)
+	r.mu.Lock()
+	if len(r.done) > 0 {
+		cancel() // a result is already waiting to be emitted
+	}
+	r.wake = cancel
+	r.mu.Unlock()
+	return wctx, func() {
+		r.mu.Lock()
+		r.wake = nil
+		r.mu.Unlock()
+		cancel()
+	}
+}
+
+// finished is called on the pool goroutine that finishes it's task.
+func (r *bundleRun) finished(it *bundleItem) {
+	r.mu.Lock()
+	r.done = append(r.done, it)
+	if r.wake != nil {
+		r.wake()
+	}
+	r.mu.Unlock()
+	select {
+	case r.signal <- struct{}{}:
+	default:
+	}
+}
+
+// interrupted records that it's task was evicted: it is started again,
+// rescheduled.
+func (r *bundleRun) interrupted(it *bundleItem) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	it.task = nil
+	it.el.verdict = &retryVerdict{} // the next task's policy decides afresh
+	it.el.rescheduled = true
+	r.redo = append(r.redo, it)
+}
+
+// takeInterruptedHeads removes and returns the elements to start again that
+// are the earliest undecided of their key (WithOrdered).
+func (r *bundleRun) takeInterruptedHeads() []*bundleItem {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var heads []*bundleItem
+	rest := r.redo[:0]
+	for _, it := range r.redo {
+		if q := r.queues[it.el.eid.Key]; len(q) > 0 && q[0] == it {
+			heads = append(heads, it)
+		} else {
+			rest = append(rest, it)
+		}
+	}
+	r.redo = rest
+	return heads
+}
+
+// takeInterrupted returns an element to start again, or nil.
+func (r *bundleRun) takeInterrupted() *bundleItem {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.redo) == 0 {
+		return nil
+	}
+	it := r.redo[0]
+	r.redo = r.redo[1:]
+	return it
+}
+
+func (r *bundleRun) takeFinished() []*bundleItem {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	done := r.done
+	r.done = nil
+	return done
+}
+
+// decide records that its call succeeded or failed for good, and returns
+// the elements that may now be emitted: it (if it succeeded) without
+// WithOrdered; with it, the successful elements at the head of its key's
+// queue, up to the first undecided one.
+func (r *bundleRun) decide(it *bundleItem, succeeded bool) []*bundleItem {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	it.decided, it.succeeded = true, succeeded
+	if !succeeded {
+		r.forget(it) // its ID may serve a later record of the same value at once
+	}
+	if r.queues == nil {
+		if !succeeded {
+			return nil
+		}
+		r.forget(it)
+		return []*bundleItem{it}
+	}
+	return r.popDecided(it.el.eid.Key)
+}
+
+// forget removes a decided element from the undecided ones (another item
+// may hold its task ID by now: it is left alone); r.mu is held.
+func (r *bundleRun) forget(it *bundleItem) {
+	if r.items[it.el.eid] == it {
+		delete(r.items, it.el.eid)
+	}
+}
+
+// popDecided removes the decided head of a key's queue and returns the
+// successful elements among it; r.mu is held. An element is decided once
+// it succeeded or failed for good.
+func (r *bundleRun) popDecided(kb string) []*bundleItem {
+	q := r.queues[kb]
+	var ready []*bundleItem
+	for len(q) > 0 && q[0].decided {
+		if head := q[0]; head.succeeded {
+			ready = append(ready, head)
+			r.forget(head)
+		}
+		q = q[1:]
+	}
+	if len(q) == 0 {
+		delete(r.queues, kb)
+	} else {
+		r.queues[kb] = q
+	}
+	return ready
+}

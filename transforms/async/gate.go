@@ -1,0 +1,196 @@
+package async
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/guard"
+	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
+)
+
+// The pool's gate on a worker: the guard built from the transform's
+// protection, and its counts published as metrics.
+
+// guarded is the pool's gate: the transform's guard, and what of its counts
+// the transform has published as Beam metrics.
+type guarded struct {
+	*guard.Guard
+	published *ledger.Ledger // of statsVector
+	// mu orders publications, so that the limit gauge ends at the last.
+	mu             sync.Mutex
+	limitPublished bool
+	warned         bool // parallelismWarning logged
+}
+
+// parallelismWarning is what to tell a user whose fixed parallelism p is
+// far above what the service accepts (s), or "" if nothing.
+func parallelismWarning(name string, p int, adaptive bool, s guard.Stats) string {
+	accepted := max(1, s.AcceptedAtOnce)
+	if adaptive || s.RefusedShare <= warnRefusedShare || s.AcceptedAtOnce <= 0 || float64(p) < warnFactor*accepted || s.AtServiceWhenRefused < warnCrowd*accepted {
+		return ""
+	}
+	if name == "" {
+		name = "a transform"
+	}
+	atOnce := int(math.Ceil(s.AcceptedAtOnce))
+	return fmt.Sprintf("async: %s runs up to %d calls at once (WithParallelism), but the service accepted about %d at once over the last %v and refused %.0f%% of its answers for load: "+
+		"the throttle keeps it safe, at the cost of waits and retries. Set WithParallelism near %d, or WithAdaptiveParallelism(1, %d) to follow what it accepts",
+		name, p, atOnce, guard.AnswerWindow, 100*s.RefusedShare, atOnce, p)
+}
+
+// statsVector is s as the ledger counts it.
+func statsVector(s guard.Stats) []int64 {
+	return []int64{s.Calls, s.Overloaded, s.Throttled, s.ThrottledTime.Milliseconds(), s.BudgetWaits, s.SharedErrors}
+}
+
+// newGate builds the guard of this transform in this worker process.
+func (f *core) newGate() state.Gate {
+	p := f.Protect
+	// The worker's clock (a simulated one in the fault simulator), so that
+	// the policies' windows pass with the rest of the transform's time.
+	now := f.clock.Now
+	cfg := guard.Config{
+		Throttle: guard.NewThrottle(p.throttleK()),
+		Budget:   guard.NewBudget(p.BudgetShare, guard.DefaultBudgetFloor, now()),
+		Classify: classify,
+		Now:      now,
+	}
+	if c, ok := f.clock.(interface {
+		Sleep(context.Context, time.Duration) error
+	}); ok {
+		cfg.Sleep = c.Sleep // the simulator's clock: its throttle waits pass with it
+	}
+	var rates []guard.Rate
+	if p.RatePerSecond > 0 {
+		rates = append(rates, guard.LocalRate(p.RatePerSecond, p.RateBurst))
+	}
+	if p.Shared != nil {
+		if r, err := guard.NewSharedRate(*p.Shared); err != nil {
+			// Validated at construction; only a hand-made config gets here.
+			slog.Error("async: the shared rate limit is off", "transform", f.Name, "err", err)
+		} else {
+			rates = append(rates, r)
+		}
+	}
+	switch len(rates) {
+	case 1:
+		cfg.Rate = rates[0]
+	case 2:
+		cfg.Rate = bothRates(rates)
+	}
+	if p.AdaptiveMax > 0 {
+		cfg.Adaptive = guard.NewAdaptive(p.AdaptiveMin, p.AdaptiveMax, now())
+		name, hubOf, clock := f.Name, f.events, f.clock
+		cfg.OnLimit = func(from, to int) {
+			if h := hubOf(); h != nil {
+				h.deliver(Event{Type: EventLimitChanged, Transform: name, Limit: to, Time: clock.Now(),
+					Details: fmt.Sprintf("concurrency limit %d -> %d", from, to)})
+			}
+		}
+	}
+	return &guarded{Guard: guard.New(cfg), published: ledger.New(len(statsVector(guard.Stats{})))}
+}
+
+// classify tells the guard how an attempt ended.
+// A fn's own deadline (context.DeadlineExceeded) is a timeout too, as
+// WithCallTimeout's is.
+func classify(err error) guard.Outcome {
+	if err == nil {
+		return guard.Succeeded
+	}
+	switch kindOf(err) {
+	case KindOverloaded:
+		return guard.Overload
+	case KindTimeout:
+		return guard.TimedOut
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return guard.TimedOut
+	}
+	return guard.Failed
+}
+
+// bothRates waits for each rate in turn: a local and a shared limit.
+type bothRates []guard.Rate
+
+func (b bothRates) Wait(ctx context.Context) error {
+	for _, r := range b {
+		if err := r.Wait(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b bothRates) Close() error {
+	var errs []error
+	for _, r := range b {
+		if c, ok := r.(io.Closer); ok {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// previousError is the error a retry started from bag state shows the
+// gate: what matters to it is whether the last attempt was overloaded.
+func previousError(env state.Envelope) error {
+	switch {
+	case env.Attempts == 0:
+		return nil
+	case env.LastKind == KindOverloaded:
+		return guard.Overloaded(errors.New(env.LastError), 0)
+	}
+	return errors.New(env.LastError)
+}
+
+// maxRetryAfter caps the wait an overload answer may ask for: a service
+// that asks for a day would park the element (and its place) that long.
+const maxRetryAfter = 5 * time.Minute
+
+// overloadWait is the wait an overload answer asked for (at most
+// maxRetryAfter), or zero.
+func overloadWait(err error) time.Duration {
+	_, d := guard.IsOverloaded(err)
+	return min(d, maxRetryAfter)
+}
+
+// publishGuard adds the guard's counts since the last publication to the
+// Beam metrics, and sets the concurrency limit gauge.
+func (f *core) publishGuard(ctx context.Context, pool *state.Pool) {
+	g, ok := pool.Gate().(*guarded)
+	if !ok {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	s := g.Stats()
+	d, any := f.tickets.take(g.published, statsVector(s))
+	if !any && g.limitPublished {
+		return // nothing new: no metric updates per element
+	}
+	g.limitPublished = true
+	if !g.warned {
+		if msg := parallelismWarning(f.Name, f.Parallelism, f.Protect.AdaptiveMax > 0, s); msg != "" {
+			g.warned = true
+			slog.Warn(msg)
+		}
+	}
+	m := f.metrics
+	for i, counter := range []beam.Counter{m.calls, m.overloaded, m.throttled, m.throttledMs, m.budgetWaits, m.sharedErrors} {
+		counter.Inc(ctx, d[i])
+	}
+	limit := s.Limit
+	if limit == 0 {
+		limit = f.Parallelism
+	}
+	m.limit.Set(ctx, int64(limit))
+}
