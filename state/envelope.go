@@ -6,24 +6,23 @@ import (
 	"fmt"
 )
 
-// envelopeVersion is the first byte of every encoded Envelope. A change of
-// layout bumps it so that state written by an older version is recognised.
-// Version 3 added Seq, version 6 Window; version 2 and 3 entries are still
-// read (with Seq 0, and in the global window), so a pipeline updated in
-// place keeps the state it holds. (4, 5 and 7 start other kinds of entries.)
+// The first byte of every bag entry is its tag: it names the entry's kind
+// and, for an envelope, its layout. A change of an envelope's layout takes a
+// new tag, so that state written by an older build is recognised: tag 3
+// added Seq, tag 6 Window; entries tagged 2 and 3 are still read (with Seq
+// 0, in the global window), so a pipeline updated in place keeps its state.
 const (
-	envelopeVersion   byte = 6
-	envelopeVersionV3 byte = 3
-	envelopeVersionV2 byte = 2
-	// batchVersion starts a bag entry that holds several encoded
-	// envelopes (see EncodeBatch).
-	batchVersion byte = 4
-	// queueVersion starts a QueueSummary entry.
-	queueVersion byte = 5
-	// summedVersion starts an entry that holds envelopes and the key's
-	// queue summary (see EncodeWithSummary). Versions before it cannot read
-	// it.
-	summedVersion byte = 7
+	tagEnvelope   byte = 6
+	tagEnvelopeV3 byte = 3
+	tagEnvelopeV2 byte = 2
+	// tagBatch starts an entry that holds several encoded envelopes (see
+	// EncodeBatch).
+	tagBatch byte = 4
+	// tagQueueSummary starts a QueueSummary entry.
+	tagQueueSummary byte = 5
+	// tagSummed starts an entry that holds envelopes and the key's queue
+	// summary (see EncodeWithSummary). Builds before it cannot read it.
+	tagSummed byte = 7
 )
 
 // QueueSummary describes the elements of a key that wait in a separate bag
@@ -42,7 +41,7 @@ type QueueSummary struct {
 
 // Encode returns the summary's bag entry.
 func (q QueueSummary) Encode() []byte {
-	buf := []byte{queueVersion}
+	buf := []byte{tagQueueSummary}
 	for _, v := range []int64{q.Serial, q.Count, q.MinEventTimeMs, q.MaxSeq} {
 		buf = binary.AppendVarint(buf, v)
 	}
@@ -51,10 +50,10 @@ func (q QueueSummary) Encode() []byte {
 }
 
 // isQueueSummary reports whether a bag entry is a QueueSummary.
-func isQueueSummary(b []byte) bool { return len(b) > 0 && b[0] == queueVersion }
+func isQueueSummary(b []byte) bool { return len(b) > 0 && b[0] == tagQueueSummary }
 
 // decodeQueueSummary parses an entry written by QueueSummary.Encode (or by
-// a version without Nonce and HighSeq, which read as zero).
+// a build without Nonce and HighSeq, which read as zero).
 func decodeQueueSummary(b []byte) (QueueSummary, error) {
 	if !isQueueSummary(b) {
 		return QueueSummary{}, fmt.Errorf("%w: not a queue summary", ErrBadEnvelope)
@@ -91,7 +90,7 @@ type Envelope struct {
 	// LastKind and LastError describe the latest failed attempt.
 	LastKind, LastError string
 	// Seq is the element's place in its key's acceptance order, from 1
-	// (zero in entries written before version 3). A key whose elements are
+	// (zero in entries written with tag 2). A key whose elements are
 	// all committed starts again at 1.
 	Seq int64
 	// Nonce names the incarnation of the key's state the element was
@@ -111,13 +110,13 @@ func (e Envelope) Element(key string) ElementID {
 	return ElementID{Key: key, Window: e.Window, ID: e.ID, Nonce: e.Nonce, Seq: e.Seq}
 }
 
-// Encode returns e's bag-state bytes: the version byte; the ID and the last
+// Encode returns e's bag-state bytes: the tag byte; the ID and the last
 // kind and error as uvarint-length-prefixed strings, the numbers as varints
 // (Seq after the strings), the window as a length-prefixed string; then the
 // value bytes to the end.
 func (e Envelope) Encode() []byte {
 	buf := make([]byte, 0, 1+binary.MaxVarintLen64*10+len(e.ID)+len(e.LastKind)+len(e.LastError)+len(e.Window)+len(e.Value))
-	buf = append(buf, envelopeVersion)
+	buf = append(buf, tagEnvelope)
 	buf = appendString(buf, e.ID)
 	buf = binary.AppendVarint(buf, e.EventTimeMs)
 	buf = binary.AppendVarint(buf, int64(e.Attempts))
@@ -193,8 +192,8 @@ func decodeEnvelope(b []byte) (Envelope, error) {
 	if len(b) == 0 {
 		return Envelope{}, fmt.Errorf("%w: empty", ErrBadEnvelope)
 	}
-	if b[0] != envelopeVersion && b[0] != envelopeVersionV3 && b[0] != envelopeVersionV2 {
-		return Envelope{}, fmt.Errorf("%w: version %d, want %d, %d or %d", ErrBadEnvelope, b[0], envelopeVersionV2, envelopeVersionV3, envelopeVersion)
+	if b[0] != tagEnvelope && b[0] != tagEnvelopeV3 && b[0] != tagEnvelopeV2 {
+		return Envelope{}, fmt.Errorf("%w: tag %d, want %d, %d or %d", ErrBadEnvelope, b[0], tagEnvelopeV2, tagEnvelopeV3, tagEnvelope)
 	}
 	r := &reader{b: b[1:]}
 	e := Envelope{ID: r.str("ID"), EventTimeMs: r.varint("event time")}
@@ -208,10 +207,10 @@ func decodeEnvelope(b []byte) (Envelope, error) {
 	e.NextAttemptMs = r.varint("next attempt time")
 	e.LastKind = r.str("last kind")
 	e.LastError = r.str("last error")
-	if b[0] >= envelopeVersionV3 {
+	if b[0] >= tagEnvelopeV3 {
 		e.Seq = r.varint("sequence number")
 	}
-	if b[0] >= envelopeVersion {
+	if b[0] >= tagEnvelope {
 		e.Window = r.str("window")
 		e.Nonce = r.uvarint("nonce")
 	}
@@ -223,25 +222,25 @@ func decodeEnvelope(b []byte) (Envelope, error) {
 }
 
 // EncodeBatch returns one bag entry holding several encoded envelopes: the
-// batch version byte, then their number and each envelope's length as
+// batch tag byte, then their number and each envelope's length as
 // uvarints, each followed by its bytes. Rewriting a key's elements as one
 // entry costs one write to the runner, not one per element.
 func EncodeBatch(encoded [][]byte) []byte {
 	buf := make([]byte, 0, batchSize(encoded))
-	return appendBatch(append(buf, batchVersion), encoded)
+	return appendBatch(append(buf, tagBatch), encoded)
 }
 
 // EncodeWithSummary returns one bag entry holding several encoded envelopes
-// and the key's queue summary: its version byte, the summary's length as a
+// and the key's queue summary: its tag byte, the summary's length as a
 // uvarint and its bytes, then the envelopes as EncodeBatch lays them out
-// after its version byte. Every bag add is its own round trip to the
+// after its tag byte. Every bag add is its own round trip to the
 // runner (two, for the SDK's length prefix): a key's new elements and its
 // summary, or its rewrite, cost one add this way, where one per element
 // and one for the summary was the rule before.
 func EncodeWithSummary(encoded [][]byte, q QueueSummary) []byte {
 	sum := q.Encode()
 	buf := make([]byte, 0, binary.MaxVarintLen64+len(sum)+batchSize(encoded))
-	buf = append(buf, summedVersion)
+	buf = append(buf, tagSummed)
 	buf = binary.AppendUvarint(buf, uint64(len(sum)))
 	buf = append(buf, sum...)
 	return appendBatch(buf, encoded)
@@ -287,7 +286,7 @@ func DecodeEntry(b []byte) (Entry, error) {
 			return Entry{}, err
 		}
 		return Entry{Summary: &q}, nil
-	case len(b) > 0 && b[0] == summedVersion:
+	case len(b) > 0 && b[0] == tagSummed:
 		rest := b[1:]
 		l, k := binary.Uvarint(rest)
 		if k <= 0 || l > uint64(len(rest)-k) {
@@ -303,7 +302,7 @@ func DecodeEntry(b []byte) (Entry, error) {
 		}
 		e.Summary = &q
 		return e, nil
-	case len(b) > 0 && b[0] == batchVersion:
+	case len(b) > 0 && b[0] == tagBatch:
 		return decodeBatch(b[1:])
 	}
 	env, err := decodeEnvelope(b)
@@ -313,7 +312,7 @@ func DecodeEntry(b []byte) (Entry, error) {
 	return Entry{Envelopes: []Envelope{env}, Raws: [][]byte{b}}, nil
 }
 
-// decodeBatch parses what follows a batch's version byte.
+// decodeBatch parses what follows a batch's tag byte.
 func decodeBatch(rest []byte) (Entry, error) {
 	n, k := binary.Uvarint(rest)
 	if k <= 0 || n > uint64(len(rest)) {

@@ -42,7 +42,7 @@ func normal(e Envelope) Envelope {
 // TestDecodeEnvelopeReadsVersion2 checks that state written before Seq
 // existed is still read, with Seq zero.
 func TestDecodeEnvelopeReadsVersion2(t *testing.T) {
-	v2 := []byte{envelopeVersionV2, 1, 'a', 4, 2, 20, 30, 40, 1, 'k', 1, 'e', 'v', 'a', 'l'}
+	v2 := []byte{tagEnvelopeV2, 1, 'a', 4, 2, 20, 30, 40, 1, 'k', 1, 'e', 'v', 'a', 'l'}
 	got, err := decodeEnvelope(v2)
 	if err != nil {
 		t.Fatalf("decodeEnvelope(version 2): %v", err)
@@ -60,10 +60,10 @@ func TestDecodeEnvelopeRejectsMalformed(t *testing.T) {
 	}{
 		{"empty", nil},
 		{"wrong version", []byte{9, 0, 0}},
-		{"ID longer than input", []byte{envelopeVersion, 5, 'a'}},
-		{"missing event time", []byte{envelopeVersion, 1, 'a'}},
-		{"negative attempts", []byte{envelopeVersion, 0, 0, 1, 0, 0, 0, 0, 0}},
-		{"truncated varint", []byte{envelopeVersion, 0x80}},
+		{"ID longer than input", []byte{tagEnvelope, 5, 'a'}},
+		{"missing event time", []byte{tagEnvelope, 1, 'a'}},
+		{"negative attempts", []byte{tagEnvelope, 0, 0, 1, 0, 0, 0, 0, 0}},
+		{"truncated varint", []byte{tagEnvelope, 0x80}},
 	}
 	for _, tc := range tests {
 		if _, err := decodeEnvelope(tc.in); !errors.Is(err, ErrBadEnvelope) {
@@ -75,7 +75,7 @@ func TestDecodeEnvelopeRejectsMalformed(t *testing.T) {
 func FuzzDecodeEnvelope(f *testing.F) {
 	f.Add([]byte{})
 	f.Add(Envelope{ID: "id", EventTimeMs: 42, Value: []byte("value")}.Encode())
-	f.Add([]byte{envelopeVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	f.Add([]byte{tagEnvelope, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		e, err := decodeEnvelope(b)
 		if err != nil {
@@ -156,8 +156,8 @@ func TestEntryRoundTrip(t *testing.T) {
 	}
 	bad := EncodeBatch(raws)
 	summed := EncodeWithSummary(raws, q)
-	for _, b := range [][]byte{bad[:len(bad)-1], append(bad, 0), {batchVersion, 0xff}, summed[:len(summed)-1], append(summed, 0),
-		{summedVersion}, {summedVersion, 0xff}, {summedVersion, 1, envelopeVersion, 0}} {
+	for _, b := range [][]byte{bad[:len(bad)-1], append(bad, 0), {tagBatch, 0xff}, summed[:len(summed)-1], append(summed, 0),
+		{tagSummed}, {tagSummed, 0xff}, {tagSummed, 1, tagEnvelope, 0}} {
 		if _, err := DecodeEntry(b); !errors.Is(err, ErrBadEnvelope) {
 			t.Errorf("DecodeEntry(%x) = %v, want ErrBadEnvelope", b, err)
 		}
@@ -168,9 +168,9 @@ func TestEntryRoundTrip(t *testing.T) {
 // that state written by one version reads in the next: a layout changed in
 // the encoder and the decoder alike would pass the round trips above.
 func TestEntryLayouts(t *testing.T) {
-	v2 := []byte{envelopeVersionV2, 1, 'a', 4, 2, 20, 30, 40, 1, 'k', 1, 'e', 'v', 'a', 'l'}
+	v2 := []byte{tagEnvelopeV2, 1, 'a', 4, 2, 20, 30, 40, 1, 'k', 1, 'e', 'v', 'a', 'l'}
 	a := Envelope{ID: "a", EventTimeMs: 2, Attempts: 1, FirstAttemptMs: 10, LastAttemptMs: 15, NextAttemptMs: 20, LastKind: "k", LastError: "e", Value: []byte("val")}
-	oldSummary := []byte{queueVersion, 4, 2, 6, 8} // serial 2, count 1, earliest 3, highest seq 4 (zigzag varints)
+	oldSummary := []byte{tagQueueSummary, 4, 2, 6, 8} // serial 2, count 1, earliest 3, highest seq 4 (zigzag varints)
 	summary := append(append([]byte(nil), oldSummary...), 9, 10)
 	q := QueueSummary{Serial: 2, Count: 1, MinEventTimeMs: 3, MaxSeq: 4}
 	qn := q
@@ -182,10 +182,10 @@ func TestEntryLayouts(t *testing.T) {
 		summary *QueueSummary
 	}{
 		{"version 2 envelope", v2, []Envelope{a}, nil},
-		{"version 4 batch", append([]byte{batchVersion, 1, byte(len(v2))}, v2...), []Envelope{a}, nil},
+		{"version 4 batch", append([]byte{tagBatch, 1, byte(len(v2))}, v2...), []Envelope{a}, nil},
 		{"version 5 summary without nonce", oldSummary, nil, &q},
 		{"version 5 summary", summary, nil, &qn},
-		{"version 7 elements with summary", append(append([]byte{summedVersion, byte(len(summary))}, summary...), append([]byte{1, byte(len(v2))}, v2...)...), []Envelope{a}, &qn},
+		{"version 7 elements with summary", append(append([]byte{tagSummed, byte(len(summary))}, summary...), append([]byte{1, byte(len(v2))}, v2...)...), []Envelope{a}, &qn},
 	} {
 		entry, err := DecodeEntry(tc.entry)
 		if err != nil {
@@ -202,10 +202,10 @@ func TestEntryLayouts(t *testing.T) {
 	if got, want := qn.Encode(), summary; !bytes.Equal(got, want) {
 		t.Errorf("QueueSummary.Encode = %x, want %x", got, want)
 	}
-	if got, want := EncodeBatch([][]byte{v2}), append([]byte{batchVersion, 1, byte(len(v2))}, v2...); !bytes.Equal(got, want) {
+	if got, want := EncodeBatch([][]byte{v2}), append([]byte{tagBatch, 1, byte(len(v2))}, v2...); !bytes.Equal(got, want) {
 		t.Errorf("EncodeBatch = %x, want %x", got, want)
 	}
-	if got, want := EncodeWithSummary([][]byte{v2}, qn), append(append([]byte{summedVersion, byte(len(summary))}, summary...), append([]byte{1, byte(len(v2))}, v2...)...); !bytes.Equal(got, want) {
+	if got, want := EncodeWithSummary([][]byte{v2}, qn), append(append([]byte{tagSummed, byte(len(summary))}, summary...), append([]byte{1, byte(len(v2))}, v2...)...); !bytes.Equal(got, want) {
 		t.Errorf("EncodeWithSummary = %x, want %x", got, want)
 	}
 }
@@ -215,7 +215,7 @@ func TestEntryLayouts(t *testing.T) {
 func FuzzDecodeEntry(f *testing.F) {
 	f.Add(EncodeBatch([][]byte{Envelope{ID: "a", Value: []byte("v")}.Encode()}))
 	f.Add(EncodeWithSummary([][]byte{Envelope{ID: "a", Value: []byte("v")}.Encode()}, QueueSummary{Count: 1}))
-	f.Add([]byte{batchVersion, 2, 0})
+	f.Add([]byte{tagBatch, 2, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		entry, err := DecodeEntry(b)
 		if err != nil {
@@ -252,7 +252,7 @@ func TestQueueSummaryRoundTrip(t *testing.T) {
 			t.Errorf("DecodeEntry(%x) = %+v, %v; want the summary alone", b, entry, err)
 		}
 	}
-	for _, b := range [][]byte{{queueVersion}, append(QueueSummary{Count: 1}.Encode(), 0), QueueSummary{Count: -1}.Encode()} {
+	for _, b := range [][]byte{{tagQueueSummary}, append(QueueSummary{Count: 1}.Encode(), 0), QueueSummary{Count: -1}.Encode()} {
 		if _, err := decodeQueueSummary(b); !errors.Is(err, ErrBadEnvelope) {
 			t.Errorf("decodeQueueSummary(%x) = %v, want ErrBadEnvelope", b, err)
 		}
@@ -267,7 +267,7 @@ func TestEnvelopeKeepsItsWindow(t *testing.T) {
 	if err != nil || got.Window != e.Window || got.Seq != 2 || string(got.Value) != "v" {
 		t.Errorf("round trip = %+v, %v; want %+v", got, err, e)
 	}
-	v3 := []byte{envelopeVersionV3}
+	v3 := []byte{tagEnvelopeV3}
 	v3 = appendString(v3, "x")
 	for i := 0; i < 5; i++ {
 		v3 = append(v3, 0) // event time, attempts, three times: varint 0

@@ -11,8 +11,8 @@ const minRearm = 10 * time.Millisecond
 // frequency C (async.WithCallbackFrequency). Nothing else in the module
 // derives a duration from C: a rule that needs one adds it here.
 type Cadence struct {
-	// Period is C itself.
-	Period time.Duration
+	// Frequency is C itself.
+	Frequency time.Duration
 	// Grid is the step of the commit grid, max(C/4, minRearm): every
 	// commit timer is set on a multiple of it since the Unix epoch, so
 	// that keys share instants and the runner delivers their callbacks
@@ -23,11 +23,9 @@ type Cadence struct {
 	// busy key is committed by its own next bundle, where a timer would
 	// only fall due inside that bundle; a key whose elements come further
 	// apart is committed sooner by a timer on the grid than by waiting for
-	// its next element. Both bounds are chosen from measurements
-	// (BENCHMARKS.md, "The busy threshold"): 500 ms keeps keys up to
-	// 350 ms apart busy at C = 100 ms, where a 50 ms threshold (a timer per
-	// element) cost prism more than those keys' own bundles, and 2 s is
-	// where C = 5 s met its targets. Where the runner's guard
+	// its next element. The floor keeps a key with elements a few hundred
+	// milliseconds apart busy at a short C, where a timer per element costs
+	// the runner more than the key's own bundles. Where the runner's guard
 	// (Runner.Guard) is longer, it is the threshold (busy).
 	busyWithin time.Duration
 	// BackstopFloor and backstopCap bound a busy key's backstop as its
@@ -41,13 +39,13 @@ type Cadence struct {
 	// before the worker drops its work, max(20C, 30 s): only a key that
 	// moved to another worker stays away that long.
 	StaleAfter time.Duration
-	// Moved is how long a key may go without a callback on a worker before
+	// Gone is how long a key may go without a callback on a worker before
 	// the worker takes it for moved to another worker for good, 10 ×
 	// StaleAfter: then an ordered key's unbuffered task goes even when no
 	// key needs room (eviction for room takes it after StaleAfter), and
 	// a key that came back after an eviction is spared from eviction for
 	// twice as long as it was away, at most this long.
-	Moved time.Duration
+	Gone time.Duration
 	// Forget is how long a worker remembers a key that holds no work
 	// there (its arrivals, see busyWithin), max(4C, 4 s).
 	Forget time.Duration
@@ -68,14 +66,14 @@ func NewCadence(c time.Duration) Cadence {
 	floor := max(c/2, 250*time.Millisecond)
 	stale := max(20*c, 30*time.Second)
 	return Cadence{
-		Period:        c,
+		Frequency:     c,
 		Grid:          grid,
 		busyWithin:    busy,
 		BackstopFloor: floor,
 		backstopCap:   max(2*time.Second, floor),
 		longCallCap:   c,
 		StaleAfter:    stale,
-		Moved:         10 * stale,
+		Gone:          10 * stale,
 		Forget:        max(4*c, 4*time.Second),
 		GuardCap:      stale / 2,
 	}
@@ -95,26 +93,26 @@ func (c Cadence) OnGrid(t time.Time) time.Time { return NextRound(t, c.Grid, 0) 
 // share them.
 func (c Cadence) step(r Runner) time.Duration {
 	step := c.Grid
-	for step < r.bundle && 2*step <= c.Period {
+	for step < r.bundle && 2*step <= c.Frequency {
 		step *= 2
 	}
 	return step
 }
 
 // NextRound returns the earliest instant strictly after now that lies on a
-// round increment of freq (counted from the Unix epoch) plus phase. Every call
-// within the same period returns the same instant: timers aimed anywhere in
-// one step of the grid share its end, and the runner delivers them together.
-// freq must be positive.
-func NextRound(now time.Time, freq, phase time.Duration) time.Time {
-	if freq <= 0 {
-		panic("timers: NextRound needs a positive frequency")
+// round increment of step (counted from the Unix epoch) plus phase. Every
+// call within the same step returns the same instant: timers aimed anywhere
+// in one step of the grid share its end, and the runner delivers them
+// together. step must be positive.
+func NextRound(now time.Time, step, phase time.Duration) time.Time {
+	if step <= 0 {
+		panic("timers: NextRound needs a positive step")
 	}
-	phase %= freq
+	phase %= step
 	since := now.UnixNano() - int64(phase)
-	rounds := since / int64(freq)
-	if since < 0 && since%int64(freq) != 0 {
+	rounds := since / int64(step)
+	if since < 0 && since%int64(step) != 0 {
 		rounds-- // floor, not truncation, before the epoch
 	}
-	return time.Unix(0, (rounds+1)*int64(freq)+int64(phase))
+	return time.Unix(0, (rounds+1)*int64(step)+int64(phase))
 }

@@ -79,7 +79,7 @@ func (c Cadence) busy(f Facts) bool {
 // start every key comes as a newcomer; a timer a grid step ahead for each
 // fires in small timer bundles between the first ticks' element bundles,
 // splitting them, and falls due inside the key's next bundle, where prism
-// puts it back in a loop (BENCHMARKS.md, "A newcomer's timer"). Later, a
+// puts it back in a loop. Later, a
 // key the worker has not seen is one whose elements come further apart
 // than c.Forget: a quiet key, and planned as one.
 //
@@ -88,8 +88,8 @@ func (c Cadence) busy(f Facts) bool {
 // its next element after its timer has come, not before. At a longer C
 // the floor (C/2) is as long as a busy key's gap, so over many keys,
 // where nearly every element is a newcomer, each key's timer fell among
-// its later elements' bundles, and the runner's guard (Runner.Guard) grew
-// until the stream fell behind (BENCHMARKS.md, "Newcomers at a long C").
+// its later elements' bundles, and the runner's guard (Runner.Guard) grows
+// until the stream falls behind.
 // It holds, too, only while the pool holds less than half the places it
 // may hold (Load.Capacity): a backstop keeps the newcomer's result, and
 // its place, waiting.
@@ -165,7 +165,7 @@ func (c Cadence) Plan(f Facts) time.Time {
 		if !f.AtElement && f.Running == f.Active {
 			expected = max(expected, c.longCallWait(f.ShortestRun))
 		}
-		expected = min(max(expected, minRearm), c.Period)
+		expected = min(max(expected, minRearm), c.Frequency)
 		next = NextRound(f.Now.Add(max(expected, guard)), c.step(f.Runner), 0)
 	}
 	if next.IsZero() && f.RetryDue.IsZero() {

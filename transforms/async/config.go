@@ -135,5 +135,5 @@ func (c *config) staleAfter() time.Duration { return c.cadence().StaleAfter }
 // at most until the cadence takes it for moved.
 func (c *config) poolConfig(now func() time.Time) state.Config {
 	return state.Config{Parallelism: c.Parallelism, Buffer: c.Buffer, Hold: c.Held, Now: now,
-		Forget: c.cadence().Forget, Gone: c.cadence().Moved, Batch: c.batchConfig()}
+		Forget: c.cadence().Forget, Gone: c.cadence().Gone, Batch: c.batchConfig()}
 }

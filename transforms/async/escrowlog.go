@@ -30,10 +30,10 @@ const (
 	entryRecord byte = 4
 )
 
-// recordVersion starts every record. A record of an earlier version, which
+// recordTag starts every record. A record of an earlier version, which
 // carried neither ordinal nor hold, starts with the length of its accepted
 // part: 0, or at least an encoded envelope's length, never 1.
-const recordVersion byte = 1
+const recordTag byte = 1
 
 // holdNone is the hold of a key with nothing pending or queued: no timer.
 const holdNone = mtime.MaxTimestamp
@@ -72,7 +72,7 @@ func encodeRecord(ordinal uint64, hold mtime.Time, accepted [][]byte, committed 
 		part = oneEntry(accepted)
 	}
 	b := make([]byte, 0, 4*binary.MaxVarintLen64+len(part)+2*binary.MaxVarintLen64*len(committed))
-	b = append(b, recordVersion)
+	b = append(b, recordTag)
 	b = binary.AppendUvarint(b, ordinal)
 	b = binary.AppendVarint(b, int64(hold))
 	b = binary.AppendUvarint(b, uint64(len(accepted)))
@@ -86,7 +86,7 @@ func encodeRecord(ordinal uint64, hold mtime.Time, accepted [][]byte, committed 
 // rewrite decodes it). A record of the earlier layout has its body
 // converted.
 func decodeRecord(b []byte) (escrowRecord, error) {
-	if len(b) == 0 || b[0] != recordVersion {
+	if len(b) == 0 || b[0] != recordTag {
 		return decodeOldRecord(b)
 	}
 	r := escrowRecord{hasHold: true}

@@ -13,8 +13,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 )
 
-// summaryVersion starts a summary entry.
-const summaryVersion byte = 1
+// summaryTag starts a summary entry.
+const summaryTag byte = 1
 
 // compactFloor is the fewest cancelled pairs a rewrite of a log that still
 // holds elements may be for, so that a small key is not rewritten at
@@ -52,7 +52,7 @@ func (s escrowSummary) encode() []byte {
 	if s.drained {
 		flags |= 1
 	}
-	b = append(b, summaryVersion, flags)
+	b = append(b, summaryTag, flags)
 	b = binary.AppendUvarint(b, s.newest)
 	b = binary.AppendVarint(b, int64(s.newestHold))
 	b = binary.AppendVarint(b, int64(s.timer))
@@ -64,7 +64,7 @@ func (s escrowSummary) encode() []byte {
 
 // decodeSummary reads what encode wrote.
 func decodeSummary(b []byte) (escrowSummary, error) {
-	if len(b) < 2 || b[0] != summaryVersion || b[1]&^1 != 0 {
+	if len(b) < 2 || b[0] != summaryTag || b[1]&^1 != 0 {
 		return escrowSummary{}, errors.New("not an escrow summary this version reads")
 	}
 	s := escrowSummary{drained: b[1]&1 != 0}

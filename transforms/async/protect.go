@@ -184,8 +184,8 @@ func WithAdaptiveParallelism(min, max int) Option {
 // second. A retry without budget is not dropped: it waits, holding no slot,
 // until the budget has one. While the service refuses less, retries go on
 // (and still count in the window). So retries add at most share of the first
-// attempts, plus the floor, while the budget binds; not over a whole run
-// (BENCHMARKS.md measures both). The worker's throttle has its own
+// attempts, plus the floor, while the budget binds; not over a whole run.
+// The worker's throttle has its own
 // threshold (WithOverloadThreshold). Retries after other errors are not
 // budgeted. Must be >= 0. Default: guard.DefaultBudgetShare (0.1).
 func WithRetryBudget(share float64) Option {

@@ -1570,7 +1570,7 @@ func TestSimulatorEndOfInputDrain(t *testing.T) {
 // had started for the next ones running, beyond one per key (75531422; it
 // shows in about a third of its runs, as goroutines are scheduled). A key
 // that came back to a worker after an eviction and then moved away for good
-// kept its finished result and a place kept for it there for Moved (ten
+// kept its finished result and a place kept for it there for Gone (ten
 // stale periods), and a key waiting on that worker for room got none
 // (24414277). Each runs on every runner model: a moved key is what a
 // retry on another worker (dataflow) makes most of.

@@ -147,5 +147,5 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 		return
 	}
 	f.lastSweep = now
-	f.reportEvicted(ctx, pool.EvictIdleUnbuffered(now.Add(-f.cadence().Moved)))
+	f.reportEvicted(ctx, pool.EvictIdleUnbuffered(now.Add(-f.cadence().Gone)))
 }

@@ -214,9 +214,8 @@ func (g *Guard) noteThrottled(start time.Time) {
 // latency (the moving mean of accepted calls, 5 ms to 1 s) after it began.
 // A refusal comes back at once; if its slot went to the next attempt at
 // once, a pool a little over the service's capacity would refuse itself in
-// a tight loop (measured: 568 refusals in the second a capacity halved,
-// before the adaptive limit had shrunk). Held, an excess slot asks about as
-// often as a served one.
+// a tight loop until the adaptive limit shrank. Held, an excess slot asks
+// about as often as a served one.
 func (g *Guard) holdSlot(ctx context.Context, began time.Time) {
 	hold := min(max(time.Duration(g.latencyNs.Load()), 5*time.Millisecond), time.Second)
 	d := hold - g.cfg.Now().Sub(began)

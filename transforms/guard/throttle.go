@@ -23,8 +23,7 @@ import (
 // rejected request, which takes it out of the traffic. A pool cannot drop an
 // element; an attempt held back for a moment comes back, so a rejection
 // probability would delay attempts without lowering the rate they are sent
-// at (measured: a pool of 64 against a service taking 24 kept 15% of its
-// calls refused at K = 1.1). A pace lowers the rate itself.
+// at. A pace lowers the rate itself.
 //
 // A delayed attempt counts as one request, which keeps the pace on while
 // attempts queue for it; once they stop queueing and the service accepts
