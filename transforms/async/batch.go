@@ -245,7 +245,7 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 	f := members[0].f
 	f.batchStats().observe(len(items))
 	res, err := callWithin(ctx, f.CallTimeout, func(ctx context.Context) (batchResult, error) {
-		outs, errs, err := f.user.callBatch(ctx, keys, values)
+		outs, errs, err := f.user.CallBatch(ctx, keys, values)
 		return batchResult{outs, errs}, err
 	})
 	outs, errs := res.outs, res.errs
@@ -262,7 +262,7 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 			o, e = answerItem(b, items[i], o, e, func(en cache.Entry) { stored = append(stored, en) })
 		}
 		if e == nil && b.f.User.Enrich != nil {
-			o, e = b.f.User.Enrich.joinAnswer(b.el.value, o) // after the cache, which keeps answers
+			o, e = b.f.User.Enrich.JoinAnswer(b.el.value, o) // after the cache, which keeps answers
 		}
 		if e == nil {
 			b.f.event(EventSucceeded, b.el.key, b.el.eid.ID, b.el.done+items[i].Attempt, nil)

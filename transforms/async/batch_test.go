@@ -1,10 +1,11 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func init() { beam.RegisterType(reflect.TypeOf((*labelBatch)(nil)).Elem()) }
 // it before its Setup.
 func batchCore(t *testing.T, edits ...func(*core)) *core {
 	t.Helper()
-	spec, _, err := inspectBatchFn(&labelBatch{}, reflect.TypeOf(""), reflect.TypeOf(0))
+	spec, _, err := wrapped.InspectBatch(&labelBatch{}, reflect.TypeOf(""), reflect.TypeOf(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,44 +139,5 @@ func TestBatchDefaults(t *testing.T) {
 				t.Errorf("buffer, held = %d, %d; want %d, %d", s.buffer, s.held, tt.wantBuffer, tt.wantHeld)
 			}
 		})
-	}
-}
-
-// refusingEncoder fails to encode the value "bad".
-type refusingEncoder struct{ beam.ElementEncoder }
-
-func (e refusingEncoder) Encode(v any, w io.Writer) error {
-	if v == "bad" {
-		return errors.New("cannot encode bad")
-	}
-	return e.ElementEncoder.Encode(v, w)
-}
-
-// TestBatchPairThatCannotBeEncodedFailsItsElement: an output pair of one
-// element that cannot be encoded fails that element for good, not the
-// request; the other elements keep their outputs.
-func TestBatchPairThatCannotBeEncodedFailsItsElement(t *testing.T) {
-	str := reflect.TypeOf("")
-	got := &batchOutputs{outs: make([][]any, 3), pairs: &pairEncoder{
-		key: beam.NewElementEncoder(str), value: refusingEncoder{beam.NewElementEncoder(str)}}}
-	emit := func(i int, k, v string) {
-		got.emit([]reflect.Value{reflect.ValueOf(i), reflect.ValueOf(k), reflect.ValueOf(v)})
-	}
-	emit(0, "a", "fine")
-	emit(1, "b", "bad")
-	emit(1, "b", "fine")
-	emit(2, "c", "fine")
-	got.close()
-	outs, errs, err := got.answer(nil, nil)
-	if err != nil {
-		t.Fatalf("answer: request error %v; want none", err)
-	}
-	for i, wantOuts := range []int{1, 0, 1} {
-		if len(outs[i]) != wantOuts {
-			t.Errorf("element %d has %d outputs; want %d", i, len(outs[i]), wantOuts)
-		}
-	}
-	if errs[0] != nil || errs[2] != nil || !errors.As(errs[1], new(*permanentError)) || !strings.Contains(errs[1].Error(), "cannot encode bad") {
-		t.Errorf("errors %v; want element 1's alone, Permanent, naming the cause", errs)
 	}
 }

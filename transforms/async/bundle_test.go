@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"errors"
 	"fmt"
@@ -312,7 +314,7 @@ func TestBundleIdentityInWindows(t *testing.T) {
 	var got []string
 	emit := func(ts typex.EventTime, z typex.Z) {
 		w := z.(windowed)
-		o, err := decode(beam.NewElementDecoder(reflect.TypeOf("")), w.Value)
+		o, err := wrapped.Decode(beam.NewElementDecoder(reflect.TypeOf("")), w.Value)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -336,7 +338,7 @@ func TestBundleIdentityInWindows(t *testing.T) {
 
 func mustEncodeValue(t *testing.T, h *harness, v int) []byte {
 	t.Helper()
-	b, err := encode(h.c.valEnc, v)
+	b, err := wrapped.Encode(h.c.valEnc, v)
 	if err != nil {
 		t.Fatal(err)
 	}

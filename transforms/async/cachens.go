@@ -35,11 +35,11 @@ func (c *config) lookupIdentity() [][]byte {
 	parts := [][]byte{[]byte("lookup/v1")}
 	switch {
 	case u.Func != nil:
-		parts = append(parts, []byte("func"), []byte(u.Func.fn.Name()))
+		parts = append(parts, []byte("func"), []byte(u.Func.Func().Name()))
 	case u.Type != nil:
-		method := u.method()
+		method := u.Method()
 		if u.Batch {
-			method = u.batchMethod()
+			method = u.BatchMethod()
 		}
 		t := u.Type.T
 		parts = append(parts, []byte("type"), []byte(t.PkgPath()+"."+t.Name()), []byte(method), []byte(u.JSON))

@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"reflect"
 	"testing"
@@ -42,27 +44,27 @@ func init() {
 // lookup, whatever its join.
 func TestCacheNamespace(t *testing.T) {
 	intT := reflect.TypeOf(0)
-	enrich := func(lookup, join any, form lookupForm, fallbacks ...string) *config {
+	enrich := func(lookup, join any, form wrapped.LookupForm, fallbacks ...string) *config {
 		t.Helper()
-		spec, _, err := inspectEnrich(lookup, join, intT, intT, form)
+		spec, _, err := wrapped.InspectEnrich(lookup, join, intT, intT, form)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return &config{User: spec, Fallbacks: fallbacks}
 	}
-	profiles := enrich(&nsProfiles{URL: "http://profiles"}, nsJoin, singleLookup)
+	profiles := enrich(&nsProfiles{URL: "http://profiles"}, nsJoin, wrapped.SingleLookup)
 	tests := []struct {
 		name  string
 		other *config
 		same  bool
 	}{
-		{"the same lookup again", enrich(&nsProfiles{URL: "http://profiles"}, nsJoin, singleLookup), true},
-		{"another join", enrich(&nsProfiles{URL: "http://profiles"}, nsJoinOther, singleLookup), true},
-		{"another configuration", enrich(&nsProfiles{URL: "http://sellers"}, nsJoin, singleLookup), false},
-		{"another type, same configuration", enrich(&nsSellers{URL: "http://profiles"}, nsJoin, singleLookup), false},
-		{"another method (LookupBatch)", enrich(&nsProfiles{URL: "http://profiles"}, nsJoin, batchLookup), false},
-		{"a function", enrich(nsProfileFn, nsJoin, singleLookup), false},
-		{"a fallback value", enrich(&nsProfiles{URL: "http://profiles"}, nsJoin, singleLookup, "model-a"), false},
+		{"the same lookup again", enrich(&nsProfiles{URL: "http://profiles"}, nsJoin, wrapped.SingleLookup), true},
+		{"another join", enrich(&nsProfiles{URL: "http://profiles"}, nsJoinOther, wrapped.SingleLookup), true},
+		{"another configuration", enrich(&nsProfiles{URL: "http://sellers"}, nsJoin, wrapped.SingleLookup), false},
+		{"another type, same configuration", enrich(&nsSellers{URL: "http://profiles"}, nsJoin, wrapped.SingleLookup), false},
+		{"another method (LookupBatch)", enrich(&nsProfiles{URL: "http://profiles"}, nsJoin, wrapped.BatchLookup), false},
+		{"a function", enrich(nsProfileFn, nsJoin, wrapped.SingleLookup), false},
+		{"a fallback value", enrich(&nsProfiles{URL: "http://profiles"}, nsJoin, wrapped.SingleLookup, "model-a"), false},
 	}
 	for _, tc := range tests {
 		got, want := profiles.cacheNamespace(), tc.other.cacheNamespace()
@@ -76,11 +78,11 @@ func TestCacheNamespace(t *testing.T) {
 		a, b *config
 		same bool
 	}{
-		{"two functions", enrich(nsProfileFn, nsJoin, singleLookup), enrich(nsSellerFn, nsJoin, singleLookup), false},
-		{"one function, two joins", enrich(nsProfileFn, nsJoin, singleLookup), enrich(nsProfileFn, nsJoinOther, singleLookup), true},
-		{"first fallbacks differ", enrich(nsProfileFn, nsJoin, singleLookup, "a"), enrich(nsProfileFn, nsJoin, singleLookup, "b"), false},
+		{"two functions", enrich(nsProfileFn, nsJoin, wrapped.SingleLookup), enrich(nsSellerFn, nsJoin, wrapped.SingleLookup), false},
+		{"one function, two joins", enrich(nsProfileFn, nsJoin, wrapped.SingleLookup), enrich(nsProfileFn, nsJoinOther, wrapped.SingleLookup), true},
+		{"first fallbacks differ", enrich(nsProfileFn, nsJoin, wrapped.SingleLookup, "a"), enrich(nsProfileFn, nsJoin, wrapped.SingleLookup, "b"), false},
 		// Only the first attempt's answer is cached when the values differ.
-		{"later fallbacks differ", enrich(nsProfileFn, nsJoin, singleLookup, "a"), enrich(nsProfileFn, nsJoin, singleLookup, "a", "b"), true},
+		{"later fallbacks differ", enrich(nsProfileFn, nsJoin, wrapped.SingleLookup, "a"), enrich(nsProfileFn, nsJoin, wrapped.SingleLookup, "a", "b"), true},
 	}
 	for _, tc := range fns {
 		if got := tc.a.cacheNamespace() == tc.b.cacheNamespace(); got != tc.same {
@@ -97,7 +99,7 @@ func TestCacheNamespace(t *testing.T) {
 func TestCacheNamespaceOfParDo(t *testing.T) {
 	spec := func(fn any) *config {
 		t.Helper()
-		s, _, err := inspectFn(fn, reflect.TypeOf(""), reflect.TypeOf(0))
+		s, _, err := wrapped.Inspect(fn, reflect.TypeOf(""), reflect.TypeOf(0))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"reflect"
 	"strings"
 	"testing"
@@ -72,7 +74,7 @@ func TestDescribeTypeTellsCodersApart(t *testing.T) {
 			t.Errorf("%s: %v and %v are both described %q; want different descriptions", tc.name, tc.a, tc.b, da)
 		}
 	}
-	for _, typ := range []reflect.Type{reflect.TypeOf(answerV1{}), reflect.TypeOf(&tree{}), reflect.TypeOf(kvOutput{})} {
+	for _, typ := range []reflect.Type{reflect.TypeOf(answerV1{}), reflect.TypeOf(&tree{}), reflect.TypeOf(wrapped.KVOutput{})} {
 		if a, b := describe(typ), describe(typ); a != b || a == "" {
 			t.Errorf("%v described %q, then %q; want one non-empty description", typ, a, b)
 		}
@@ -86,8 +88,8 @@ func TestDescribeTypeTellsCodersApart(t *testing.T) {
 // another cache shape though its outputs are kvOutput either way.
 func TestCachedShapeCoversPairs(t *testing.T) {
 	shape := func(k, v reflect.Type) string {
-		f := &core{config: config{OutputType: &beam.EncodedType{T: reflect.TypeOf(kvOutput{})}}}
-		f.User.Pairs = &pairTypes{Key: beam.EncodedType{T: k}, Value: beam.EncodedType{T: v}}
+		f := &core{config: config{OutputType: &beam.EncodedType{T: reflect.TypeOf(wrapped.KVOutput{})}}}
+		f.User.Pairs = &wrapped.PairTypes{Key: beam.EncodedType{T: k}, Value: beam.EncodedType{T: v}}
 		return string(f.cachedShape())
 	}
 	a := shape(reflect.TypeOf(""), reflect.TypeOf(answerV1{}))

@@ -4,30 +4,17 @@ package async
 // element identity computed from them.
 
 import (
-	"bytes"
-	"fmt"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"fmt"
 
 	"github.com/asyncbeam/asyncbeam/state"
 )
 
-func encode(enc beam.ElementEncoder, v any) ([]byte, error) {
-	var buf bytes.Buffer
-	if err := enc.Encode(v, &buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-func decode(dec beam.ElementDecoder, b []byte) (any, error) {
-	return dec.Decode(bytes.NewReader(b))
-}
-
 // decodeKey decodes an encoded key for an event; on failure (which the
 // transform's own encoding rules out) the event shows the raw bytes.
 func (f *core) decodeKey(kb string) any {
-	k, err := decode(f.keyDec, []byte(kb))
+	k, err := wrapped.Decode(f.keyDec, []byte(kb))
 	if err != nil {
 		return []byte(kb)
 	}
@@ -36,7 +23,7 @@ func (f *core) decodeKey(kb string) any {
 
 // decodeValue decodes the value of an element of key read from bag state.
 func (f *core) decodeValue(key any, vb []byte) (any, error) {
-	value, err := decode(f.valDec, vb)
+	value, err := wrapped.Decode(f.valDec, vb)
 	if err != nil {
 		return nil, fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
 	}

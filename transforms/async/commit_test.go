@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"errors"
 	"fmt"
@@ -867,7 +869,7 @@ func values(t *testing.T, h *harness, envs []state.Envelope) []int {
 	t.Helper()
 	var out []int
 	for _, env := range envs {
-		v, err := decode(h.c.valDec, env.Value)
+		v, err := wrapped.Decode(h.c.valDec, env.Value)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,8 @@ package async
 // construction, shipped to every worker inside the DoFn as JSON.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"reflect"
 	"time"
 
@@ -25,10 +27,10 @@ type config struct {
 	// TimerSuffix ends the names of the transform's timer families
 	// (timerfamily.go).
 	TimerSuffix string
-	User        userSpec
+	User        wrapped.Spec
 	KeyType     beam.EncodedType
 	ValueType   beam.EncodedType
-	IDFn        *shippedFunc
+	IDFn        *wrapped.Shipped
 	// Parallelism, Buffer and Held are the pool's bounds: calls running,
 	// elements in flight, and elements in flight or awaiting their commit.
 	Parallelism, Buffer, Held int
@@ -37,14 +39,14 @@ type config struct {
 	CallTimeout               time.Duration
 	MaxAttempts               int
 	Backoff                   Backoff
-	RetryIf                   *shippedFunc
+	RetryIf                   *wrapped.Shipped
 	Fallbacks                 []string
 	// HasFailures is set by ParDoWithFailures: an element that fails for good
 	// goes to the failure output instead of failing its key's commit.
 	HasFailures bool
 	// Ordered commits each key's results in acceptance order (WithOrdered).
 	Ordered    bool
-	PriorityFn *shippedFunc
+	PriorityFn *wrapped.Shipped
 	// Listeners are WithListener's, in the order given.
 	Listeners []*listenerSpec
 	// Protect is what protects the called service (protect.go).
@@ -75,7 +77,7 @@ type config struct {
 
 // newConfig checks everything about the transform that is not the input and
 // the wrapped fn (already inspected as spec) and returns its configuration.
-func newConfig(name string, spec userSpec, keyT, valT reflect.Type, set settings, hasFailures bool) (config, error) {
+func newConfig(name string, spec wrapped.Spec, keyT, valT reflect.Type, set settings, hasFailures bool) (config, error) {
 	idFn, err := inspectValueFn("WithIDFn", set.idFn, valT, reflect.TypeOf(""))
 	if err != nil {
 		return config{}, err

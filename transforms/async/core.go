@@ -5,6 +5,8 @@ package async
 // submit to the call of the wrapped fn (work).
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +39,7 @@ type instance struct {
 	clock    timers.Clock
 	metrics  *metrics
 	registry *state.Registry // nil: state.Default; tests model other workers
-	user     *userFn
+	user     *wrapped.Fn
 	keyEnc   beam.ElementEncoder
 	keyDec   beam.ElementDecoder
 	valEnc   beam.ElementEncoder
@@ -76,7 +78,7 @@ func (f *core) Setup(ctx context.Context) error {
 	if err := f.requireRedis(ctx); err != nil {
 		return err
 	}
-	u, err := startUserFn(ctx, f.User)
+	u, err := wrapped.Start(ctx, f.User)
 	if err != nil {
 		return err
 	}
@@ -128,7 +130,7 @@ func gateOf(c config, clock timers.Clock, reg *state.Registry) func() state.Gate
 func (f *core) prepare(key, value any, kb []byte, ts beam.EventTime) (element, error) {
 	if kb == nil {
 		var err error
-		if kb, err = encode(f.keyEnc, key); err != nil {
+		if kb, err = wrapped.Encode(f.keyEnc, key); err != nil {
 			return element{}, fmt.Errorf("async: encoding key %v: %w", key, err)
 		}
 	}
@@ -146,7 +148,7 @@ func (f *core) prepare(key, value any, kb []byte, ts beam.EventTime) (element, e
 		}
 	} else {
 		var err error
-		if vb, err = encode(f.valEnc, value); err != nil {
+		if vb, err = wrapped.Encode(f.valEnc, value); err != nil {
 			return element{}, fmt.Errorf("async: encoding value of key %v: %w", key, err)
 		}
 	}
@@ -205,7 +207,7 @@ func (f *core) emitOutputs(tsMs int64, win string, outputs []any, emit func(beam
 			emit(ts, o)
 			continue
 		}
-		ob, err := encode(f.outEnc, o)
+		ob, err := wrapped.Encode(f.outEnc, o)
 		if err != nil {
 			return fmt.Errorf("async: encoding an output of type %v: %w", f.OutputType.T, err)
 		}
@@ -229,8 +231,8 @@ func (f *core) commitOutputs(ctx context.Context, key any, id string, tsMs int64
 // submit starts the wrapped fn for one element, taking one of the pool's
 // places, if there is room.
 func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait time.Duration) (*state.Task, state.Admission, error) {
-	if !f.user.acquire() {
-		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.name)
+	if !f.user.Acquire() {
+		return nil, state.NoRoom, fmt.Errorf("async: %s is already torn down", f.user.Name)
 	}
 	job, k := f.job(el), el.task()
 	t, adm, err := pool.Submit(ctx, k, wait, job)
@@ -238,9 +240,9 @@ func (f *core) submit(ctx context.Context, pool *state.Pool, el element, wait ti
 		t, adm, err = pool.Submit(ctx, k, 0, job)
 	}
 	if adm != state.Started {
-		f.user.release()
+		f.user.Release()
 	} else {
-		t.AfterFinish(f.user.release)
+		t.AfterFinish(f.user.Release)
 	}
 	return t, adm, err
 }
@@ -275,14 +277,14 @@ func (f *core) reportEvicted(ctx context.Context, evicted []*state.Task) {
 // startUnbuffered starts the wrapped fn for one element without taking a
 // place (an ordered key's earliest element).
 func (f *core) startUnbuffered(_ context.Context, pool *state.Pool, el element) (*state.Task, error) {
-	if !f.user.acquire() {
-		return nil, fmt.Errorf("async: %s is already torn down", f.user.name)
+	if !f.user.Acquire() {
+		return nil, fmt.Errorf("async: %s is already torn down", f.user.Name)
 	}
 	t, existing, err := pool.StartUnbuffered(el.task(), f.job(el))
 	if existing || err != nil {
-		f.user.release()
+		f.user.Release()
 	} else {
-		t.AfterFinish(f.user.release)
+		t.AfterFinish(f.user.Release)
 	}
 	return t, err
 }
@@ -299,13 +301,13 @@ func (f *core) job(el element) state.Job {
 // task's last attempt returns (see release in userFn).
 func (f *core) work(el element) state.Work {
 	limit, key, id := f.CallTimeout, el.key, el.eid.ID
-	in := callInput{key: key, value: el.value, ts: el.ts, window: el.eid.Window}
+	in := wrapped.CallInput{Key: key, Value: el.value, TS: el.ts, Window: el.eid.Window}
 	return func(ctx context.Context, attempt int) ([]any, error) {
 		n := el.done + attempt
 		ctx = withAttempt(ctx, n, f.Fallbacks)
 		ctx = context.WithValue(ctx, callKey{}, callInfo{f: f, key: key, id: id, attempt: n})
 		f.attemptBegins(el, attempt)
-		outputs, err := callWithin(ctx, limit, func(ctx context.Context) ([]any, error) { return f.user.call(ctx, in) })
+		outputs, err := callWithin(ctx, limit, func(ctx context.Context) ([]any, error) { return f.user.Call(ctx, in) })
 		if err == nil {
 			f.event(EventSucceeded, key, id, n, nil)
 		}
@@ -345,5 +347,5 @@ func (f *core) Teardown(ctx context.Context) error {
 	if f.user == nil {
 		return nil
 	}
-	return f.user.close(ctx)
+	return f.user.Close(ctx)
 }

@@ -5,18 +5,10 @@ package async
 // requests are BatchParDo's.
 
 import (
-	"context"
 	"fmt"
-	"reflect"
-	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
-
-// lookupBatchShape is quoted by every error about a batch lookup's
-// signature.
-const lookupBatchShape = "a registered top-level function ([ctx context.Context,] keys []LK) ([]A | ([]A, error) | ([]A, []error, error)), " +
-	"or a pointer to a registered struct with a method LookupBatch of that form (and optional Setup, Teardown)"
 
 // BatchEnrich is TryBatchEnrich that panics on error.
 func BatchEnrich(s beam.Scope, lookup any, records beam.PCollection, join any, opts ...Option) beam.PCollection {
@@ -72,80 +64,4 @@ func TryBatchEnrichWithFailures(s beam.Scope, lookup any, records beam.PCollecti
 		return beam.PCollection{}, beam.PCollection{}, fmt.Errorf("async.BatchEnrichWithFailures: %w", err)
 	}
 	return outs[0], outs[1], nil
-}
-
-// analyzeLookupBatch checks a batch lookup's type (without receiver)
-// against the input's key type keyT and returns the answer's type A.
-func analyzeLookupBatch(ft, keyT reflect.Type, what string) (reflect.Type, error) {
-	bad := func(format string, args ...any) (reflect.Type, error) {
-		return nil, fmt.Errorf("%s has signature %v: %s; want %s with LK=%v", what, ft, fmt.Sprintf(format, args...), lookupBatchShape, keyT)
-	}
-	if ft.Kind() != reflect.Func || ft.IsVariadic() {
-		return bad("it is not a function of fixed parameters")
-	}
-	in := paramsAfterContext(ft)
-	if len(in) != 1 {
-		return bad("it takes %d parameters after the context; want the keys only (the join gets the records)", len(in))
-	}
-	if in[0].Kind() != reflect.Slice || !keyT.AssignableTo(in[0].Elem()) {
-		return bad("the keys parameter is %v but the input's keys are %v", in[0], keyT)
-	}
-	switch {
-	case ft.NumOut() == 1, ft.NumOut() == 2 && ft.Out(1) == errorType,
-		ft.NumOut() == 3 && ft.Out(1) == errorsType && ft.Out(2) == errorType:
-	default:
-		return bad("it returns %d values; want []A, ([]A, error) or ([]A, []error, error)", ft.NumOut())
-	}
-	if ft.Out(0).Kind() != reflect.Slice || ft.Out(0) == errorsType {
-		return bad("its first result is %v; want the answers, a slice []A with one per key", ft.Out(0))
-	}
-	return ft.Out(0).Elem(), nil
-}
-
-// callLookupBatch calls a batch lookup once for keys and returns each
-// key's answer (as its one output) and error, or the request's error; ft
-// is the lookup's type (without receiver). A list of answers or errors of
-// another length than keys fails the request.
-func (u *userFn) callLookupBatch(ctx context.Context, keys []any) (outs [][]any, errs []error, err error) {
-	ft := u.batch.ft
-	n := len(keys)
-	args := make([]reflect.Value, 0, 2)
-	if ft.In(0) == contextType {
-		args = append(args, reflect.ValueOf(ctx))
-	}
-	kt := ft.In(len(args))
-	ks := reflect.MakeSlice(kt, n, n)
-	for i := range keys {
-		ks.Index(i).Set(valueOf(keys[i], kt.Elem()))
-	}
-	res := u.batch.call(append(args, ks))
-	switch len(res) {
-	case 2:
-		err, _ = res[1].(error)
-	case 3:
-		errs, _ = res[1].([]error)
-		err, _ = res[2].(error)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	answers := reflect.ValueOf(res[0])
-	switch {
-	case answers.Len() == 0 && n > 0 && len(errs) == n && !slices.Contains(errs, nil):
-		return make([][]any, n), errs, nil // every key failed: no answers needed
-	case answers.Len() != n:
-		return nil, nil, fmt.Errorf("%s returned %d answers; want %d, one per key, in the keys' order", u.name, answers.Len(), n)
-	case errs != nil && len(errs) != n:
-		return nil, nil, fmt.Errorf("%s returned %d errors; want %d, one per key (nil for a success), or a nil list", u.name, len(errs), n)
-	}
-	if errs == nil {
-		errs = make([]error, n)
-	}
-	outs = make([][]any, n)
-	for i := range outs {
-		if errs[i] == nil {
-			outs[i] = []any{answers.Index(i).Interface()}
-		}
-	}
-	return outs, errs, nil
 }

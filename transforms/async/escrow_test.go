@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"errors"
 	"fmt"
@@ -38,7 +40,7 @@ func escrowEnvs(seqs []int64) ([]state.Envelope, [][]byte) {
 	var envs []state.Envelope
 	var raws [][]byte
 	for _, s := range seqs {
-		value, err := encode(intEncoder, int(s))
+		value, err := wrapped.Encode(intEncoder, int(s))
 		if err != nil {
 			panic(err)
 		}

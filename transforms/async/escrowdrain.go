@@ -7,6 +7,8 @@ package async
 // that will never be committed give up their places to them.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"fmt"
 	"sort"
@@ -129,7 +131,7 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 		}
 		return held[i].Seq < held[j].Seq
 	})
-	kb, err := encode(f.keyEnc, key)
+	kb, err := wrapped.Encode(f.keyEnc, key)
 	if err != nil {
 		return fmt.Errorf("async: encoding key %v: %w", key, err)
 	}

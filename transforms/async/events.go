@@ -5,6 +5,8 @@ package async
 // delivers them with panics contained.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -142,7 +144,7 @@ func inspectListeners(ls []Listener) ([]*listenerSpec, error) {
 // inspectListener checks one Listener given to WithListener and returns
 // what is shipped to workers.
 func inspectListener(l Listener) (*listenerSpec, error) {
-	t, err := registeredStruct("WithListener", reflect.ValueOf(l))
+	t, err := wrapped.RegisteredStruct("WithListener", reflect.ValueOf(l))
 	if err != nil {
 		return nil, err
 	}

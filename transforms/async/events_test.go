@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"errors"
 	"fmt"
@@ -34,7 +36,7 @@ func (r *recorder) OnEvent(e Event) {
 // trail returns the types (with attempt numbers) of the events of the
 // elements with value v of key, in order.
 func trail(h *harness, name, key string, v int) []string {
-	vb, _ := encode(h.c.valEnc, v)
+	vb, _ := wrapped.Encode(h.c.valEnc, v)
 	base, _ := h.c.identify(v, vb)
 	id := fmt.Sprintf("%x", base)
 	recorded.Lock()

@@ -113,15 +113,3 @@ func (f *core) failureRecord(key any, kb []byte, env state.Envelope, kind string
 		Attempts: env.Attempts, FirstAttemptUnixMs: env.FirstAttemptMs, LastAttemptUnixMs: env.LastAttemptMs,
 	}, nil
 }
-
-// revertShape is quoted by errors about the compensation method.
-const revertShape = "Revert([ctx context.Context,] key K, value V, err error) [error]"
-
-// checkRevert checks the optional compensation method of a DoFn struct.
-func checkRevert(ft reflect.Type, keyT, valT reflect.Type) error {
-	in := paramsAfterContext(ft)
-	if len(in) != 3 || !keyT.AssignableTo(in[0]) || !valT.AssignableTo(in[1]) || in[2] != errorType || checkReturnsOnlyError(ft) != nil {
-		return fmt.Errorf("Revert has signature %v; want %s with K=%v, V=%v", ft, revertShape, keyT, valT)
-	}
-	return nil
-}

@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"math"
 	"reflect"
 	"strings"
@@ -63,11 +65,11 @@ func TestFailureText(t *testing.T) {
 // it.
 func record(t *testing.T, k, v any) Failure {
 	t.Helper()
-	kb, err := encode(beam.NewElementEncoder(reflect.TypeOf(k)), k)
+	kb, err := wrapped.Encode(beam.NewElementEncoder(reflect.TypeOf(k)), k)
 	if err != nil {
 		t.Fatalf("encoding key %v: %v", k, err)
 	}
-	vb, err := encode(beam.NewElementEncoder(reflect.TypeOf(v)), v)
+	vb, err := wrapped.Encode(beam.NewElementEncoder(reflect.TypeOf(v)), v)
 	if err != nil {
 		t.Fatalf("encoding value %v: %v", v, err)
 	}

@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"reflect"
 	"slices"
@@ -93,7 +95,7 @@ func TestDoFnLines(t *testing.T) {
 			"beam.RegisterType(reflect.TypeOf((*printedBatch)(nil)).Elem())"}},
 	}
 	for _, tc := range tests {
-		if got := doFnLines(tc.t); !slices.Equal(got, tc.want) {
+		if got := wrapped.DoFnLines(tc.t); !slices.Equal(got, tc.want) {
 			t.Errorf("doFnLines(%v) =\n\t%q\nwant\n\t%q", tc.t, got, tc.want)
 		}
 	}
@@ -110,7 +112,7 @@ func TestFunctionLines(t *testing.T) {
 		{(*printedFn).ProcessElement, []string{"register.Function5x1((*printedFn).ProcessElement)", "register.Emitter1[string]()"}},
 	}
 	for _, tc := range tests {
-		err := checkRegistered("WithIDFn", tc.fn)
+		err := wrapped.CheckRegistered("WithIDFn", tc.fn)
 		if err == nil {
 			t.Errorf("checkRegistered(%T) = nil; want an error", tc.fn)
 			continue
@@ -165,7 +167,7 @@ func retryIfErr(fn func(error) bool) error {
 }
 
 func fnErr(fn any) error {
-	_, _, err := inspectFn(fn, reflect.TypeOf(""), reflect.TypeOf(0))
+	_, _, err := wrapped.Inspect(fn, reflect.TypeOf(""), reflect.TypeOf(0))
 	return err
 }
 
@@ -208,10 +210,10 @@ func TestRegisteredWhileResolving(t *testing.T) {
 		}()
 	}
 	for range 200 {
-		if !isRegistered(registeredKey) {
+		if !wrapped.IsRegistered(registeredKey) {
 			t.Fatal("isRegistered(registeredKey) = false")
 		}
-		if isRegistered(unregisteredKey) {
+		if wrapped.IsRegistered(unregisteredKey) {
 			t.Fatal("isRegistered(unregisteredKey) = true")
 		}
 	}
@@ -229,18 +231,18 @@ func replacedFn(v int) string { return "" }
 // it and make it look registered from then on.
 func TestRegisteredResolverReplaced(t *testing.T) {
 	saved := runtime.Resolver
-	ours, ok := saved.(*checkingResolver)
+	ours, ok := saved.(*wrapped.CheckingResolver)
 	if !ok {
 		t.Fatalf("runtime.Resolver is a %T; want the *checkingResolver that init installs", saved)
 	}
 	t.Cleanup(func() { runtime.Resolver = saved })
-	runtime.Resolver = ours.next // finds every symbol in the binary, if it has a symbol table
+	runtime.Resolver = ours.Next // finds every symbol in the binary, if it has a symbol table
 	for i := range 2 {
-		if isRegistered(replacedFn) {
+		if wrapped.IsRegistered(replacedFn) {
 			t.Fatalf("check %d: isRegistered(replacedFn) = true after runtime.Resolver was replaced", i+1)
 		}
 	}
-	if r, ok := runtime.Resolver.(*checkingResolver); !ok || r.next != ours.next {
+	if r, ok := runtime.Resolver.(*wrapped.CheckingResolver); !ok || r.Next != ours.Next {
 		t.Errorf("after a check, runtime.Resolver is %#v; want a *checkingResolver over the replacement", runtime.Resolver)
 	}
 }

@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -62,7 +64,7 @@ func TestShippedFuncRoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			shipped, err := shipFunc(tt.fn)
+			shipped, err := wrapped.Ship(tt.fn)
 			if err != nil {
 				t.Fatalf("ship: %v", err)
 			}
@@ -70,11 +72,11 @@ func TestShippedFuncRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatalf("marshal: %v", err)
 			}
-			var got shippedFunc
+			var got wrapped.Shipped
 			if err := json.Unmarshal(buf, &got); err != nil {
 				t.Fatalf("unmarshal %s: %v", buf, err)
 			}
-			res := got.fn.Call(tt.args)
+			res := got.Func().Call(tt.args)
 			if g, w := fmtAny(res[0]), fmtAny(tt.want); g != w {
 				t.Errorf("call gave %s; want %s", g, w)
 			}
@@ -85,7 +87,7 @@ func TestShippedFuncRoundTrip(t *testing.T) {
 // TestShippedFuncErrors: what a worker cannot resolve fails with the name
 // and what to do.
 func TestShippedFuncErrors(t *testing.T) {
-	shipped, err := shipFunc(notTimeout)
+	shipped, err := wrapped.Ship(notTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +106,7 @@ func TestShippedFuncErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var f shippedFunc
+			var f wrapped.Shipped
 			err := json.Unmarshal([]byte(tt.json), &f)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v; want an error containing %q", err, tt.want)
@@ -116,12 +118,12 @@ func TestShippedFuncErrors(t *testing.T) {
 // TestEncodeFuncRefusesWhatCannotShip: a function Beam cannot encode fails
 // at its option, with the option's name.
 func TestEncodeFuncRefusesWhatCannotShip(t *testing.T) {
-	_, err := encodeFunc("WithIDFn", anyText)
+	_, err := wrapped.EncodeFunc("WithIDFn", anyText)
 	want := "WithIDFn: function github.com/asyncbeam/asyncbeam/transforms/async.anyText cannot be shipped to workers"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v; want an error containing %q", err, want)
 	}
-	if _, err := encodeFunc("WithIDFn", skuText); err != nil {
+	if _, err := wrapped.EncodeFunc("WithIDFn", skuText); err != nil {
 		t.Errorf("a registered function of a named type: got %v; want no error", err)
 	}
 }

@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"errors"
 	"fmt"
@@ -440,7 +442,7 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 	if err != nil {
 		t.Fatalf("resolve: %v", err)
 	}
-	spec, _, err := inspectFn(fn, keyT, reflect.TypeOf(0))
+	spec, _, err := wrapped.Inspect(fn, keyT, reflect.TypeOf(0))
 	if err != nil {
 		t.Fatalf("inspectFn: %v", err)
 	}
@@ -531,7 +533,7 @@ func (h *harness) revert(fr Failure) Failure {
 
 // owner is the pool owner of a key: the key, encoded.
 func (h *harness) owner(key any) string {
-	kb, _ := encode(h.c.keyEnc, key)
+	kb, _ := wrapped.Encode(h.c.keyEnc, key)
 	return string(kb)
 }
 
@@ -553,7 +555,7 @@ func (h *harness) waitKey(key any) {
 func (h *harness) pendingOf(key any, v int) []state.Envelope {
 	var out []state.Envelope
 	for _, env := range h.st(key).envelopes() {
-		if got, err := decode(h.c.valDec, env.Value); err == nil && got == v {
+		if got, err := wrapped.Decode(h.c.valDec, env.Value); err == nil && got == v {
 			out = append(out, env)
 		}
 	}
@@ -564,7 +566,7 @@ func (h *harness) pendingOf(key any, v int) []state.Envelope {
 // state, as another worker's commit of them would.
 func (h *harness) dropValue(key any, v int) {
 	h.st(key).filter(func(env state.Envelope) bool {
-		got, err := decode(h.c.valDec, env.Value)
+		got, err := wrapped.Decode(h.c.valDec, env.Value)
 		return err != nil || got != v
 	})
 }

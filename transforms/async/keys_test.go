@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"reflect"
 	"strings"
 	"testing"
@@ -45,7 +47,7 @@ func TestCheckKeyType(t *testing.T) {
 	}
 	for _, tc := range tests {
 		kt := reflect.TypeOf(tc.key)
-		err := checkKeyType(kt)
+		err := wrapped.CheckKeyType(kt)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("checkKeyType(%v) = %v, want it accepted", kt, err)
@@ -53,7 +55,7 @@ func TestCheckKeyType(t *testing.T) {
 			t.Errorf("checkKeyType(%v) = %v, want an error naming %q and what to use", kt, err, tc.want)
 		}
 	}
-	if err := checkKeyType(reflect.TypeOf((*any)(nil)).Elem()); err == nil || !strings.Contains(err.Error(), "interface") {
+	if err := wrapped.CheckKeyType(reflect.TypeOf((*any)(nil)).Elem()); err == nil || !strings.Contains(err.Error(), "interface") {
 		t.Errorf("checkKeyType(any) = %v, want an error naming the interface", err)
 	}
 }

@@ -6,6 +6,8 @@ package async
 // kept exact by applying the bundle's own changes, which write writes back.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -119,7 +121,7 @@ type views struct {
 // view returns the bundle's view of key, reading the pending bag on the
 // bundle's first touch (which also shows the pool the key is alive here).
 func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyState, key any, element bool) (*keyView, error) {
-	kb, err := encode(f.keyEnc, key)
+	kb, err := wrapped.Encode(f.keyEnc, key)
 	if err != nil {
 		return nil, fmt.Errorf("async: encoding key %v: %w", key, err)
 	}

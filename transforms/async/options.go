@@ -4,12 +4,12 @@ package async
 // retry.go) or priority (priority.go), their defaults and validation.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"errors"
 	"fmt"
 	"reflect"
 	"time"
-
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
 )
@@ -247,37 +247,17 @@ func resolve(opts []Option) (settings, error) {
 	return s, errors.Join(s.errs...)
 }
 
-// encodeFunc checks that fn (already type-checked) is a registered
-// top-level function, which is what a worker can find by name.
-func encodeFunc(option string, fn any) (*shippedFunc, error) {
-	if reflect.ValueOf(fn).IsNil() {
-		return nil, fmt.Errorf("%s: fn is a nil function", option)
-	}
-	name := reflectx.FunctionName(fn)
-	if closureName.MatchString(name) {
-		return nil, fmt.Errorf("%s: %s is a closure or function literal; declare it as a top-level function", option, name)
-	}
-	if err := checkRegistered(option, fn); err != nil {
-		return nil, err
-	}
-	shipped, err := shipFunc(fn)
-	if err != nil {
-		return nil, fmt.Errorf("%s: function %s cannot be shipped to workers: %v", option, name, err)
-	}
-	return shipped, nil
-}
-
 // inspectRetryIf checks the retry predicate.
-func inspectRetryIf(fn func(error) bool) (*shippedFunc, error) {
+func inspectRetryIf(fn func(error) bool) (*wrapped.Shipped, error) {
 	if fn == nil {
 		return nil, nil
 	}
-	return encodeFunc("WithRetryIf", fn)
+	return wrapped.EncodeFunc("WithRetryIf", fn)
 }
 
 // inspectValueFn checks a function of the element's value (WithIDFn,
 // WithPriority): func(V) out.
-func inspectValueFn(option string, fn any, valT, out reflect.Type) (*shippedFunc, error) {
+func inspectValueFn(option string, fn any, valT, out reflect.Type) (*wrapped.Shipped, error) {
 	if fn == nil {
 		return nil, nil
 	}
@@ -285,16 +265,16 @@ func inspectValueFn(option string, fn any, valT, out reflect.Type) (*shippedFunc
 	if ft.Kind() != reflect.Func || ft.NumIn() != 1 || ft.NumOut() != 1 || !valT.AssignableTo(ft.In(0)) || ft.Out(0) != out {
 		return nil, fmt.Errorf("%s: fn has type %v; want func(%v) %v", option, ft, valT, out)
 	}
-	return encodeFunc(option, fn)
+	return wrapped.EncodeFunc(option, fn)
 }
 
 // callValueFn calls a function checked by inspectValueFn; what names it in
 // the error a panic becomes.
-func callValueFn[T any](fn *shippedFunc, what string, value any) (out T, err error) {
+func callValueFn[T any](fn *wrapped.Shipped, what string, value any) (out T, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("async: the %s function %s panicked on value %v: %v", what, fn.fn.Name(), value, r)
+			err = fmt.Errorf("async: the %s function %s panicked on value %v: %v", what, fn.Func().Name(), value, r)
 		}
 	}()
-	return fn.fn.Call([]any{value})[0].(T), nil
+	return fn.Func().Call([]any{value})[0].(T), nil
 }

@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"errors"
 	"fmt"
 	"reflect"
@@ -80,14 +82,14 @@ func TryParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.
 // build validates everything and applies the stateful DoFn, which always has
 // two outputs: the results and the failures.
 func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []Option) ([]beam.PCollection, error) {
-	return buildWith(s, col, hasFailures, opts, func(keyT, valT reflect.Type, set *settings) (userSpec, reflect.Type, error) {
+	return buildWith(s, col, hasFailures, opts, func(keyT, valT reflect.Type, set *settings) (wrapped.Spec, reflect.Type, error) {
 		if set.cache != nil && set.cache.KeyFn != nil {
-			return userSpec{}, nil, errCacheKeyFn
+			return wrapped.Spec{}, nil, errCacheKeyFn
 		}
 		if set.batch.on {
-			return inspectBatchFn(fn, keyT, valT)
+			return wrapped.InspectBatch(fn, keyT, valT)
 		}
-		return inspectFn(fn, keyT, valT)
+		return wrapped.Inspect(fn, keyT, valT)
 	})
 }
 
@@ -98,7 +100,7 @@ var errCacheKeyFn = errors.New("WithCache: KeyFn caches one element's outputs fo
 // buildWith is build with the wrapped fn inspected by inspect, which may
 // also adjust the settings (Enrich's default cache).
 func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Option,
-	inspect func(keyT, valT reflect.Type, set *settings) (userSpec, reflect.Type, error)) ([]beam.PCollection, error) {
+	inspect func(keyT, valT reflect.Type, set *settings) (wrapped.Spec, reflect.Type, error)) ([]beam.PCollection, error) {
 	if !col.IsValid() {
 		return nil, fmt.Errorf("the input PCollection is invalid (zero value?)")
 	}
@@ -106,7 +108,7 @@ func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Opti
 		return nil, fmt.Errorf("the input must be a PCollection<KV<K, V>>, got PCollection<%v>; key it first, for example with beam.ParDo(s, func(v V) (K, V) {...}, col)", col.Type())
 	}
 	keyT, valT := col.Type().Components()[0].Type(), col.Type().Components()[1].Type()
-	if err := checkKeyType(keyT); err != nil {
+	if err := wrapped.CheckKeyType(keyT); err != nil {
 		return nil, err
 	}
 	set, err := resolve(opts)
@@ -128,7 +130,7 @@ func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Opti
 	if err != nil {
 		return nil, err
 	}
-	if hasFailures && spec.hasRevert() {
+	if hasFailures && spec.HasRevert() {
 		if outs[1], err = revertStep(s, spec, c, outs[1]); err != nil {
 			return nil, err
 		}
@@ -139,7 +141,7 @@ func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Opti
 		}
 	}
 	if spec.Pairs != nil {
-		if outs[0], err = splitPairs(s, *spec.Pairs, outs[0]); err != nil {
+		if outs[0], err = wrapped.SplitPairs(s, *spec.Pairs, outs[0]); err != nil {
 			return nil, err
 		}
 	}
@@ -147,7 +149,7 @@ func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Opti
 }
 
 // revertStep runs the wrapped fn's Revert over committed failure records.
-func revertStep(s beam.Scope, spec userSpec, c core, failures beam.PCollection) (beam.PCollection, error) {
+func revertStep(s beam.Scope, spec wrapped.Spec, c core, failures beam.PCollection) (beam.PCollection, error) {
 	// The reshuffle is a checkpoint: without it a runner fuses the revert step
 	// into the transform's bundle, and Revert would run before that bundle
 	// (which may yet fail and be retried, and the element then succeed) is

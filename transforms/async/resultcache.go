@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -95,7 +97,7 @@ func (f *core) cacheKey(el element, shape []byte) cache.Key {
 	if f.User.Enrich != nil {
 		return cache.KeyOf(shape, []byte(el.eid.Key))
 	}
-	if f.user != nil && (f.user.shape.takes(paramWindow) || f.user.shape.takes(paramTime)) {
+	if f.user != nil && (f.user.Shape.Takes(wrapped.ParamWindow) || f.user.Shape.Takes(wrapped.ParamTime)) {
 		// A fn that reads its element's window or time answers per window
 		// and time, not per key and value.
 		ts := binary.AppendVarint(nil, int64(el.ts))
@@ -277,7 +279,7 @@ func (f *core) encodeOutputs(outs []any) ([]byte, error) {
 	enc := beam.NewElementEncoder(f.cachedType())
 	b := binary.AppendUvarint(nil, uint64(len(outs)))
 	for _, o := range outs {
-		ob, err := encode(enc, o)
+		ob, err := wrapped.Encode(enc, o)
 		if err != nil {
 			return nil, err
 		}
@@ -305,7 +307,7 @@ func (f *core) decodeOutputs(b []byte) ([]any, error) {
 		if _, err := io.ReadFull(r, ob); err != nil {
 			return nil, err
 		}
-		o, err := decode(dec, ob)
+		o, err := wrapped.Decode(dec, ob)
 		if err != nil {
 			return nil, err
 		}

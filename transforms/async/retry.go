@@ -28,6 +28,8 @@ package async
 // Failure record, or a failed commit without a failure output.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"encoding/binary"
 	"errors"
@@ -54,21 +56,10 @@ const (
 	KindWindow = "window"
 )
 
-// permanentError marks an error that must not be retried.
-type permanentError struct{ err error }
-
-func (p *permanentError) Error() string { return p.err.Error() }
-func (p *permanentError) Unwrap() error { return p.err }
-
 // Permanent marks err as permanent: the element is not retried, whatever the
 // retry options say, and fails for good with kind "permanent". Permanent(nil)
 // is nil.
-func Permanent(err error) error {
-	if err == nil {
-		return nil
-	}
-	return &permanentError{err: err}
-}
+func Permanent(err error) error { return wrapped.PermanentOf(err) }
 
 // timeoutError is an attempt that outlived its call timeout.
 type timeoutError struct {
@@ -240,7 +231,7 @@ func withAttempt(ctx context.Context, number int, fallbacks []string) context.Co
 
 // kindOf classifies a failed attempt's error.
 func kindOf(err error) string {
-	var perm *permanentError
+	var perm *wrapped.PermanentError
 	var timeout *timeoutError
 	var panicked *state.PanicError
 	switch {
@@ -271,7 +262,7 @@ func (f *core) retryable(kind string, attempts int, err error) (ok bool, why str
 			ok, why = false, fmt.Sprintf("the WithRetryIf function panicked: %v\n%s", r, debug.Stack())
 		}
 	}()
-	return f.RetryIf.fn.Call([]any{err})[0].(bool), ""
+	return f.RetryIf.Func().Call([]any{err})[0].(bool), ""
 }
 
 // retryVerdict is the in-worker retry policy's decision to stop retrying an

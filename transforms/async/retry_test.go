@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"errors"
 	"fmt"
@@ -141,7 +143,7 @@ func retryUntilDone(t *testing.T, h *harness, f *streamFn, key any) []string {
 }
 
 func mustEncode(t *testing.T, h *harness, key any) []byte {
-	kb, err := encode(h.c.keyEnc, key)
+	kb, err := wrapped.Encode(h.c.keyEnc, key)
 	if err != nil {
 		t.Fatal(err)
 	}

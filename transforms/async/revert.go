@@ -4,6 +4,8 @@ package async
 // over failure records that a bundle has committed.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"fmt"
 
@@ -20,17 +22,17 @@ import (
 // fused into its bundle). A bundle of this step that fails is retried,
 // so Revert runs at least once per failure record.
 type revertFn struct {
-	User      userSpec
+	User      wrapped.Spec
 	KeyType   beam.EncodedType
 	ValueType beam.EncodedType
 
-	user           *userFn
+	user           *wrapped.Fn
 	keyDec, valDec beam.ElementDecoder
 }
 
 // Setup rebuilds the wrapped fn and forwards its Setup.
 func (f *revertFn) Setup(ctx context.Context) error {
-	u, err := startUserFn(ctx, f.User)
+	u, err := wrapped.Start(ctx, f.User)
 	if err != nil {
 		return err
 	}
@@ -42,15 +44,15 @@ func (f *revertFn) Setup(ctx context.Context) error {
 
 // ProcessElement reverts one failed element and passes its record on.
 func (f *revertFn) ProcessElement(ctx context.Context, fr Failure, emit func(Failure)) error {
-	key, err := decode(f.keyDec, fr.Key)
+	key, err := wrapped.Decode(f.keyDec, fr.Key)
 	if err != nil {
 		return fmt.Errorf("async: decoding the key of failure record %s: %w", fr.ElementID, err)
 	}
-	value, err := decode(f.valDec, fr.Value)
+	value, err := wrapped.Decode(f.valDec, fr.Value)
 	if err != nil {
 		return fmt.Errorf("async: decoding the value of failure record %s: %w", fr.ElementID, err)
 	}
-	if cerr := f.user.revert(ctx, key, value, &FailureError{fr}); cerr != nil {
+	if cerr := f.user.Revert(ctx, key, value, &FailureError{fr}); cerr != nil {
 		fr.CompensationError = cerr.Error()
 	}
 	emit(fr)
@@ -62,5 +64,5 @@ func (f *revertFn) Teardown(ctx context.Context) error {
 	if f.user == nil {
 		return nil
 	}
-	return f.user.close(ctx)
+	return f.user.Close(ctx)
 }

@@ -95,6 +95,8 @@ package async
 // goroutine is left.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"context"
 	"flag"
 	"fmt"
@@ -519,7 +521,7 @@ func (w *simWorld) value(in simInput) any {
 	if w.s.windows == "global" {
 		return in.v
 	}
-	vb, err := encode(beam.NewElementEncoder(reflect.TypeOf(0)), in.v)
+	vb, err := wrapped.Encode(beam.NewElementEncoder(reflect.TypeOf(0)), in.v)
 	if err != nil {
 		panic(err)
 	}
@@ -570,9 +572,9 @@ func (w *simWorld) violation(format string, args ...any) {
 func newSimWorld(t *testing.T, s simSchedule) *simWorld {
 	w := &simWorld{t: t, s: s, clock: timers.NewManual(time.Unix(1_900_000_000, 0)), lostAtEnd: map[[2]string]int{}, stepReverts: map[string]int{}}
 	fn := simFn{Seed: s.seed, FailPct: s.failPct, SlowPct: s.slowPct, Overload: s.overload}
-	spec, _, err := inspectFn(&fn, reflect.TypeOf(""), reflect.TypeOf(0))
+	spec, _, err := wrapped.Inspect(&fn, reflect.TypeOf(""), reflect.TypeOf(0))
 	if s.requests {
-		spec, _, err = inspectBatchFn(&simBatchFn{fn}, reflect.TypeOf(""), reflect.TypeOf(0))
+		spec, _, err = wrapped.InspectBatch(&simBatchFn{fn}, reflect.TypeOf(""), reflect.TypeOf(0))
 	}
 	if err != nil {
 		t.Fatal(err)
@@ -662,7 +664,7 @@ func (c *collector) emit(ts beam.EventTime, z beam.Z) {
 	case string:
 		name = o
 	case windowed:
-		v, err := decode(beam.NewElementDecoder(reflect.TypeOf("")), o.Value)
+		v, err := wrapped.Decode(beam.NewElementDecoder(reflect.TypeOf("")), o.Value)
 		if err != nil {
 			c.problems = append(c.problems, fmt.Sprintf("output %v does not decode: %v", o, err))
 			return
@@ -1129,7 +1131,7 @@ func (w *streamWorld) waitAll() {
 	for _, wk := range w.workers {
 		for _, p := range wk.registry.Pools() {
 			for _, k := range w.sortedKeys() {
-				kb, _ := encode(enc, k)
+				kb, _ := wrapped.Encode(enc, k)
 				for _, t := range p.ForOwner(string(kb)) { // the pool owner: the key, encoded
 					w.waitTask(t.Done(), k)
 				}

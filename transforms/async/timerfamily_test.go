@@ -1,6 +1,8 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
@@ -52,7 +54,7 @@ func streamFamilies(t *testing.T, s beam.Scope) [2]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := newConfig(s.Scope("async.ParDo").String(), userSpec{}, stringKey, stringKey, set, false)
+	cfg, err := newConfig(s.Scope("async.ParDo").String(), wrapped.Spec{}, stringKey, stringKey, set, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,8 @@ package async
 // what to change.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+
 	"fmt"
 	"reflect"
 	"slices"
@@ -175,7 +177,7 @@ func (f *carryFn) Setup() {
 }
 
 func (f *carryFn) ProcessElement(w beam.Window, ts beam.EventTime, key beam.X, value beam.Y, emit func(beam.X, windowed), fail func(Failure)) error {
-	vb, err := encode(f.valEnc, value)
+	vb, err := wrapped.Encode(f.valEnc, value)
 	if err != nil {
 		return fmt.Errorf("async: encoding a value of key %v: %w", key, err)
 	}
@@ -188,7 +190,7 @@ func (f *carryFn) ProcessElement(w beam.Window, ts beam.EventTime, key beam.X, v
 	if !f.HasFailures {
 		return why
 	}
-	kb, err := encode(f.keyEnc, key)
+	kb, err := wrapped.Encode(f.keyEnc, key)
 	if err != nil {
 		return fmt.Errorf("async: encoding key %v: %w", key, err)
 	}
@@ -224,7 +226,7 @@ func (f *restoreFn) ProcessElement(w beam.Window, o windowed, emit func(beam.Z))
 	if windowText(w) != o.Window {
 		return nil
 	}
-	v, err := decode(f.dec, o.Value)
+	v, err := wrapped.Decode(f.dec, o.Value)
 	if err != nil {
 		return fmt.Errorf("async: decoding an output of type %v: %w", f.Type.T, err)
 	}

@@ -1,4 +1,4 @@
-package async
+package wrapped
 
 // Which key types can key the transform's state: those whose encoding is
 // deterministic, so that equal keys always reach the same state.
@@ -10,7 +10,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/coder"
 )
 
-// checkKeyType returns why values of t cannot key the transform's state, or
+// CheckKeyType returns why values of t cannot key the transform's state, or
 // nil. State and timers are kept per encoded key, so equal keys must encode
 // to equal bytes: integers of every size, strings, bools and []byte do;
 // arrays, slices and structs of those do too (a struct must export all its
@@ -19,7 +19,7 @@ import (
 // these (int, int32, uint64, structs), though their encodings are fixed;
 // GroupByKey accepts them all. A type with a coder registered for it
 // (beam.RegisterCoder) is taken at its word.
-func checkKeyType(t reflect.Type) error {
+func CheckKeyType(t reflect.Type) error {
 	if why := nondeterministic(t, map[reflect.Type]bool{}); why != "" {
 		return fmt.Errorf("the key type %v cannot key state: %s; state and timers are kept per encoded key, so equal keys must encode to equal bytes. "+
 			"Key by an integer, a string, []byte, a bool, or an array or struct (all fields exported) of those, for example with fmt.Sprint of the key, "+

@@ -1,4 +1,4 @@
-package async
+package wrapped
 
 // The wrapped batch fn of BatchParDo: checking its shape at construction and
 // calling its ProcessBatch on a worker, with a panic turned into an error.
@@ -18,8 +18,8 @@ const expectedBatchShape = "ProcessBatch([ctx context.Context,] keys []K, values
 
 var errorsType = reflect.TypeOf([]error(nil))
 
-// inspectBatchFn is inspectFn for BatchParDo's fn.
-func inspectBatchFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) {
+// InspectBatch is inspectFn for BatchParDo's fn.
+func InspectBatch(fn any, keyT, valT reflect.Type) (Spec, reflect.Type, error) {
 	return inspectForm(fn, fnForm{
 		accepts:     "a pointer to a registered struct with a method " + expectedBatchShape + ", or a registered function of that form",
 		what:        "batch fn",
@@ -107,7 +107,7 @@ type batchCall struct {
 
 // newBatchCall binds spec's ProcessBatch (BatchEnrich: LookupBatch): the
 // method of ptr, or spec's function when ptr is not valid.
-func newBatchCall(spec userSpec, ptr reflect.Value) batchCall {
+func newBatchCall(spec Spec, ptr reflect.Value) batchCall {
 	if !ptr.IsValid() {
 		fn := spec.Func.fn
 		return batchCall{ft: fn.Type(), call: func(args []reflect.Value) []any {
@@ -118,7 +118,7 @@ func newBatchCall(spec userSpec, ptr reflect.Value) batchCall {
 			return fn.Call(in)
 		}}
 	}
-	m := ptr.MethodByName(spec.batchMethod())
+	m := ptr.MethodByName(spec.BatchMethod())
 	return batchCall{ft: m.Type(), call: func(args []reflect.Value) []any {
 		res := m.Call(args)
 		out := make([]any, len(res))
@@ -129,12 +129,12 @@ func newBatchCall(spec userSpec, ptr reflect.Value) batchCall {
 	}}
 }
 
-// callBatch calls ProcessBatch (BatchEnrich: LookupBatch, with the keys
+// CallBatch calls ProcessBatch (BatchEnrich: LookupBatch, with the keys
 // only) once for keys and values and returns each
 // element's outputs and error, or the request's error: what ProcessBatch
 // returned as its error, a panic, or an answer that does not fit (a list of
 // errors of another length, an output for an element it was not given).
-func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]any, errs []error, err error) {
+func (u *Fn) CallBatch(ctx context.Context, keys, values []any) (outs [][]any, errs []error, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			outs, errs, err = nil, nil, &state.PanicError{Value: r, Stack: debug.Stack()}
@@ -155,9 +155,9 @@ func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]an
 		ks.Index(i).Set(valueOf(keys[i], kt.Elem()))
 		vs.Index(i).Set(valueOf(values[i], vt.Elem()))
 	}
-	got := &batchOutputs{outs: make([][]any, n), pairs: newPairEncoder(u.pairs)}
-	args = append(args, ks, vs, reflect.MakeFunc(ft.In(len(args)+2), got.emit))
-	defer got.close() // also after a panic
+	got := &BatchOutputs{outs: make([][]any, n), pairs: newPairEncoder(u.pairs)}
+	args = append(args, ks, vs, reflect.MakeFunc(ft.In(len(args)+2), got.Emit))
+	defer got.Close() // also after a panic
 	res := u.batch.call(args)
 	switch len(res) {
 	case 1:
@@ -166,26 +166,26 @@ func (u *userFn) callBatch(ctx context.Context, keys, values []any) (outs [][]an
 		errs, _ = res[0].([]error)
 		err, _ = res[1].(error)
 	}
-	got.close()
-	return got.answer(errs, err)
+	got.Close()
+	return got.Answer(errs, err)
 }
 
-// batchOutputs gathers what one ProcessBatch call emits, from any goroutine
+// BatchOutputs gathers what one ProcessBatch call emits, from any goroutine
 // of its own, until the call returns (close): an emit after that is
 // dropped, and so is one for an element the request does not have, which
 // fails the request (stray).
-type batchOutputs struct {
+type BatchOutputs struct {
 	mu       sync.Mutex
 	outs     [][]any
-	pairs    *pairEncoder // nil: the outputs are values of one type
+	pairs    *PairEncoder // nil: the outputs are values of one type
 	stray    error
 	unfit    map[int]error // elements with an output pair that cannot be encoded
 	returned bool
 }
 
-// emit is the emitter ProcessBatch gets: func(i int, out O) or func(i int,
+// Emit is the emitter ProcessBatch gets: func(i int, out O) or func(i int,
 // k K2, v V2).
-func (b *batchOutputs) emit(a []reflect.Value) []reflect.Value {
+func (b *BatchOutputs) Emit(a []reflect.Value) []reflect.Value {
 	i := int(a[0].Int())
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -210,7 +210,7 @@ func (b *batchOutputs) emit(a []reflect.Value) []reflect.Value {
 			b.unfit = map[int]error{}
 		}
 		if b.unfit[i] == nil {
-			b.unfit[i] = Permanent(err)
+			b.unfit[i] = PermanentOf(err)
 		}
 		return nil
 	}
@@ -218,15 +218,15 @@ func (b *batchOutputs) emit(a []reflect.Value) []reflect.Value {
 	return nil
 }
 
-func (b *batchOutputs) close() {
+func (b *BatchOutputs) Close() {
 	b.mu.Lock()
 	b.returned = true
 	b.mu.Unlock()
 }
 
-// answer is the call's result once it returned errs and err (closed: no
+// Answer is the call's result once it returned errs and err (closed: no
 // emit changes the outputs any more).
-func (b *batchOutputs) answer(errs []error, err error) ([][]any, []error, error) {
+func (b *BatchOutputs) Answer(errs []error, err error) ([][]any, []error, error) {
 	n := len(b.outs)
 	switch {
 	case err != nil:

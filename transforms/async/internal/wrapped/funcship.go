@@ -1,4 +1,4 @@
-package async
+package wrapped
 
 // Shipping the user's registered top-level functions (the wrapped fn, a
 // lookup, a join, WithRetryIf, WithIDFn, WithPriority) to workers by name.
@@ -13,7 +13,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 )
 
-// shippedFunc is a registered top-level function, serialised as its name
+// Shipped is a registered top-level function, serialised as its name
 // and its type and resolved on the worker through Beam's function registry
 // (runtime.ResolveFunction: registered functions, else the binary's symbol
 // table).
@@ -24,19 +24,19 @@ import (
 // func(error) bool) or a []error result (LookupBatch). Graph construction
 // then fails far from the option that took the function. A function's name
 // and type are all a worker of the same binary needs.
-type shippedFunc struct {
+type Shipped struct {
 	fn reflectx.Func
 }
 
-// shipFunc wraps fn, which the caller has checked to be a registered
+// Ship wraps fn, which the caller has checked to be a registered
 // top-level function, and ships it here as a worker will read it, so that
 // a type Beam cannot encode (an interface parameter: func(any) string)
 // fails when the pipeline is built, not when it is translated.
-func shipFunc(fn any) (*shippedFunc, error) {
-	shipped := &shippedFunc{fn: reflectx.MakeFunc(fn)}
+func Ship(fn any) (*Shipped, error) {
+	shipped := &Shipped{fn: reflectx.MakeFunc(fn)}
 	buf, err := json.Marshal(shipped)
 	if err == nil {
-		err = json.Unmarshal(buf, new(shippedFunc))
+		err = json.Unmarshal(buf, new(Shipped))
 	}
 	if err != nil {
 		return nil, err
@@ -51,13 +51,13 @@ type shippedFuncJSON struct {
 }
 
 // MarshalJSON writes the function's name and type.
-func (f shippedFunc) MarshalJSON() ([]byte, error) {
+func (f Shipped) MarshalJSON() ([]byte, error) {
 	return json.Marshal(shippedFuncJSON{Name: f.fn.Name(), Type: &beam.EncodedType{T: f.fn.Type()}})
 }
 
 // UnmarshalJSON resolves the function by name, as Beam resolves a DoFn's
 // functions on a worker.
-func (f *shippedFunc) UnmarshalJSON(buf []byte) error {
+func (f *Shipped) UnmarshalJSON(buf []byte) error {
 	var s shippedFuncJSON
 	if err := json.Unmarshal(buf, &s); err != nil {
 		return err
@@ -86,3 +86,26 @@ func sameEncoding(a, b reflect.Type) bool {
 	jb, errB := json.Marshal(&beam.EncodedType{T: b})
 	return errA == nil && errB == nil && string(ja) == string(jb)
 }
+
+// EncodeFunc checks that fn (already type-checked) is a registered
+// top-level function, which is what a worker can find by name.
+func EncodeFunc(option string, fn any) (*Shipped, error) {
+	if reflect.ValueOf(fn).IsNil() {
+		return nil, fmt.Errorf("%s: fn is a nil function", option)
+	}
+	name := reflectx.FunctionName(fn)
+	if closureName.MatchString(name) {
+		return nil, fmt.Errorf("%s: %s is a closure or function literal; declare it as a top-level function", option, name)
+	}
+	if err := CheckRegistered(option, fn); err != nil {
+		return nil, err
+	}
+	shipped, err := Ship(fn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: function %s cannot be shipped to workers: %v", option, name, err)
+	}
+	return shipped, nil
+}
+
+// Func is the shipped function.
+func (f *Shipped) Func() reflectx.Func { return f.fn }

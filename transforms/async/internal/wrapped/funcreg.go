@@ -1,4 +1,4 @@
-package async
+package wrapped
 
 // Registration of the user's functions and DoFn structs with Beam: whether
 // a function is registered, and the exact lines that register one, for the
@@ -34,19 +34,19 @@ var checkMu sync.Mutex
 // checking counts, for each symbol name, the checks of it in progress.
 var checking = map[string]int{}
 
-// checkingResolver forwards Sym2Addr to next except for the names under
+// CheckingResolver forwards Sym2Addr to next except for the names under
 // check. Which names those are is package state, not the resolver's, so any
 // checkingResolver, even one a vet run puts back, denies them.
-type checkingResolver struct{ next runtime.SymbolResolver }
+type CheckingResolver struct{ Next runtime.SymbolResolver }
 
-func (r *checkingResolver) Sym2Addr(name string) (uintptr, error) {
+func (r *CheckingResolver) Sym2Addr(name string) (uintptr, error) {
 	checkMu.Lock()
 	denied := checking[name] > 0
 	checkMu.Unlock()
 	if denied {
 		return 0, fmt.Errorf("%s not found: its registration is being checked; register it with the beam/register package", name)
 	}
-	return r.next.Sym2Addr(name)
+	return r.Next.Sym2Addr(name)
 }
 
 func init() { wrapResolver() }
@@ -56,12 +56,12 @@ func init() { wrapResolver() }
 // resolver, and again only if someone has replaced it. The caller holds
 // checkMu, or is init.
 func wrapResolver() {
-	if _, ok := runtime.Resolver.(*checkingResolver); !ok {
-		runtime.Resolver = &checkingResolver{next: runtime.Resolver}
+	if _, ok := runtime.Resolver.(*CheckingResolver); !ok {
+		runtime.Resolver = &CheckingResolver{Next: runtime.Resolver}
 	}
 }
 
-// isRegistered reports whether fn, a top-level function, is registered with
+// IsRegistered reports whether fn, a top-level function, is registered with
 // Beam (register.FunctionNxM or beam.RegisterFunction), as Beam's vet runner
 // decides it: runtime.ResolveFunction without the symbol table. A worker
 // resolves an unregistered function from its binary's symbol table, which a
@@ -73,7 +73,7 @@ func wrapResolver() {
 // resolves that very name from the symbol table during the check fails as
 // on a stripped binary: only an unregistered, not yet resolved function,
 // the kind the check rejects, can meet this. Checks may run concurrently.
-func isRegistered(fn any) bool {
+func IsRegistered(fn any) bool {
 	name := reflectx.FunctionName(fn)
 	checkMu.Lock()
 	wrapResolver()
@@ -90,15 +90,15 @@ func isRegistered(fn any) bool {
 	return err == nil
 }
 
-// checkRegistered returns an error, for option (what fn was given as),
+// CheckRegistered returns an error, for option (what fn was given as),
 // that gives the exact lines registering fn when fn is not registered, or
 // says that a method value cannot be.
-func checkRegistered(option string, fn any) error {
+func CheckRegistered(option string, fn any) error {
 	name := reflectx.FunctionName(fn)
 	if strings.HasSuffix(name, "-fm") {
 		return fmt.Errorf("%s: %s is a method value, bound to its receiver; declare a top-level function and register it", option, strings.TrimSuffix(name, "-fm"))
 	}
-	if isRegistered(fn) {
+	if IsRegistered(fn) {
 		return nil
 	}
 	short, home := shortFuncName(name)
@@ -128,11 +128,11 @@ func functionLines(name, home string, ft reflect.Type) []string {
 	return append([]string{line}, paramLines(params(ft), home)...)
 }
 
-// doFnLines are the lines that register DoFn struct t, whose pointer type
+// DoFnLines are the lines that register DoFn struct t, whose pointer type
 // pt has ProcessElement: register.DoFnNxM with its parameter and result
 // types, then its emitters and iterators; beam.RegisterType for a struct
 // that register.DoFnNxM does not fit.
-func doFnLines(t reflect.Type) []string {
+func DoFnLines(t reflect.Type) []string {
 	home := t.PkgPath()
 	m, ok := reflect.PointerTo(t).MethodByName("ProcessElement")
 	if !ok || m.Type.IsVariadic() || m.Type.NumIn()-1 > 9 || m.Type.NumOut() > 5 {

@@ -1,4 +1,4 @@
-package async
+package wrapped
 
 // The shapes a wrapped ProcessElement may have, as beam.ParDo takes them
 // over KV input: an optional context, the element's window and event time,
@@ -37,16 +37,16 @@ type paramKind uint8
 
 const (
 	paramContext paramKind = iota
-	paramWindow
-	paramTime
+	ParamWindow
+	ParamTime
 	paramKey
 	paramValue
 	paramEmit
 )
 
-// procShape is where a wrapped ProcessElement takes its arguments and gives
+// ProcShape is where a wrapped ProcessElement takes its arguments and gives
 // its outputs.
-type procShape struct {
+type ProcShape struct {
 	params []paramKind
 	// emitT is the emitter's type; nil when the outputs are returned.
 	emitT reflect.Type
@@ -70,11 +70,11 @@ func (o outputShape) pairs() bool { return o.key != nil }
 // analyzeProcess reads a ProcessElement's type (without receiver). With
 // keyT and valT not nil, it checks the key and value parameters against
 // them; a worker, which rebuilds a fn checked at construction, passes nil.
-func analyzeProcess(ft reflect.Type, keyT, valT reflect.Type, what string) (procShape, error) {
-	bad := func(format string, args ...any) (procShape, error) {
-		return procShape{}, fmt.Errorf("%s has signature %v: %s; want %s with K=%v, V=%v", what, ft, fmt.Sprintf(format, args...), expectedShape, keyT, valT)
+func analyzeProcess(ft reflect.Type, keyT, valT reflect.Type, what string) (ProcShape, error) {
+	bad := func(format string, args ...any) (ProcShape, error) {
+		return ProcShape{}, fmt.Errorf("%s has signature %v: %s; want %s with K=%v, V=%v", what, ft, fmt.Sprintf(format, args...), expectedShape, keyT, valT)
 	}
-	var s procShape
+	var s ProcShape
 	i := 0
 	if i < ft.NumIn() && ft.In(i) == contextType {
 		s.params, i = append(s.params, paramContext), i+1
@@ -82,10 +82,10 @@ func analyzeProcess(ft reflect.Type, keyT, valT reflect.Type, what string) (proc
 params:
 	for ; i < ft.NumIn(); i++ {
 		switch t := ft.In(i); {
-		case t == windowType && !s.takes(paramWindow):
-			s.params = append(s.params, paramWindow)
-		case t == eventTimeType && !s.takes(paramTime):
-			s.params = append(s.params, paramTime)
+		case t == windowType && !s.Takes(ParamWindow):
+			s.params = append(s.params, ParamWindow)
+		case t == eventTimeType && !s.Takes(ParamTime):
+			s.params = append(s.params, ParamTime)
 		case t == paneType:
 			return bad("it takes a beam.PaneInfo, which the transform cannot give (its outputs are not in their element's pane)")
 		default:
@@ -122,7 +122,7 @@ params:
 }
 
 // results reads what a ProcessElement returns.
-func (s procShape) results(ft reflect.Type, bad func(string, ...any) (procShape, error)) (procShape, error) {
+func (s ProcShape) results(ft reflect.Type, bad func(string, ...any) (ProcShape, error)) (ProcShape, error) {
 	n := ft.NumOut()
 	if n > 0 && ft.Out(n-1) == errorType {
 		s.returnsError, n = true, n-1
@@ -146,8 +146,8 @@ func (s procShape) results(ft reflect.Type, bad func(string, ...any) (procShape,
 	return s, nil
 }
 
-// takes reports whether the fn takes a parameter of kind k.
-func (s procShape) takes(k paramKind) bool {
+// Takes reports whether the fn takes a parameter of kind k.
+func (s ProcShape) Takes(k paramKind) bool {
 	for _, p := range s.params {
 		if p == k {
 			return true
@@ -180,33 +180,33 @@ func allEmitters(ft reflect.Type, i int) bool {
 	return true
 }
 
-// callInput is one element as a call of the wrapped fn receives it.
-type callInput struct {
-	key, value any
-	ts         beam.EventTime
-	window     string // windowText of the element's window
+// CallInput is one element as a call of the wrapped fn receives it.
+type CallInput struct {
+	Key, Value any
+	TS         beam.EventTime
+	Window     string // windowText of the element's window
 }
 
 // args are the arguments of one call, emit being the call's emitter (not
 // valid when the fn returns its outputs).
-func (s procShape) args(ft reflect.Type, ctx context.Context, in callInput, emit reflect.Value) ([]reflect.Value, error) {
+func (s ProcShape) args(ft reflect.Type, ctx context.Context, in CallInput, emit reflect.Value) ([]reflect.Value, error) {
 	args := make([]reflect.Value, len(s.params))
 	for i, p := range s.params {
 		switch p {
 		case paramContext:
 			args[i] = reflect.ValueOf(&ctx).Elem()
-		case paramWindow:
-			w, err := parseWindowText(in.window)
+		case ParamWindow:
+			w, err := parseWindowText(in.Window)
 			if err != nil {
 				return nil, err
 			}
 			args[i] = reflect.ValueOf(&w).Elem()
-		case paramTime:
-			args[i] = reflect.ValueOf(in.ts)
+		case ParamTime:
+			args[i] = reflect.ValueOf(in.TS)
 		case paramKey:
-			args[i] = valueOf(in.key, ft.In(i))
+			args[i] = valueOf(in.Key, ft.In(i))
 		case paramValue:
-			args[i] = valueOf(in.value, ft.In(i))
+			args[i] = valueOf(in.Value, ft.In(i))
 		case paramEmit:
 			args[i] = emit
 		}
@@ -230,65 +230,65 @@ func parseWindowText(w string) (typex.Window, error) {
 	return nil, fmt.Errorf("async: the element's window %q is not one the transform writes", w)
 }
 
-// kvOutput is one key-value output of the wrapped fn, the key and the value
+// KVOutput is one key-value output of the wrapped fn, the key and the value
 // each encoded with its coder, on its way to the transform's
 // PCollection<KV<K2, V2>>.
-type kvOutput struct {
+type KVOutput struct {
 	Key, Value []byte
 }
 
-var kvOutputType = reflect.TypeOf(kvOutput{})
+var KVOutputType = reflect.TypeOf(KVOutput{})
 
-// pairTypes are K2 and V2 of a fn whose outputs are key-value pairs, as the
+// PairTypes are K2 and V2 of a fn whose outputs are key-value pairs, as the
 // spec carries them to workers.
-type pairTypes struct {
+type PairTypes struct {
 	Key, Value beam.EncodedType
 }
 
-// pairEncoder makes kvOutputs of one call's pairs. Encoders are made per
+// PairEncoder makes kvOutputs of one call's pairs. Encoders are made per
 // call: calls run concurrently.
-type pairEncoder struct {
+type PairEncoder struct {
 	key, value beam.ElementEncoder
 }
 
-func newPairEncoder(p *pairTypes) *pairEncoder {
+func newPairEncoder(p *PairTypes) *PairEncoder {
 	if p == nil {
 		return nil
 	}
-	return &pairEncoder{key: beam.NewElementEncoder(p.Key.T), value: beam.NewElementEncoder(p.Value.T)}
+	return &PairEncoder{key: beam.NewElementEncoder(p.Key.T), value: beam.NewElementEncoder(p.Value.T)}
 }
 
 // pair encodes one output pair.
-func (e *pairEncoder) pair(k, v any) (kvOutput, error) {
-	kb, err := encode(e.key, k)
+func (e *PairEncoder) pair(k, v any) (KVOutput, error) {
+	kb, err := Encode(e.key, k)
 	if err != nil {
-		return kvOutput{}, fmt.Errorf("async: encoding an output key %v: %w", k, err)
+		return KVOutput{}, fmt.Errorf("async: encoding an output key %v: %w", k, err)
 	}
-	vb, err := encode(e.value, v)
+	vb, err := Encode(e.value, v)
 	if err != nil {
-		return kvOutput{}, fmt.Errorf("async: encoding an output value %v: %w", v, err)
+		return KVOutput{}, fmt.Errorf("async: encoding an output value %v: %w", v, err)
 	}
-	return kvOutput{Key: kb, Value: vb}, nil
+	return KVOutput{Key: kb, Value: vb}, nil
 }
 
-// splitPairsFn turns the transform's kvOutputs into KV<K2, V2>, each in its
+// SplitPairsFn turns the transform's kvOutputs into KV<K2, V2>, each in its
 // element's window with its timestamp (Beam keeps both through a ParDo).
-type splitPairsFn struct {
-	Pairs pairTypes
+type SplitPairsFn struct {
+	Pairs PairTypes
 
 	key, value beam.ElementDecoder
 }
 
-func (f *splitPairsFn) Setup() {
+func (f *SplitPairsFn) Setup() {
 	f.key, f.value = beam.NewElementDecoder(f.Pairs.Key.T), beam.NewElementDecoder(f.Pairs.Value.T)
 }
 
-func (f *splitPairsFn) ProcessElement(o kvOutput, emit func(beam.X, beam.Y)) error {
-	k, err := decode(f.key, o.Key)
+func (f *SplitPairsFn) ProcessElement(o KVOutput, emit func(beam.X, beam.Y)) error {
+	k, err := Decode(f.key, o.Key)
 	if err != nil {
 		return fmt.Errorf("async: decoding an output key: %w", err)
 	}
-	v, err := decode(f.value, o.Value)
+	v, err := Decode(f.value, o.Value)
 	if err != nil {
 		return fmt.Errorf("async: decoding an output value: %w", err)
 	}
@@ -296,9 +296,9 @@ func (f *splitPairsFn) ProcessElement(o kvOutput, emit func(beam.X, beam.Y)) err
 	return nil
 }
 
-// splitPairs applies splitPairsFn to out, a PCollection<kvOutput>.
-func splitPairs(s beam.Scope, p pairTypes, out beam.PCollection) (beam.PCollection, error) {
-	outs, err := beam.TryParDo(s.Scope("Pairs"), &splitPairsFn{Pairs: p}, out,
+// SplitPairs applies splitPairsFn to out, a PCollection<kvOutput>.
+func SplitPairs(s beam.Scope, p PairTypes, out beam.PCollection) (beam.PCollection, error) {
+	outs, err := beam.TryParDo(s.Scope("Pairs"), &SplitPairsFn{Pairs: p}, out,
 		beam.TypeDefinition{Var: beam.XType, T: p.Key.T}, beam.TypeDefinition{Var: beam.YType, T: p.Value.T})
 	if err != nil {
 		return beam.PCollection{}, err

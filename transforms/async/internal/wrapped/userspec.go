@@ -1,4 +1,4 @@
-package async
+package wrapped
 
 import (
 	"encoding/json"
@@ -26,42 +26,42 @@ func paramsAfterContext(ft reflect.Type) []reflect.Type {
 	return in
 }
 
-// userSpec is the serialisable description of the wrapped fn: either a
+// Spec is the serialisable description of the wrapped fn: either a
 // registered DoFn struct (its type and the JSON of its exported fields) or a
 // registered function.
-type userSpec struct {
+type Spec struct {
 	Type *beam.EncodedType `json:",omitempty"`
 	JSON string            `json:",omitempty"`
-	Func *shippedFunc      `json:",omitempty"`
+	Func *Shipped          `json:",omitempty"`
 	// Batch: the fn is BatchParDo's, with ProcessBatch (batchfn.go).
 	Batch bool `json:",omitempty"`
 	// Pairs: the fn outputs key-value pairs of these types (shape.go).
-	Pairs *pairTypes `json:",omitempty"`
+	Pairs *PairTypes `json:",omitempty"`
 	// Enrich: the fn is Enrich's lookup, called with the key only (a
 	// struct's Lookup method), and answers are joined into records
 	// (enrich.go).
-	Enrich *enrichSpec `json:",omitempty"`
+	Enrich *EnrichSpec `json:",omitempty"`
 }
 
-// method is the name of the struct method that is the wrapped fn's call.
-func (s userSpec) method() string {
+// Method is the name of the struct method that is the wrapped fn's call.
+func (s Spec) Method() string {
 	if s.Enrich != nil {
 		return "Lookup"
 	}
 	return "ProcessElement"
 }
 
-// batchMethod is the name of the struct method that is a batch fn's call.
-func (s userSpec) batchMethod() string {
+// BatchMethod is the name of the struct method that is a batch fn's call.
+func (s Spec) BatchMethod() string {
 	if s.Enrich != nil {
 		return "LookupBatch"
 	}
 	return "ProcessBatch"
 }
 
-// hasRevert reports whether the wrapped fn is a DoFn struct with a Revert
+// HasRevert reports whether the wrapped fn is a DoFn struct with a Revert
 // method.
-func (s userSpec) hasRevert() bool {
+func (s Spec) HasRevert() bool {
 	if s.Type == nil || s.Enrich != nil {
 		return false
 	}
@@ -69,9 +69,9 @@ func (s userSpec) hasRevert() bool {
 	return ok
 }
 
-// inspectFn checks fn against the input's key and value types and returns the
+// Inspect checks fn against the input's key and value types and returns the
 // spec that will be shipped to workers and the output type.
-func inspectFn(fn any, keyT, valT reflect.Type) (userSpec, reflect.Type, error) {
+func Inspect(fn any, keyT, valT reflect.Type) (Spec, reflect.Type, error) {
 	return inspectForm(fn, fnForm{
 		accepts: "a pointer to a registered DoFn struct or a registered function of the form " + expectedShape,
 		what:    "fn",
@@ -101,68 +101,68 @@ type fnForm struct {
 // struct, against form, and returns the spec that will be shipped to
 // workers and the type of the outputs the transform's DoFns emit: O, or
 // kvOutput for key-value pairs (spec.Pairs).
-func inspectForm(fn any, form fnForm) (userSpec, reflect.Type, error) {
+func inspectForm(fn any, form fnForm) (Spec, reflect.Type, error) {
 	spec, out, err := inspectShape(fn, form)
 	if err != nil {
-		return userSpec{}, nil, err
+		return Spec{}, nil, err
 	}
 	if !out.pairs() {
 		return spec, out.value, nil
 	}
-	spec.Pairs = &pairTypes{Key: beam.EncodedType{T: out.key}, Value: beam.EncodedType{T: out.value}}
-	return spec, kvOutputType, nil
+	spec.Pairs = &PairTypes{Key: beam.EncodedType{T: out.key}, Value: beam.EncodedType{T: out.value}}
+	return spec, KVOutputType, nil
 }
 
 // inspectShape is inspectForm before the outputs' type is decided.
-func inspectShape(fn any, form fnForm) (userSpec, outputShape, error) {
+func inspectShape(fn any, form fnForm) (Spec, outputShape, error) {
 	if fn == nil {
-		return userSpec{}, outputShape{}, fmt.Errorf("fn is nil: pass %s", form.accepts)
+		return Spec{}, outputShape{}, fmt.Errorf("fn is nil: pass %s", form.accepts)
 	}
 	v := reflect.ValueOf(fn)
 	switch {
 	case v.Kind() == reflect.Func:
 		out, err := form.checkFunc(v.Type())
 		if err != nil {
-			return userSpec{}, outputShape{}, err
+			return Spec{}, outputShape{}, err
 		}
-		encoded, err := encodeFunc("fn", fn)
+		encoded, err := EncodeFunc("fn", fn)
 		if err != nil {
-			return userSpec{}, outputShape{}, err
+			return Spec{}, outputShape{}, err
 		}
-		return userSpec{Func: encoded, Batch: form.batch}, out, nil
+		return Spec{Func: encoded, Batch: form.batch}, out, nil
 	case v.Kind() == reflect.Ptr && v.Type().Elem().Kind() == reflect.Struct:
-		t, err := registeredStruct(form.what, v)
+		t, err := RegisteredStruct(form.what, v)
 		if err != nil {
-			return userSpec{}, outputShape{}, err
+			return Spec{}, outputShape{}, err
 		}
 		out, err := form.checkStruct(v.Type())
 		if err != nil {
-			return userSpec{}, outputShape{}, err
+			return Spec{}, outputShape{}, err
 		}
 		spec, err := structSpec(fn, t)
 		spec.Batch = form.batch
 		return spec, out, err
 	case v.Kind() == reflect.Struct:
-		return userSpec{}, outputShape{}, fmt.Errorf("fn is a %v value: pass a pointer (&%v{...}) so that its methods are found", v.Type(), v.Type().Name())
+		return Spec{}, outputShape{}, fmt.Errorf("fn is a %v value: pass a pointer (&%v{...}) so that its methods are found", v.Type(), v.Type().Name())
 	default:
-		return userSpec{}, outputShape{}, fmt.Errorf("fn is a %v: want %s", v.Type(), form.accepts)
+		return Spec{}, outputShape{}, fmt.Errorf("fn is a %v: want %s", v.Type(), form.accepts)
 	}
 }
 
 // structSpec is the spec of a DoFn struct fn of type t: its type and the
 // JSON of its exported fields.
-func structSpec(fn any, t reflect.Type) (userSpec, error) {
+func structSpec(fn any, t reflect.Type) (Spec, error) {
 	body, err := json.Marshal(fn)
 	if err != nil {
-		return userSpec{}, fmt.Errorf("fn %v cannot be serialised as JSON of its exported fields: %w", t, err)
+		return Spec{}, fmt.Errorf("fn %v cannot be serialised as JSON of its exported fields: %w", t, err)
 	}
-	return userSpec{Type: &beam.EncodedType{T: t}, JSON: string(body)}, nil
+	return Spec{Type: &beam.EncodedType{T: t}, JSON: string(body)}, nil
 }
 
-// registeredStruct checks that v, given as what, is a non-nil pointer to a
+// RegisteredStruct checks that v, given as what, is a non-nil pointer to a
 // named struct type registered with Beam (so that a worker can rebuild it),
 // and returns the struct type.
-func registeredStruct(what string, v reflect.Value) (reflect.Type, error) {
+func RegisteredStruct(what string, v reflect.Value) (reflect.Type, error) {
 	if v.Kind() != reflect.Ptr || v.Type().Elem().Kind() != reflect.Struct {
 		return nil, fmt.Errorf("%s is a %v: want a pointer to a registered named struct type", what, v.Type())
 	}
@@ -174,7 +174,7 @@ func registeredStruct(what string, v reflect.Value) (reflect.Type, error) {
 		return nil, fmt.Errorf("%s type %v is unnamed: declare a named struct type and register it", what, t)
 	} else if _, ok := runtime.LookupType(key); !ok {
 		if what == "fn" {
-			return nil, fmt.Errorf("fn type %v is not registered: add %s to an init() function of package %s", t, strings.Join(doFnLines(t), " and "), t.PkgPath())
+			return nil, fmt.Errorf("fn type %v is not registered: add %s to an init() function of package %s", t, strings.Join(DoFnLines(t), " and "), t.PkgPath())
 		}
 		return nil, fmt.Errorf("%s type %v is not registered: call beam.RegisterType(reflect.TypeOf((*%s)(nil)).Elem()) in an init() function, before beam.Init", what, t, t.Name())
 	}
@@ -194,17 +194,17 @@ func checkReturnsOnlyError(ft reflect.Type) error {
 // lifecycle lists the optional methods forwarded to the wrapped DoFn.
 var lifecycle = []string{"Setup", "StartBundle", "FinishBundle", "Teardown"}
 
-func checkStruct(pt reflect.Type, keyT, valT reflect.Type) (procShape, error) {
+func checkStruct(pt reflect.Type, keyT, valT reflect.Type) (ProcShape, error) {
 	m, ok := pt.MethodByName("ProcessElement")
 	if !ok {
 		if _, ok := pt.MethodByName("ProcessBatch"); ok {
-			return procShape{}, fmt.Errorf("fn %v has ProcessBatch but no ProcessElement: use async.BatchParDo for it", pt)
+			return ProcShape{}, fmt.Errorf("fn %v has ProcessBatch but no ProcessElement: use async.BatchParDo for it", pt)
 		}
-		return procShape{}, fmt.Errorf("fn %v has no ProcessElement method; want %s", pt, expectedShape)
+		return ProcShape{}, fmt.Errorf("fn %v has no ProcessElement method; want %s", pt, expectedShape)
 	}
 	shape, err := analyzeProcess(methodType(m), keyT, valT, fmt.Sprintf("%v.ProcessElement", pt))
 	if err != nil {
-		return procShape{}, err
+		return ProcShape{}, err
 	}
 	for _, name := range lifecycle {
 		m, ok := pt.MethodByName(name)
@@ -212,12 +212,12 @@ func checkStruct(pt reflect.Type, keyT, valT reflect.Type) (procShape, error) {
 			continue
 		}
 		if err := checkLifecycle(name, methodType(m), shape.emitT); err != nil {
-			return procShape{}, fmt.Errorf("fn %v: %w", pt, err)
+			return ProcShape{}, fmt.Errorf("fn %v: %w", pt, err)
 		}
 	}
 	if m, ok := pt.MethodByName("Revert"); ok {
 		if err := checkRevert(methodType(m), keyT, valT); err != nil {
-			return procShape{}, fmt.Errorf("fn %v: %w", pt, err)
+			return ProcShape{}, fmt.Errorf("fn %v: %w", pt, err)
 		}
 	}
 	return shape, nil
@@ -253,6 +253,18 @@ func checkLifecycle(name string, ft reflect.Type, emitT reflect.Type) error {
 	}
 	if i != ft.NumIn() || checkReturnsOnlyError(ft) != nil {
 		return fmt.Errorf("%s has signature %v; want %s", name, ft, want)
+	}
+	return nil
+}
+
+// revertShape is quoted by errors about the compensation method.
+const revertShape = "Revert([ctx context.Context,] key K, value V, err error) [error]"
+
+// checkRevert checks the optional compensation method of a DoFn struct.
+func checkRevert(ft reflect.Type, keyT, valT reflect.Type) error {
+	in := paramsAfterContext(ft)
+	if len(in) != 3 || !keyT.AssignableTo(in[0]) || !valT.AssignableTo(in[1]) || in[2] != errorType || checkReturnsOnlyError(ft) != nil {
+		return fmt.Errorf("Revert has signature %v; want %s with K=%v, V=%v", ft, revertShape, keyT, valT)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package async
+package wrapped
 
 // The wrapped fn on a worker: rebuilt from its userSpec (userspec.go) and
 // called (ProcessElement with its bundle methods, Revert) with panics
@@ -23,16 +23,16 @@ var (
 	closureName = regexp.MustCompile(`\.func\d+(\.\d+)*$`)
 )
 
-// userFn is the wrapped fn on a worker. Its ProcessElement (with StartBundle
+// Fn is the wrapped fn on a worker. Its ProcessElement (with StartBundle
 // before and FinishBundle after, per element) runs concurrently on the pool's
 // goroutines. Teardown waits for the last running call: see close.
-type userFn struct {
-	name string
+type Fn struct {
+	Name string
 	// invoke calls ProcessElement and returns its results.
 	invoke  func(args []reflect.Value) []any
 	procT   reflect.Type // ProcessElement's type, without receiver
-	shape   procShape
-	pairs   *pairTypes               // the outputs' types when they are pairs
+	Shape   ProcShape
+	pairs   *PairTypes               // the outputs' types when they are pairs
 	methods map[string]reflect.Value // present lifecycle methods
 	revertM reflect.Value            // the compensation method, if any
 	batch   batchCall                // a batch fn's ProcessBatch (spec.Batch)
@@ -45,9 +45,9 @@ type userFn struct {
 	closing bool
 }
 
-// startUserFn rebuilds the wrapped fn on a worker and forwards its Setup:
+// Start rebuilds the wrapped fn on a worker and forwards its Setup:
 // the first step of every DoFn of the transform that calls it.
-func startUserFn(ctx context.Context, spec userSpec) (*userFn, error) {
+func Start(ctx context.Context, spec Spec) (*Fn, error) {
 	u, err := newUserFn(spec)
 	if err != nil {
 		return nil, err
@@ -58,7 +58,7 @@ func startUserFn(ctx context.Context, spec userSpec) (*userFn, error) {
 	return u, nil
 }
 
-func newUserFn(spec userSpec) (*userFn, error) {
+func newUserFn(spec Spec) (*Fn, error) {
 	switch {
 	case spec.Func != nil:
 		fn := spec.Func.fn
@@ -69,7 +69,7 @@ func newUserFn(spec userSpec) (*userFn, error) {
 			}
 			return fn.Call(in)
 		}
-		u := &userFn{name: fn.Name(), invoke: invoke, procT: fn.Type(), pairs: spec.Pairs, methods: map[string]reflect.Value{}}
+		u := &Fn{Name: fn.Name(), invoke: invoke, procT: fn.Type(), pairs: spec.Pairs, methods: map[string]reflect.Value{}}
 		if spec.Batch {
 			u.batch, u.lookupBatch = newBatchCall(spec, reflect.Value{}), spec.Enrich != nil
 			return u, nil
@@ -82,7 +82,7 @@ func newUserFn(spec userSpec) (*userFn, error) {
 				return nil, fmt.Errorf("async: rebuilding wrapped DoFn %v: %w", spec.Type.T, err)
 			}
 		}
-		u := &userFn{name: spec.Type.T.String(), pairs: spec.Pairs, methods: map[string]reflect.Value{}}
+		u := &Fn{Name: spec.Type.T.String(), pairs: spec.Pairs, methods: map[string]reflect.Value{}}
 		for _, name := range lifecycle {
 			if m := ptr.MethodByName(name); m.IsValid() {
 				u.methods[name] = m
@@ -94,9 +94,9 @@ func newUserFn(spec userSpec) (*userFn, error) {
 			u.procT = u.batch.ft
 			return u, nil
 		}
-		m := ptr.MethodByName(spec.method())
+		m := ptr.MethodByName(spec.Method())
 		if !m.IsValid() {
-			return nil, fmt.Errorf("async: rebuilding wrapped fn %v: it has no %s method", spec.Type.T, spec.method())
+			return nil, fmt.Errorf("async: rebuilding wrapped fn %v: it has no %s method", spec.Type.T, spec.Method())
 		}
 		u.invoke = func(args []reflect.Value) []any { return interfaces(m.Call(args)) }
 		u.procT = m.Type()
@@ -107,11 +107,11 @@ func newUserFn(spec userSpec) (*userFn, error) {
 
 // analyze reads the shape of ProcessElement (or Enrich's lookup), checked
 // at construction.
-func (u *userFn) analyze(spec userSpec) (err error) {
+func (u *Fn) analyze(spec Spec) (err error) {
 	if spec.Enrich != nil {
-		u.shape, err = analyzeLookup(u.procT, nil, u.name)
+		u.Shape, err = analyzeLookup(u.procT, nil, u.Name)
 	} else {
-		u.shape, err = analyzeProcess(u.procT, nil, nil, u.name+".ProcessElement")
+		u.Shape, err = analyzeProcess(u.procT, nil, nil, u.Name+".ProcessElement")
 	}
 	if err != nil {
 		return fmt.Errorf("async: rebuilding the wrapped fn: %w", err)
@@ -129,11 +129,11 @@ func interfaces(vs []reflect.Value) []any {
 }
 
 // setup forwards Setup.
-func (u *userFn) setup(ctx context.Context) error { return u.lifecycle(ctx, "Setup", nil) }
+func (u *Fn) setup(ctx context.Context) error { return u.lifecycle(ctx, "Setup", nil) }
 
-// acquire counts a call that is about to be started; it fails once the fn
+// Acquire counts a call that is about to be started; it fails once the fn
 // is closing. Every successful acquire is matched by release.
-func (u *userFn) acquire() bool {
+func (u *Fn) Acquire() bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closing {
@@ -143,9 +143,9 @@ func (u *userFn) acquire() bool {
 	return true
 }
 
-// release ends an acquired call, and tears the fn down if it was the last one of
+// Release ends an acquired call, and tears the fn down if it was the last one of
 // a closing fn.
-func (u *userFn) release() {
+func (u *Fn) Release() {
 	u.mu.Lock()
 	u.refs--
 	last := u.closing && u.refs == 0
@@ -155,10 +155,10 @@ func (u *userFn) release() {
 	}
 }
 
-// close forwards Teardown now if no call is running, or else after the last
+// Close forwards Teardown now if no call is running, or else after the last
 // running call returns: calls started by this instance may outlive it, since
 // the pool is shared and another instance may commit their results.
-func (u *userFn) close(ctx context.Context) error {
+func (u *Fn) Close(ctx context.Context) error {
 	u.mu.Lock()
 	u.closing = true
 	now := u.refs == 0
@@ -169,41 +169,41 @@ func (u *userFn) close(ctx context.Context) error {
 	return nil
 }
 
-func (u *userFn) teardown(ctx context.Context) {
+func (u *Fn) teardown(ctx context.Context) {
 	if err := u.lifecycle(ctx, "Teardown", nil); err != nil {
-		log.Warnf(ctx, "async: Teardown of %s after its last call: %v", u.name, err)
+		log.Warnf(ctx, "async: Teardown of %s after its last call: %v", u.Name, err)
 	}
 }
 
-// call runs StartBundle, ProcessElement and FinishBundle for one element and
+// Call runs StartBundle, ProcessElement and FinishBundle for one element and
 // returns everything they emitted or ProcessElement returned.
-func (u *userFn) call(ctx context.Context, in callInput) ([]any, error) {
+func (u *Fn) Call(ctx context.Context, in CallInput) ([]any, error) {
 	out := &callOutputs{pairs: newPairEncoder(u.pairs)}
 	var emit reflect.Value
-	if u.shape.emitT != nil {
-		emit = reflect.MakeFunc(u.shape.emitT, out.emit)
+	if u.Shape.emitT != nil {
+		emit = reflect.MakeFunc(u.Shape.emitT, out.emit)
 	}
 	if err := u.lifecycle(ctx, "StartBundle", &emit); err != nil {
 		return nil, err
 	}
-	args, err := u.shape.args(u.procT, ctx, in, emit)
+	args, err := u.Shape.args(u.procT, ctx, in, emit)
 	if err != nil {
 		return nil, err
 	}
 	res := u.invoke(args)
-	if u.shape.returnsError {
+	if u.Shape.returnsError {
 		if err, _ := res[len(res)-1].(error); err != nil {
 			return nil, err
 		}
 	}
-	if u.shape.returned > 0 {
-		out.add(res[:u.shape.returned]...)
+	if u.Shape.returned > 0 {
+		out.add(res[:u.Shape.returned]...)
 	}
 	if err := u.lifecycle(ctx, "FinishBundle", &emit); err != nil {
 		return nil, err
 	}
 	if out.err != nil {
-		return nil, Permanent(out.err) // the same outputs would fail again
+		return nil, PermanentOf(out.err) // the same outputs would fail again
 	}
 	return out.list, nil
 }
@@ -211,7 +211,7 @@ func (u *userFn) call(ctx context.Context, in callInput) ([]any, error) {
 // callOutputs gathers one call's outputs: emitted (as Beam's emitters, not
 // safe for concurrent use) or returned.
 type callOutputs struct {
-	pairs *pairEncoder // nil: the outputs are values of one type
+	pairs *PairEncoder // nil: the outputs are values of one type
 	list  []any
 	err   error // the first output that could not be encoded
 }
@@ -238,9 +238,9 @@ func (c *callOutputs) add(o ...any) {
 	c.list = append(c.list, p)
 }
 
-// revert calls the compensation method, if the fn has one, for an element
+// Revert calls the compensation method, if the fn has one, for an element
 // that failed for good; a panic in it becomes an error.
-func (u *userFn) revert(ctx context.Context, key, value any, cause error) (err error) {
+func (u *Fn) Revert(ctx context.Context, key, value any, cause error) (err error) {
 	if !u.revertM.IsValid() {
 		return nil
 	}
@@ -268,7 +268,7 @@ func keyValueArgs(ft reflect.Type, ctx context.Context, key, value any, last ref
 }
 
 // lifecycle calls an optional method, passing ctx and emit where it takes them.
-func (u *userFn) lifecycle(ctx context.Context, name string, emit *reflect.Value) error {
+func (u *Fn) lifecycle(ctx context.Context, name string, emit *reflect.Value) error {
 	m, ok := u.methods[name]
 	if !ok {
 		return nil
@@ -284,7 +284,7 @@ func (u *userFn) lifecycle(ctx context.Context, name string, emit *reflect.Value
 		}
 	}
 	if err := resultError(m.Call(args)); err != nil {
-		return fmt.Errorf("%s.%s: %w", strings.TrimPrefix(u.name, "*"), name, err)
+		return fmt.Errorf("%s.%s: %w", strings.TrimPrefix(u.Name, "*"), name, err)
 	}
 	return nil
 }
