@@ -1,5 +1,8 @@
 // Package state holds the async transform's worker-local, in-flight state and
-// the format of what it keeps in Beam bag state.
+// the format of what it keeps in Beam bag state: of the design's "keeps every
+// accepted element in bag state, hands it to a bounded goroutine pool shared
+// by all instances of that transform in the worker process", the pool and the
+// bytes in the bag.
 //
 // It is Beam-free, and unrelated to Beam's core/state, which declares the
 // state cells a DoFn reads and writes through the runner: this package is
@@ -25,8 +28,9 @@
 //     turn, first come, first served.
 //   - [Registry] ([Default], [Shared], [Reset]): the only process-global state
 //     of the project, a map from the transform's UUID (fixed at pipeline
-//     construction and shipped with the DoFn) to its Pool and to the few
-//     objects shared beside it ([Registry.SharedValue]: the event listener).
+//     construction and shipped with the DoFn) to its Pool and to the object
+//     shared beside it ([Registry.SharedValue]: the transform's listeners,
+//     cache and counts).
 //   - [ElementID]: the one name of an element (key, window, ID, and where
 //     its key's state accepted it), in bag state, in the Pool and in its
 //     retry's jitter.

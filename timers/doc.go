@@ -1,4 +1,6 @@
-// Package timers decides when the async transform's commit timers fire.
+// Package timers decides when the async transform's commit timers fire: of
+// the design's "sets a processing-time timer on a round increment of the
+// callback frequency", the instant.
 //
 // It is Beam-free, and unrelated to Beam's core/timers, which declares
 // timer families: this package picks the instants the transform sets its
