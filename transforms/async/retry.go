@@ -11,10 +11,10 @@ package async
 // element, so every worker computes the same one.
 //
 // Where, on unbounded input (streamFn). The task ends with its error. The
-// key's next callback settles it (failure.go: afterFailure): recordAttempts counts
+// key's next callback resolves it (failure.go: afterFailure): recordAttempts counts
 // the attempts into the element's envelope, and retryLater writes it back to
 // bag state with the time of its next attempt. A callback of the key at or
-// after that time starts it again (settle.go). A waiting retry holds no slot,
+// after that time starts it again (commit.go). A waiting retry holds no slot,
 // no place and no memory, and survives a worker restart.
 //
 // Where, on bounded input (bundleFn: config.RetryInWorker). A bundle

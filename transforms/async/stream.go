@@ -85,7 +85,7 @@ func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z
 }
 
 // ProcessElement takes one element of a key: the key's lifecycle steps
-// (turn.go), with its element accepted after the bundle's first settle of
+// (turn.go), with its element accepted after the bundle's first commit of
 // the key.
 func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure), escrow escrowEmit) error {
 	k, err := f.open(ctx, sp, key, true, emit, fail, escrow)
@@ -97,9 +97,9 @@ func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp bea
 		return err
 	}
 	// With WithIDFn, an element whose ID was pending when the bundle began is
-	// one element with it, even if settle commits that one now.
+	// one element with it, even if commitOnce commits that one now.
 	isCopy := f.IDFn != nil && k.v.byID[el.eid.Base()] != nil
-	if err := k.settle(false); err != nil {
+	if err := k.commitOnce(false); err != nil {
 		return err
 	}
 	if err := k.accept(el, isCopy); err != nil {
@@ -113,7 +113,7 @@ func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp bea
 	return nil
 }
 
-// OnTimer settles the key: the key's lifecycle steps (turn.go) without an
+// OnTimer commits the key: the key's lifecycle steps (turn.go) without an
 // element.
 func (f *streamFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure), escrow escrowEmit) error {
 	if timer.Family != f.Commit.Family {
@@ -125,7 +125,7 @@ func (f *streamFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 	}
 	k.fired()
 	f.sweepUnbuffered(ctx, k.pool)
-	if err := k.settle(true); err != nil {
+	if err := k.commitOnce(true); err != nil {
 		return err
 	}
 	if err := k.store(); err != nil {

@@ -1,10 +1,10 @@
 package async
 
 // A key's lifecycle in one callback of the stateful DoFn (streamFn): every
-// callback opens the key, settles what has finished, accepts its element (a
+// callback opens the key, commits what has finished, accepts its element (a
 // ProcessElement), stores the changes in the key's bags and plans the key's
 // timer, in that order. streamFn's ProcessElement and OnTimer are these
-// steps; settle.go has what settling does, keyview.go the bags' format.
+// steps; commit.go has what settling does, keyview.go the bags' format.
 
 import (
 	"context"
@@ -58,12 +58,12 @@ func (k *keyTurn) fired() {
 	k.v.planned = false
 }
 
-// settle commits the key's finished elements and starts what can start (see
+// commitOnce commits the key's finished elements and starts what can start (see
 // commit): at the key's first callback in a bundle, and at its timer
 // (timer) even after a ProcessElement of the bundle did; a timer also
 // cancels the key's local work for elements no longer pending (cancelStale).
 // What it leaves (commitResult) is what plan reads.
-func (k *keyTurn) settle(timer bool) error {
+func (k *keyTurn) commitOnce(timer bool) error {
 	if k.v.committed && !timer {
 		return nil
 	}
@@ -75,7 +75,7 @@ func (k *keyTurn) settle(timer bool) error {
 
 // accept takes one element into the key, unless it is a copy of a pending
 // element (isCopy: pending when the bundle began, or started from the queue
-// by this bundle's settle; only with WithIDFn can an element be a copy). It
+// by this bundle's commitOnce; only with WithIDFn can an element be a copy). It
 // starts if there is room (see WithMaxItemsHeld, WithMaxWait) and nothing of
 // its key is queued before it; otherwise it is queued, and its key waits for
 // a place in the pool's turn (state.Pool.Waiting). Nothing is written until

@@ -1,6 +1,6 @@
 package async
 
-// The exactly-once step of a key's turn (keyTurn.settle): a callback that
+// The exactly-once step of a key's turn (keyTurn.commitOnce): a callback that
 // holds a key's state emits the outputs of its finished elements and removes
 // them from the bag in the same bundle, which the runner commits whole; then
 // it starts what the worker does not run, as room allows.
@@ -27,7 +27,7 @@ type commitResult struct {
 	shortestRun time.Duration
 }
 
-// commit settles every finished element of the view's key: outputs of
+// commit commits every finished element of the view's key: outputs of
 // successes are emitted with their elements' timestamps and windows (and,
 // with WithOrdered, only once every earlier element of the key is resolved),
 // final failures go to the failure output, failed attempts to retry are
@@ -46,7 +46,7 @@ func (k *keyTurn) commit(timer bool) (commitResult, error) {
 	if timer {
 		k.cancelStale()
 	}
-	scan, err := k.settleFinished()
+	scan, err := k.scanFinished()
 	if err != nil {
 		return scan.res, err
 	}
@@ -71,7 +71,7 @@ func (k *keyTurn) commit(timer bool) (commitResult, error) {
 	return res, nil
 }
 
-// commitScan is what settleFinished found in a key's pending elements.
+// commitScan is what scanFinished found in a key's pending elements.
 type commitScan struct {
 	res     commitResult
 	keep    []*pending // still pending after this commit, in order
@@ -79,11 +79,11 @@ type commitScan struct {
 	changed bool       // some element left the bag, or was rewritten
 }
 
-// settleFinished resolves each finished element of the key, in acceptance
+// scanFinished resolves each finished element of the key, in acceptance
 // order with WithOrdered: a success is emitted (with WithOrdered only when
-// no earlier element is unresolved), a failure is settled. It sorts the
+// no earlier element is unresolved), a failure is resolved. It sorts the
 // others into those that run here and those this worker must start.
-func (k *keyTurn) settleFinished() (commitScan, error) {
+func (k *keyTurn) scanFinished() (commitScan, error) {
 	f, v, ctx, pool := k.fn, k.v, k.ctx, k.pool
 	entries := v.entries
 	if f.Ordered {
