@@ -74,7 +74,7 @@ func TestDescribeTypeTellsCodersApart(t *testing.T) {
 			t.Errorf("%s: %v and %v are both described %q; want different descriptions", tc.name, tc.a, tc.b, da)
 		}
 	}
-	for _, typ := range []reflect.Type{reflect.TypeOf(answerV1{}), reflect.TypeOf(&tree{}), reflect.TypeOf(wrapped.KVOutput{})} {
+	for _, typ := range []reflect.Type{reflect.TypeOf(answerV1{}), reflect.TypeOf(&tree{}), reflect.TypeOf(kvOutput{})} {
 		if a, b := describe(typ), describe(typ); a != b || a == "" {
 			t.Errorf("%v described %q, then %q; want one non-empty description", typ, a, b)
 		}
@@ -88,7 +88,7 @@ func TestDescribeTypeTellsCodersApart(t *testing.T) {
 // another cache shape though its outputs are kvOutput either way.
 func TestCachedShapeCoversPairs(t *testing.T) {
 	shape := func(k, v reflect.Type) string {
-		f := &core{config: config{OutputType: &beam.EncodedType{T: reflect.TypeOf(wrapped.KVOutput{})}}}
+		f := &core{config: config{OutputType: &beam.EncodedType{T: reflect.TypeOf(kvOutput{})}}}
 		f.User.Pairs = &wrapped.PairTypes{Key: beam.EncodedType{T: k}, Value: beam.EncodedType{T: v}}
 		return string(f.cachedShape())
 	}

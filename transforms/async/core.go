@@ -62,18 +62,18 @@ type instance struct {
 	tickets *bundleTickets
 }
 
-// Setup makes sure the transform's per-process object (its listeners, its
-// cache) can be built in this process, reaches Redis if the cache requires
-// it (Cache.RedisRequired), rebuilds the wrapped fn, forwards its Setup,
-// and prepares coders. What fails before the wrapped fn's Setup leaves it
-// unstarted, since it would want its Teardown.
+// Setup makes sure the listeners (if any) can be built in this process,
+// reaches Redis if the cache requires it (Cache.RedisRequired), rebuilds the
+// wrapped fn, forwards its Setup, and prepares coders. What fails before
+// the wrapped fn's Setup leaves it unstarted, since it would want its
+// Teardown.
 func (f *core) Setup(ctx context.Context) error {
 	if f.clock == nil {
 		f.clock = timers.System{}
 	}
 	f.last = &atomic.Pointer[worker]{}
-	if _, err := f.worker(); err != nil {
-		return err
+	if _, err := f.worker().hubOf(f); err != nil {
+		return err // the listeners cannot be built in this process
 	}
 	if err := f.requireRedis(ctx); err != nil {
 		return err
@@ -298,7 +298,7 @@ func (f *core) job(el element) state.Job {
 
 // work is one element's call; attempt n of the task is attempt done+n of the
 // element. The caller holds the user fn for the task; it is released when the
-// task's last attempt returns (see release in userFn).
+// task's last attempt returns (see wrapped.Fn.Release).
 func (f *core) work(el element) state.Work {
 	limit, key, id := f.CallTimeout, el.key, el.eid.ID
 	in := wrapped.CallInput{Key: key, Value: el.value, TS: el.ts, Window: el.eid.Window}

@@ -265,14 +265,14 @@ func (f *core) events() *hub {
 	if len(f.Listeners) == 0 {
 		return nil
 	}
-	w, err := f.worker()
+	h, err := f.worker().hubOf(f)
 	if err != nil {
 		// Setup made the hub; a failure now means a Reset since, and a Setup
 		// that no longer succeeds.
-		slog.Error("async: the event listener cannot be rebuilt", "err", err)
+		slog.Error("async: the event listener cannot be rebuilt", "transform", f.Name, "err", err)
 		return nil
 	}
-	return w.hub
+	return h
 }
 
 // event counts one event about element id of key (see countEvent) and

@@ -141,7 +141,7 @@ func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Opti
 		}
 	}
 	if spec.Pairs != nil {
-		if outs[0], err = wrapped.SplitPairs(s, *spec.Pairs, outs[0]); err != nil {
+		if outs[0], err = splitPairs(s, *spec.Pairs, outs[0]); err != nil {
 			return nil, err
 		}
 	}

@@ -159,10 +159,7 @@ func (f *core) eventCounts() *eventCounts {
 			return w.counts
 		}
 	}
-	if w := f.workerOrLast(); w != nil {
-		return w.counts
-	}
-	return &eventCounts{ledger: ledger.New(len(eventTally{}.vector()))} // counted nowhere: logged by workerOrLast
+	return f.worker().counts
 }
 
 // publishEvents publishes the events counted off the bundle's goroutines.
@@ -170,11 +167,7 @@ func (f *core) eventCounts() *eventCounts {
 // transform publishes, and points the instance at them should they have
 // been dropped and made anew meanwhile (see worker).
 func (f *core) publishEvents(ctx context.Context) {
-	w := f.workerOrLast()
-	if w == nil {
-		return
-	}
-	c := w.counts
+	c := f.worker().counts
 	c.mu.Lock()
 	total := c.total.vector()
 	c.mu.Unlock()

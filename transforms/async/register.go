@@ -4,8 +4,6 @@ package async
 // uses, so that a worker process can rebuild them.
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"context"
 	"reflect"
 
@@ -26,7 +24,7 @@ func init() {
 	register.DoFn6x1[beam.Window, beam.EventTime, beam.X, beam.Y, func(beam.X, windowed), func(Failure), error](&carryFn{})
 	register.DoFn3x1[beam.Window, windowed, func(beam.Z), error](&restoreFn{})
 	register.DoFn3x0[beam.Window, Failure, func(Failure)](&restoreFailureFn{})
-	register.DoFn2x1[wrapped.KVOutput, func(beam.X, beam.Y), error](&wrapped.SplitPairsFn{})
+	register.DoFn2x1[kvOutput, func(beam.X, beam.Y), error](&splitPairsFn{})
 	register.Emitter2[beam.X, beam.Y]()
 	register.Emitter2[beam.X, windowed]()
 	register.Emitter1[beam.Z]()
@@ -36,7 +34,7 @@ func init() {
 	register.Emitter3[beam.EventTime, beam.X, []byte]()
 	beam.RegisterType(reflect.TypeOf(Failure{}))
 	beam.RegisterType(reflect.TypeOf(windowed{}))
-	beam.RegisterType(wrapped.KVOutputType)
+	beam.RegisterType(kvOutputType)
 	beam.RegisterType(reflect.TypeOf(LogListener{}))
 	beam.RegisterType(reflect.TypeOf(JSONLinesListener{}))
 	beam.RegisterType(reflect.TypeOf(TimingListener{}))

@@ -67,11 +67,7 @@ func (f *core) resultCache() (*resultCache, error) {
 	if f.Cache == nil {
 		return nil, nil
 	}
-	w, err := f.worker()
-	if err != nil {
-		return nil, err
-	}
-	return w.cache, nil
+	return f.worker().cacheOf(f)
 }
 
 // requireRedis makes one round trip to Redis with Cache.RedisRequired, and

@@ -20,7 +20,7 @@ package async
 // Where, on bounded input (bundleFn: config.RetryInWorker). A bundle
 // has no later callback to write a retry back to, so the retry waits in the
 // worker: inWorkerRetry is the task's state.Retry, and the pool
-// (state/pool.go: attempt) waits out the delay on a timer, holding no
+// (state/attempt.go) waits out the delay on a timer, holding no
 // goroutine, slot or place in flight (state/slots.go: pause), then runs the
 // next attempt in the same task, whose count continues the element's.
 //

@@ -6,47 +6,84 @@ package async
 import (
 	"errors"
 	"fmt"
-	"log/slog"
+	"sync"
+	"sync/atomic"
 
 	"github.com/asyncbeam/asyncbeam/transforms/cache"
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
-// worker is one transform's shared object in one worker process: its
-// listeners' hub, its result cache, its event counts and its batch counts.
-// The state registry holds it under the transform's ID, beside the pool
-// (which owns the guard as its gate), and closes it on Reset or when the
-// transform goes idle. Its parts are fixed when it is made.
+// worker is one transform's shared object in one worker process: its event
+// and batch counts, its listeners' hub and its result cache. The state
+// registry holds it under the transform's ID, beside the pool (which owns
+// the guard as its gate), and closes it on Reset or when the transform goes
+// idle. The hub and the cache are built on first use, each on its own: one
+// that cannot be built is tried again at its next use and keeps the other
+// from nothing.
 type worker struct {
-	hub    *hub         // nil without listeners
-	cache  *resultCache // nil without WithCache
 	counts *eventCounts
 	batch  *batchStats
+
+	hub   atomic.Pointer[hub]         // nil until built, or without listeners
+	cache atomic.Pointer[resultCache] // nil until built, or without WithCache
+
+	mu     sync.Mutex // builds hub and cache; guards closed
+	closed bool
 }
 
-// newWorker builds the transform's per-process object. A listener or a
-// cache that cannot be built is an error, and nothing is kept.
-func (f *core) newWorker() (*worker, error) {
-	w := &worker{
+// errWorkerClosed is the error of a part asked for after a Reset closed
+// the object (an instance that looked it up before the Reset).
+var errWorkerClosed = errors.New("async: the transform's per-process object was closed (a worker reset)")
+
+func newWorker() *worker {
+	return &worker{
 		counts: &eventCounts{ledger: ledger.New(len(eventTally{}.vector()))},
 		batch:  &batchStats{published: ledger.New(2)},
 	}
-	if len(f.Listeners) > 0 {
-		h, err := newHub(f.Listeners)
-		if err != nil {
-			return nil, err
-		}
-		w.hub = h
+}
+
+// hubOf returns the listeners' hub, building it on first use; nil without
+// listeners.
+func (w *worker) hubOf(f *core) (*hub, error) {
+	if h := w.hub.Load(); h != nil || len(f.Listeners) == 0 {
+		return h, nil
 	}
-	if f.Cache != nil {
-		rc, err := f.newResultCache()
-		if err != nil {
-			w.Close()
-			return nil, fmt.Errorf("async: %s: the result cache: %w", f.Name, err)
-		}
-		w.cache = rc
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, errWorkerClosed
 	}
-	return w, nil
+	if h := w.hub.Load(); h != nil {
+		return h, nil
+	}
+	h, err := newHub(f.Listeners)
+	if err != nil {
+		return nil, err
+	}
+	w.hub.Store(h)
+	return h, nil
+}
+
+// cacheOf returns the result cache, building it on first use; nil without
+// WithCache.
+func (w *worker) cacheOf(f *core) (*resultCache, error) {
+	if c := w.cache.Load(); c != nil || f.Cache == nil {
+		return c, nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, errWorkerClosed
+	}
+	if c := w.cache.Load(); c != nil {
+		return c, nil
+	}
+	c, err := f.newResultCache()
+	if err != nil {
+		return nil, fmt.Errorf("async: %s: the result cache: %w", f.Name, err)
+	}
+	w.cache.Store(c)
+	return c, nil
 }
 
 // newResultCache builds the cache WithCache asked for.
@@ -64,14 +101,18 @@ func (f *core) newResultCache() (*resultCache, error) {
 	return rc, nil
 }
 
-// Close closes the listeners and the connection to Redis.
+// Close closes the listeners and the connection to Redis, if they were
+// built; neither is built after it.
 func (w *worker) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
 	var errs []error
-	if w.hub != nil {
-		errs = append(errs, w.hub.Close())
+	if h := w.hub.Load(); h != nil {
+		errs = append(errs, h.Close())
 	}
-	if w.cache != nil {
-		errs = append(errs, w.cache.Close())
+	if c := w.cache.Load(); c != nil {
+		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
 }
@@ -80,29 +121,11 @@ func (w *worker) Close() error {
 // every use rather than kept, so that a registry Reset (a simulated worker
 // restart) is seen at once; the instance keeps the last one it found for
 // the counts taken on the pool's goroutines (see eventCounts).
-func (f *core) worker() (*worker, error) {
-	v, err := f.reg().SharedValue(f.ID, func() (any, error) { return f.newWorker() })
-	if err != nil {
-		return nil, err
-	}
+func (f *core) worker() *worker {
+	v, _ := f.reg().SharedValue(f.ID, func() (any, error) { return newWorker(), nil })
 	w := v.(*worker)
 	if f.last != nil && f.last.Load() != w {
 		f.last.Store(w)
 	}
-	return w, nil
-}
-
-// workerOrLast is worker, or on an error the last one this instance found
-// (nil if none): for the counts, which must not be lost because a listener
-// or the cache cannot be rebuilt after a Reset.
-func (f *core) workerOrLast() *worker {
-	w, err := f.worker()
-	if err == nil {
-		return w
-	}
-	slog.Error("async: the transform's per-process object cannot be rebuilt", "transform", f.Name, "err", err)
-	if f.last != nil {
-		return f.last.Load()
-	}
-	return nil
+	return w
 }

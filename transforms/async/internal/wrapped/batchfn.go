@@ -18,7 +18,7 @@ const expectedBatchShape = "ProcessBatch([ctx context.Context,] keys []K, values
 
 var errorsType = reflect.TypeOf([]error(nil))
 
-// InspectBatch is inspectFn for BatchParDo's fn.
+// InspectBatch is Inspect for BatchParDo's fn.
 func InspectBatch(fn any, keyT, valT reflect.Type) (Spec, reflect.Type, error) {
 	return inspectForm(fn, fnForm{
 		accepts:     "a pointer to a registered struct with a method " + expectedBatchShape + ", or a registered function of that form",

@@ -10,6 +10,14 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
 
+// testPair is the pair output of this package's tests (the front sets its
+// own in its init).
+type testPair struct{ key, value []byte }
+
+func init() {
+	SetPairOutput(reflect.TypeOf(testPair{}), func(k, v []byte) any { return testPair{k, v} })
+}
+
 // refusingEncoder fails to encode the value "bad".
 type refusingEncoder struct{ beam.ElementEncoder }
 

@@ -15,10 +15,10 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 )
 
-// isRegistered checks a function through Beam's global runtime.Resolver,
+// IsRegistered checks a function through Beam's global runtime.Resolver,
 // which Beam reads without any lock of ours (runtime.ResolveFunction, on
 // workers and on prism's in-process workers), so a check must not swap it.
-// Instead init installs, once, checkingResolver over the resolver there was:
+// Instead init installs, once, CheckingResolver over the resolver there was:
 // it passes every symbol through, except the names being checked, which it
 // denies. Contract for anyone else replacing runtime.Resolver: do it before
 // building or running pipelines, as Beam's own unguarded global demands;
@@ -27,7 +27,7 @@ import (
 // puts back the one it saved, which is ours.
 
 // checkMu guards checking and the wrapping of runtime.Resolver. Sym2Addr
-// takes it under Beam's resolver lock; isRegistered never holds it while
+// takes it under Beam's resolver lock; IsRegistered never holds it while
 // calling into Beam, so the two locks are never taken the other way round.
 var checkMu sync.Mutex
 
@@ -36,7 +36,7 @@ var checking = map[string]int{}
 
 // CheckingResolver forwards Sym2Addr to next except for the names under
 // check. Which names those are is package state, not the resolver's, so any
-// checkingResolver, even one a vet run puts back, denies them.
+// CheckingResolver, even one a vet run puts back, denies them.
 type CheckingResolver struct{ Next runtime.SymbolResolver }
 
 func (r *CheckingResolver) Sym2Addr(name string) (uintptr, error) {
@@ -51,7 +51,7 @@ func (r *CheckingResolver) Sym2Addr(name string) (uintptr, error) {
 
 func init() { wrapResolver() }
 
-// wrapResolver installs a checkingResolver over runtime.Resolver unless it
+// wrapResolver installs a CheckingResolver over runtime.Resolver unless it
 // is one already. It runs in init, before any worker can read the
 // resolver, and again only if someone has replaced it. The caller holds
 // checkMu, or is init.

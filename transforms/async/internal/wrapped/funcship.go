@@ -44,7 +44,7 @@ func Ship(fn any) (*Shipped, error) {
 	return shipped, nil
 }
 
-// shippedFuncJSON is shippedFunc's serialised form.
+// shippedFuncJSON is Shipped's serialised form.
 type shippedFuncJSON struct {
 	Name string
 	Type *beam.EncodedType

@@ -6,8 +6,8 @@ package wrapped
 // or returned outputs (O, or K2 and V2), with an optional error last.
 //
 // Key-value outputs travel through the transform as pairs of encoded bytes
-// (kvOutput, one concrete type for every K2 and V2) and become a
-// PCollection<KV<K2, V2>> in a last step (splitPairsFn).
+// (the front's pair type, one concrete type for every K2 and V2) and become a
+// PCollection<KV<K2, V2>> in a last step (the front's).
 
 import (
 	"context"
@@ -230,14 +230,20 @@ func parseWindowText(w string) (typex.Window, error) {
 	return nil, fmt.Errorf("async: the element's window %q is not one the transform writes", w)
 }
 
-// KVOutput is one key-value output of the wrapped fn, the key and the value
-// each encoded with its coder, on its way to the transform's
-// PCollection<KV<K2, V2>>.
-type KVOutput struct {
-	Key, Value []byte
-}
+// pairType is the type of a pair output and newPair makes one from its key
+// and value, each encoded with its coder: the front's (SetPairOutput). Beam
+// names the step that splits pairs, and the result cache its keys, after
+// that type, so it stays with the front whatever the code's layout.
+var (
+	pairType reflect.Type
+	newPair  func(key, value []byte) any
+)
 
-var KVOutputType = reflect.TypeOf(KVOutput{})
+// SetPairOutput sets the type of pair outputs and how one is made. The
+// front calls it in its init, before any fn is inspected or called.
+func SetPairOutput(t reflect.Type, make func(key, value []byte) any) {
+	pairType, newPair = t, make
+}
 
 // PairTypes are K2 and V2 of a fn whose outputs are key-value pairs, as the
 // spec carries them to workers.
@@ -245,7 +251,7 @@ type PairTypes struct {
 	Key, Value beam.EncodedType
 }
 
-// PairEncoder makes kvOutputs of one call's pairs. Encoders are made per
+// PairEncoder makes the pair outputs of one call. Encoders are made per
 // call: calls run concurrently.
 type PairEncoder struct {
 	key, value beam.ElementEncoder
@@ -259,49 +265,14 @@ func newPairEncoder(p *PairTypes) *PairEncoder {
 }
 
 // pair encodes one output pair.
-func (e *PairEncoder) pair(k, v any) (KVOutput, error) {
+func (e *PairEncoder) pair(k, v any) (any, error) {
 	kb, err := Encode(e.key, k)
 	if err != nil {
-		return KVOutput{}, fmt.Errorf("async: encoding an output key %v: %w", k, err)
+		return nil, fmt.Errorf("async: encoding an output key %v: %w", k, err)
 	}
 	vb, err := Encode(e.value, v)
 	if err != nil {
-		return KVOutput{}, fmt.Errorf("async: encoding an output value %v: %w", v, err)
+		return nil, fmt.Errorf("async: encoding an output value %v: %w", v, err)
 	}
-	return KVOutput{Key: kb, Value: vb}, nil
-}
-
-// SplitPairsFn turns the transform's kvOutputs into KV<K2, V2>, each in its
-// element's window with its timestamp (Beam keeps both through a ParDo).
-type SplitPairsFn struct {
-	Pairs PairTypes
-
-	key, value beam.ElementDecoder
-}
-
-func (f *SplitPairsFn) Setup() {
-	f.key, f.value = beam.NewElementDecoder(f.Pairs.Key.T), beam.NewElementDecoder(f.Pairs.Value.T)
-}
-
-func (f *SplitPairsFn) ProcessElement(o KVOutput, emit func(beam.X, beam.Y)) error {
-	k, err := Decode(f.key, o.Key)
-	if err != nil {
-		return fmt.Errorf("async: decoding an output key: %w", err)
-	}
-	v, err := Decode(f.value, o.Value)
-	if err != nil {
-		return fmt.Errorf("async: decoding an output value: %w", err)
-	}
-	emit(k, v)
-	return nil
-}
-
-// SplitPairs applies splitPairsFn to out, a PCollection<kvOutput>.
-func SplitPairs(s beam.Scope, p PairTypes, out beam.PCollection) (beam.PCollection, error) {
-	outs, err := beam.TryParDo(s.Scope("Pairs"), &SplitPairsFn{Pairs: p}, out,
-		beam.TypeDefinition{Var: beam.XType, T: p.Key.T}, beam.TypeDefinition{Var: beam.YType, T: p.Value.T})
-	if err != nil {
-		return beam.PCollection{}, err
-	}
-	return outs[0], nil
+	return newPair(kb, vb), nil
 }

@@ -1,6 +1,6 @@
 package wrapped
 
-// The wrapped fn on a worker: rebuilt from its userSpec (userspec.go) and
+// The wrapped fn on a worker: rebuilt from its Spec (userspec.go) and
 // called (ProcessElement with its bundle methods, Revert) with panics
 // turned into errors.
 
@@ -132,7 +132,7 @@ func interfaces(vs []reflect.Value) []any {
 func (u *Fn) setup(ctx context.Context) error { return u.lifecycle(ctx, "Setup", nil) }
 
 // Acquire counts a call that is about to be started; it fails once the fn
-// is closing. Every successful acquire is matched by release.
+// is closing. Every successful Acquire is matched by Release.
 func (u *Fn) Acquire() bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()

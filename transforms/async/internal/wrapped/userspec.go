@@ -11,7 +11,7 @@ import (
 )
 
 // The wrapped fn at pipeline construction: its forms and shapes, checked
-// and described as a userSpec that ships to workers.
+// and described as a Spec that ships to workers.
 
 // paramsAfterContext returns the parameter types of a func type, without
 // a leading context.Context.
@@ -39,7 +39,7 @@ type Spec struct {
 	Pairs *PairTypes `json:",omitempty"`
 	// Enrich: the fn is Enrich's lookup, called with the key only (a
 	// struct's Lookup method), and answers are joined into records
-	// (enrich.go).
+	// (enrichspec.go).
 	Enrich *EnrichSpec `json:",omitempty"`
 }
 
@@ -90,7 +90,7 @@ func Inspect(fn any, keyT, valT reflect.Type) (Spec, reflect.Type, error) {
 // inspectForm checks a function or a struct pointer against.
 type fnForm struct {
 	accepts string // what a fn may be, in errors
-	what    string // the fn, as registeredStruct names it
+	what    string // the fn, as RegisteredStruct names it
 	// checkFunc and checkStruct check a function's type, or a struct
 	// pointer's type, and return what it outputs.
 	checkFunc, checkStruct func(reflect.Type) (outputShape, error)
@@ -100,7 +100,7 @@ type fnForm struct {
 // inspectForm checks fn, a registered function or a pointer to a registered
 // struct, against form, and returns the spec that will be shipped to
 // workers and the type of the outputs the transform's DoFns emit: O, or
-// kvOutput for key-value pairs (spec.Pairs).
+// the pair type (SetPairOutput) for key-value pairs (spec.Pairs).
 func inspectForm(fn any, form fnForm) (Spec, reflect.Type, error) {
 	spec, out, err := inspectShape(fn, form)
 	if err != nil {
@@ -110,7 +110,7 @@ func inspectForm(fn any, form fnForm) (Spec, reflect.Type, error) {
 		return spec, out.value, nil
 	}
 	spec.Pairs = &PairTypes{Key: beam.EncodedType{T: out.key}, Value: beam.EncodedType{T: out.value}}
-	return spec, KVOutputType, nil
+	return spec, pairType, nil
 }
 
 // inspectShape is inspectForm before the outputs' type is decided.

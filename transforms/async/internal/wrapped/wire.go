@@ -1,14 +1,14 @@
 package wrapped
 
+// Encoding values with a Beam coder.
+
 import (
 	"bytes"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
 
-// Encoding values with a Beam coder, with a coder's panic turned into an
-// error.
-
+// Encode encodes v with enc.
 func Encode(enc beam.ElementEncoder, v any) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := enc.Encode(v, &buf); err != nil {
@@ -17,6 +17,7 @@ func Encode(enc beam.ElementEncoder, v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// Decode decodes b with dec.
 func Decode(dec beam.ElementDecoder, b []byte) (any, error) {
 	return dec.Decode(bytes.NewReader(b))
 }
