@@ -2,11 +2,13 @@ package async_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/options/jobopts"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
@@ -14,8 +16,20 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
 
-// TestMain runs the pipeline tests on prism.
-func TestMain(m *testing.M) { ptest.Main(m) }
+// TestMain runs the pipeline tests on prism, without prism's splits of
+// the unbounded sources (prism_disable_sdf_split) unless the split stress
+// test runs (-prism.splitstress) or -experiments is given. Beam Go v2.78.0
+// splits periodic.Impulse while its ProcessElement updates its watermark
+// estimator, a data race in Beam's code (core/sdf/watermark_estimator.go,
+// read by a split, written by the element) that the race detector reports
+// now and then; the transform does not take part in it.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if f := flag.Lookup("prism.splitstress"); (f == nil || f.Value.String() == "0") && *jobopts.Experiments == "" {
+		*jobopts.Experiments = "prism_disable_sdf_split"
+	}
+	ptest.Main(m)
+}
 
 // slowLabel is a wrapped DoFn: it waits SleepMs, then emits "key:value".
 type slowLabel struct {
