@@ -45,45 +45,47 @@ func newWorker() *worker {
 // hubOf returns the listeners' hub, building it on first use; nil without
 // listeners.
 func (w *worker) hubOf(f *core) (*hub, error) {
-	if h := w.hub.Load(); h != nil || len(f.Listeners) == 0 {
-		return h, nil
+	if len(f.Listeners) == 0 {
+		return nil, nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil, errWorkerClosed
-	}
-	if h := w.hub.Load(); h != nil {
-		return h, nil
-	}
-	h, err := newHub(f.Listeners)
-	if err != nil {
-		return nil, err
-	}
-	w.hub.Store(h)
-	return h, nil
+	return buildOnce(w, &w.hub, func() (*hub, error) { return newHub(f.Listeners) })
 }
 
 // cacheOf returns the result cache, building it on first use; nil without
 // WithCache.
 func (w *worker) cacheOf(f *core) (*resultCache, error) {
-	if c := w.cache.Load(); c != nil || f.Cache == nil {
+	if f.Cache == nil {
+		return nil, nil
+	}
+	return buildOnce(w, &w.cache, func() (*resultCache, error) {
+		c, err := f.newResultCache()
+		if err != nil {
+			return nil, fmt.Errorf("async: %s: the result cache: %w", f.Name, err)
+		}
 		return c, nil
+	})
+}
+
+// buildOnce returns *part, building it under w.mu when it is not built yet;
+// a build that fails keeps nothing, and the next use tries again.
+func buildOnce[T any](w *worker, part *atomic.Pointer[T], build func() (*T, error)) (*T, error) {
+	if p := part.Load(); p != nil {
+		return p, nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return nil, errWorkerClosed
 	}
-	if c := w.cache.Load(); c != nil {
-		return c, nil
+	if p := part.Load(); p != nil {
+		return p, nil
 	}
-	c, err := f.newResultCache()
+	p, err := build()
 	if err != nil {
-		return nil, fmt.Errorf("async: %s: the result cache: %w", f.Name, err)
+		return nil, err
 	}
-	w.cache.Store(c)
-	return c, nil
+	part.Store(p)
+	return p, nil
 }
 
 // newResultCache builds the cache WithCache asked for.
