@@ -8,18 +8,13 @@ package async
 // and the request itself.
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"runtime/debug"
-	"sync"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
-	"github.com/asyncbeam/asyncbeam/state"
-	"github.com/asyncbeam/asyncbeam/transforms/cache"
-	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 )
 
 // DefaultBatchSize is BatchParDo's batch size when WithBatchSize is not
@@ -172,172 +167,9 @@ func (s *settings) resolveBatch() {
 	}
 }
 
-// batchSpec is a BatchParDo's batching, shipped in the config.
-type batchSpec struct {
-	Size   int
-	Wait   time.Duration
-	PerKey bool
-}
-
-func newBatchSpec(b batchSettings) *batchSpec {
+func newBatchSpec(b batchSettings) *terms.BatchSpec {
 	if !b.on {
 		return nil
 	}
-	return &batchSpec{Size: b.size, Wait: b.wait, PerKey: b.perKey}
-}
-
-// batchConfig is the pool's batching for this transform.
-func (c *config) batchConfig() *state.BatchConfig {
-	if c.Batch == nil {
-		return nil
-	}
-	return &state.BatchConfig{Size: c.Batch.Size, Wait: c.Batch.Wait, Send: sendBatch}
-}
-
-// batchItem is what a request carries for one element.
-type batchItem struct {
-	f  *core
-	el element
-	// after takes the element's answer and gives back its outcome: the
-	// result cache's (see cached), or nil. A value for the shared cache is
-	// handed to store, to be written with the request's others.
-	after func(ctx context.Context, attempt int, answer func() ([]any, error), store func(cache.Entry)) ([]any, error)
-}
-
-// batchJob makes job, the job of el, a batch member.
-func (f *core) batchJob(el element, job state.Job) state.Job {
-	if f.Batch == nil {
-		return job
-	}
-	job.Item = &batchItem{f: f, el: el}
-	if f.Batch.PerKey {
-		job.BatchGroup = el.eid.Key + "\x00" + el.eid.Window
-	}
-	return job
-}
-
-// sendBatch is the pool's BatchSend: one call of the wrapped fn's
-// ProcessBatch, through the instance of the first element (every element
-// of a request is of one transform, and its fn's instances are alike).
-func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.Outcome, err error) {
-	members := make([]*batchItem, len(items))
-	settled := make([]bool, len(items))
-	defer func() {
-		// Whatever panicked here, every element's after runs once: a cache
-		// lead it holds must end, or its lookup's copies would wait for good.
-		if r := recover(); r != nil {
-			outcomes, err = nil, &state.PanicError{Value: r, Stack: debug.Stack()}
-			for i, b := range members {
-				if b != nil && b.after != nil && !settled[i] {
-					answerItem(b, items[i], nil, err, nil)
-				}
-			}
-		}
-	}()
-	keys, values := make([]any, len(items)), make([]any, len(items))
-	for i, it := range items {
-		b := it.Item.(*batchItem)
-		members[i], keys[i], values[i] = b, b.el.key, b.el.value
-	}
-	for i, it := range items { // after members is whole: a panic here still ends every lead
-		members[i].f.attemptBegins(members[i].el, it.Attempt)
-	}
-	f := members[0].f
-	f.batchStats().observe(len(items))
-	res, err := callWithin(ctx, f.CallTimeout, func(ctx context.Context) (batchResult, error) {
-		outs, errs, err := f.user.CallBatch(ctx, keys, values)
-		return batchResult{outs, errs}, err
-	})
-	outs, errs := res.outs, res.errs
-	outcomes = make([]state.Outcome, len(items))
-	var stored []cache.Entry
-	for i, b := range members {
-		var o []any
-		e := err
-		if err == nil {
-			o, e = outs[i], errs[i]
-		}
-		if b.after != nil {
-			settled[i] = true
-			o, e = answerItem(b, items[i], o, e, func(en cache.Entry) { stored = append(stored, en) })
-		}
-		if e == nil && b.f.User.Enrich != nil {
-			o, e = b.f.User.Enrich.JoinAnswer(b.el.value, o) // after the cache, which keeps answers
-		}
-		if e == nil {
-			b.f.event(EventSucceeded, b.el.key, b.el.eid.ID, b.el.done+items[i].Attempt, nil)
-		}
-		outcomes[i] = state.Outcome{Outputs: o, Err: e}
-	}
-	if len(stored) > 0 {
-		if rc, _ := f.resultCache(); rc != nil && rc.shared != nil {
-			rc.shared.SetMany(ctx, stored)
-		}
-	}
-	return outcomes, err
-}
-
-// answerItem runs an element's after with its answer; a panic there (an
-// output coder) fails that element alone, after after has ended its part
-// of the single flight.
-func answerItem(b *batchItem, it state.BatchItem, outs []any, err error, store func(cache.Entry)) (o []any, e error) {
-	defer func() {
-		if r := recover(); r != nil {
-			o, e = nil, &state.PanicError{Value: r, Stack: debug.Stack()}
-		}
-	}()
-	return b.after(it.Ctx, it.Attempt, func() ([]any, error) { return outs, err }, store)
-}
-
-// batchResult is what one call of a batch fn returns besides its error:
-// each element's outputs and error.
-type batchResult struct {
-	outs [][]any
-	errs []error
-}
-
-// batchStats counts a transform's requests in a worker process, for the
-// metrics (published at callbacks, like the guard's): the counts through a
-// ledger, the sizes for the distribution as they come (a failed bundle's
-// samples of it are lost).
-type batchStats struct {
-	mu              sync.Mutex
-	requests, items int64
-	sizes           []int64 // sizes of the requests made since the last publish
-	published       *ledger.Ledger
-}
-
-func (b *batchStats) observe(n int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.requests++
-	b.items += int64(n)
-	b.sizes = append(b.sizes, int64(n))
-}
-
-// drain returns the counts now and the sizes since the last drain.
-func (b *batchStats) drain() (counts, sizes []int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.sizes
-	b.sizes = nil
-	return []int64{b.requests, b.items}, s
-}
-
-// batchStats returns this transform's request counts in this process.
-func (f *core) batchStats() *batchStats {
-	return f.worker().batch
-}
-
-// publishBatches publishes the requests made since the last callback.
-func (f *core) publishBatches(ctx context.Context) {
-	b := f.batchStats()
-	counts, sizes := b.drain()
-	for _, n := range sizes {
-		f.metrics.batchSize.Update(ctx, n)
-	}
-	if d, any := f.tickets.take(b.published, counts); any {
-		f.metrics.requests.Inc(ctx, d[0])
-		f.metrics.requestItems.Inc(ctx, d[1])
-	}
+	return &terms.BatchSpec{Size: b.size, Wait: b.wait, PerKey: b.perKey}
 }

@@ -1,6 +1,7 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"context"
@@ -40,9 +41,9 @@ func batchCore(t *testing.T, edits ...func(*core)) *core {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &core{config: config{ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
+	f := &core{Config: terms.Config{ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
 		Parallelism: 1, Buffer: 1, Held: 1, CallbackFrequency: time.Second, MaxAttempts: 1, OutputType: &beam.EncodedType{T: reflect.TypeOf("")},
-		Batch: &batchSpec{Size: 3}}, instance: instance{registry: state.NewRegistry()}}
+		Batch: &terms.BatchSpec{Size: 3}}, instance: instance{registry: state.NewRegistry()}}
 	for _, edit := range edits {
 		edit(f)
 	}

@@ -102,11 +102,11 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 		return err
 	}
 	el.verdict = &retryVerdict{}
-	f.metrics.accepted.Inc(ctx, 1)
+	f.metrics.Accepted.Inc(ctx, 1)
 	it := run.accept(el, f.IDFn != nil, f.Ordered)
 	f.event(EventAccepted, key, it.el.eid.ID, 0, nil)
 	if it.copyOf != nil { // WithIDFn: a copy of a pending element is one element with it
-		f.metrics.deduplicated.Inc(ctx, 1)
+		f.metrics.Deduplicated.Inc(ctx, 1)
 		f.event(EventDeduplicated, key, it.el.eid.ID, 0, nil)
 		return nil
 	}
@@ -169,7 +169,7 @@ func (f *bundleFn) adopt(ctx context.Context, ts beam.EventTime, key, value any,
 	it := run.accept(el, f.IDFn != nil, f.Ordered)
 	if it.copyOf != nil { // WithIDFn: one element with a pending one, which serves it
 		run.pool.Remove(t)
-		f.metrics.deduplicated.Inc(ctx, 1)
+		f.metrics.Deduplicated.Inc(ctx, 1)
 		f.event(EventDeduplicated, key, it.el.eid.ID, 0, nil)
 		return nil
 	}
@@ -243,7 +243,7 @@ func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, b
 	defer f.releaseOnFailure(ctx, run, &err)
 	// A wait for a long backoff or call touches the bundle now and then, so
 	// that the pool does not take it for the bundle of a dropped instance.
-	alive := time.NewTicker(f.staleAfter() / 4)
+	alive := time.NewTicker(f.StaleAfter() / 4)
 	defer alive.Stop()
 	for {
 		if err := f.restartInterrupted(ctx, run, emit, fail); err != nil {
@@ -280,7 +280,7 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 	run.pool.Touch(run.id, false)
 	for _, it := range run.takeFinished() {
 		t := it.task
-		f.metrics.observeFinished(ctx, t)
+		f.metrics.ObserveFinished(ctx, t)
 		_, callErr := t.Result()
 		if t.Interrupted() {
 			run.pool.Remove(t)
@@ -295,7 +295,7 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 				return err
 			}
 			fail(it.el.ts, fr)
-			f.metrics.countFailed(ctx)
+			f.metrics.CountFailed(ctx)
 		}
 		// Without WithOrdered a result is emitted at once; with it, when
 		// every earlier element of its key is decided (a failure decides

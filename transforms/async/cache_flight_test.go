@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 )
 
 // hookClock is a fixed clock whose next Now runs a hook first.
@@ -45,7 +46,7 @@ func TestCachedCopyDoesNotLeadWhenTheCallEndsAsItLooksUp(t *testing.T) {
 	clk := &hookClock{now: t0}
 	f := batchCore(t, func(f *core) {
 		f.clock = clk
-		f.Cache = &cacheSpec{Size: 8, TTL: time.Minute}
+		f.Cache = &terms.CacheSpec{Size: 8, TTL: time.Minute}
 	})
 	ctx := context.Background()
 	el, err := f.prepare("k", 7, nil, 0)

@@ -1,6 +1,7 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"context"
@@ -44,18 +45,18 @@ func init() {
 // lookup, whatever its join.
 func TestCacheNamespace(t *testing.T) {
 	intT := reflect.TypeOf(0)
-	enrich := func(lookup, join any, form wrapped.LookupForm, fallbacks ...string) *config {
+	enrich := func(lookup, join any, form wrapped.LookupForm, fallbacks ...string) *terms.Config {
 		t.Helper()
 		spec, _, err := wrapped.InspectEnrich(lookup, join, intT, intT, form)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &config{User: spec, Fallbacks: fallbacks}
+		return &terms.Config{User: spec, Fallbacks: fallbacks}
 	}
 	profiles := enrich(&nsProfiles{URL: "http://profiles"}, nsJoin, wrapped.SingleLookup)
 	tests := []struct {
 		name  string
-		other *config
+		other *terms.Config
 		same  bool
 	}{
 		{"the same lookup again", enrich(&nsProfiles{URL: "http://profiles"}, nsJoin, wrapped.SingleLookup), true},
@@ -67,7 +68,7 @@ func TestCacheNamespace(t *testing.T) {
 		{"a fallback value", enrich(&nsProfiles{URL: "http://profiles"}, nsJoin, wrapped.SingleLookup, "model-a"), false},
 	}
 	for _, tc := range tests {
-		got, want := profiles.cacheNamespace(), tc.other.cacheNamespace()
+		got, want := profiles.CacheNamespace(), tc.other.CacheNamespace()
 		if (got == want) != tc.same {
 			t.Errorf("%s: namespaces %s and %s; want them equal: %v", tc.name, got, want, tc.same)
 		}
@@ -75,7 +76,7 @@ func TestCacheNamespace(t *testing.T) {
 
 	fns := []struct {
 		name string
-		a, b *config
+		a, b *terms.Config
 		same bool
 	}{
 		{"two functions", enrich(nsProfileFn, nsJoin, wrapped.SingleLookup), enrich(nsSellerFn, nsJoin, wrapped.SingleLookup), false},
@@ -85,11 +86,11 @@ func TestCacheNamespace(t *testing.T) {
 		{"later fallbacks differ", enrich(nsProfileFn, nsJoin, wrapped.SingleLookup, "a"), enrich(nsProfileFn, nsJoin, wrapped.SingleLookup, "a", "b"), true},
 	}
 	for _, tc := range fns {
-		if got := tc.a.cacheNamespace() == tc.b.cacheNamespace(); got != tc.same {
+		if got := tc.a.CacheNamespace() == tc.b.CacheNamespace(); got != tc.same {
 			t.Errorf("%s: equal namespaces %v; want %v", tc.name, got, tc.same)
 		}
 	}
-	if ns := profiles.cacheNamespace(); len(ns) != 16 {
+	if ns := profiles.CacheNamespace(); len(ns) != 16 {
 		t.Errorf("namespace %q: want 16 hex digits", ns)
 	}
 }
@@ -97,19 +98,19 @@ func TestCacheNamespace(t *testing.T) {
 // TestCacheNamespaceOfParDo: a ParDo's fn is its lookup too: another
 // configuration of the same DoFn is another namespace.
 func TestCacheNamespaceOfParDo(t *testing.T) {
-	spec := func(fn any) *config {
+	spec := func(fn any) *terms.Config {
 		t.Helper()
 		s, _, err := wrapped.Inspect(fn, reflect.TypeOf(""), reflect.TypeOf(0))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return &config{User: s}
+		return &terms.Config{User: s}
 	}
 	a, b, c := spec(&gated{Name: "a"}), spec(&gated{Name: "a"}), spec(&gated{Name: "b"})
-	if a.cacheNamespace() != b.cacheNamespace() {
+	if a.CacheNamespace() != b.CacheNamespace() {
 		t.Error("one DoFn configuration: two namespaces; want one")
 	}
-	if a.cacheNamespace() == c.cacheNamespace() {
+	if a.CacheNamespace() == c.CacheNamespace() {
 		t.Error("two DoFn configurations: one namespace; want two")
 	}
 }

@@ -1,6 +1,7 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"reflect"
@@ -88,7 +89,7 @@ func TestDescribeTypeTellsCodersApart(t *testing.T) {
 // another cache shape though its outputs are kvOutput either way.
 func TestCachedShapeCoversPairs(t *testing.T) {
 	shape := func(k, v reflect.Type) string {
-		f := &core{config: config{OutputType: &beam.EncodedType{T: reflect.TypeOf(kvOutput{})}}}
+		f := &core{Config: terms.Config{OutputType: &beam.EncodedType{T: reflect.TypeOf(kvOutput{})}}}
 		f.User.Pairs = &wrapped.PairTypes{Key: beam.EncodedType{T: k}, Value: beam.EncodedType{T: v}}
 		return string(f.cachedShape())
 	}

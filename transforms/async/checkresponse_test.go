@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 )
 
 // TestCheckResponseBody: the error quotes the start of the service's body,
@@ -58,7 +60,7 @@ func TestCheckResponseBody(t *testing.T) {
 				if want := tc.method + " " + srv.URL + "/orders: " + tc.wantErr; !strings.HasSuffix(err.Error(), want) {
 					t.Errorf("CheckResponse = %q; want it to end %q", err, want)
 				}
-				if got := kindOf(err); got != tc.wantKind {
+				if got := terms.KindOf(err); got != tc.wantKind {
 					t.Errorf("kind %q; want %q", got, tc.wantKind)
 				}
 			}

@@ -4,6 +4,7 @@ package async
 // element identity computed from them.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"fmt"
@@ -36,5 +37,5 @@ func (f *core) identify(value any, encoded []byte) (string, error) {
 	if f.IDFn == nil {
 		return state.ValueID(encoded), nil
 	}
-	return callValueFn[string](f.IDFn, "ID", value)
+	return terms.CallValueFn[string](f.IDFn, "ID", value)
 }

@@ -65,8 +65,8 @@ func (k *keyTurn) commit(timer bool) (commitResult, error) {
 	}
 	res.queued = queued + int(v.queue.Count)
 	pool.Waiting(v.owner, res.queued > 0)
-	f.metrics.inFlight.Set(ctx, int64(pool.Len()))
-	f.metrics.queued.Set(ctx, int64(queued+res.waitingRetries))
+	f.metrics.InFlight.Set(ctx, int64(pool.Len()))
+	f.metrics.Queued.Set(ctx, int64(queued+res.waitingRetries))
 	f.publish(ctx, pool)
 	return res, nil
 }
@@ -109,7 +109,7 @@ func (k *keyTurn) scanFinished() (commitScan, error) {
 			scan.keep = append(scan.keep, p)
 			blocked = true
 		case t.Status() != state.Finished:
-			f.metrics.observeRunning(ctx, t)
+			f.metrics.ObserveRunning(ctx, t)
 			if t.Status() == state.Running {
 				ran := t.RunningFor(now) // 0 for a call that started after now
 				if scan.res.running == 0 || ran < scan.res.shortestRun {
@@ -151,7 +151,7 @@ func (k *keyTurn) commitTask(p *pending, t *state.Task) (*pending, error) {
 	// Forget the task either way: a retry starts a new one, and if this
 	// callback fails the retried callback runs it again.
 	pool.Remove(t)
-	f.metrics.observeFinished(ctx, t)
+	f.metrics.ObserveFinished(ctx, t)
 	if callErr == nil {
 		v.release(p.env)
 		return nil, f.commitOutputs(ctx, v.key, p.env.ID, p.env.EventTimeMs, p.env.Window, outputs, p.env.Attempts+t.Attempts(), t.FinishedAt(), k.emit)
@@ -160,13 +160,13 @@ func (k *keyTurn) commitTask(p *pending, t *state.Task) (*pending, error) {
 	if err != nil {
 		return nil, err
 	}
-	if out.failure != nil {
+	if out.Failure != nil {
 		v.release(p.env)
-		k.fail(beam.EventTime(p.env.EventTimeMs), *out.failure)
-		f.metrics.countFailed(ctx)
+		k.fail(beam.EventTime(p.env.EventTimeMs), *out.Failure)
+		f.metrics.CountFailed(ctx)
 		return nil, nil
 	}
-	return &pending{raw: out.retry.Encode(), env: *out.retry}, nil
+	return &pending{raw: out.Retry.Encode(), env: *out.Retry}, nil
 }
 
 // startFromState starts what this worker does not run, now that committed
@@ -341,7 +341,7 @@ func (k *keyTurn) cancelStale() {
 	for _, t := range tasks {
 		if !pending[t.Key.Element] {
 			k.pool.Remove(t)
-			k.fn.metrics.cancelled.Inc(k.ctx, 1)
+			k.fn.metrics.Cancelled.Inc(k.ctx, 1)
 			k.fn.event(EventCancelled, k.v.key, t.Key.Element.ID, t.Attempts(), nil)
 		}
 	}

@@ -965,7 +965,7 @@ func TestLateTimerFindsItsResult(t *testing.T) {
 	book.open(gateID(name, "a", 1))
 	h.waitFinished("a", 1)
 	for _, k := range []string{"b", "c", "d"} { // other keys' callbacks go on, a second or more apart
-		h.clock.Advance(3 * h.c.staleAfter())
+		h.clock.Advance(3 * h.c.StaleAfter())
 		book.open(gateID(name, k, 1))
 		h.process(f, k, 1)
 	}

@@ -5,6 +5,7 @@ package async
 // submit to the call of the wrapped fn (work).
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"context"
@@ -29,7 +30,7 @@ import (
 // The DoFns hold their state and timer fields themselves, because Beam looks
 // for them at the top level only.
 type core struct {
-	config
+	terms.Config
 	instance
 }
 
@@ -37,7 +38,7 @@ type core struct {
 // of it is serialized.
 type instance struct {
 	clock    timers.Clock
-	metrics  *metrics
+	metrics  *terms.Metrics
 	registry *state.Registry // nil: state.Default; tests model other workers
 	user     *wrapped.Fn
 	keyEnc   beam.ElementEncoder
@@ -83,7 +84,7 @@ func (f *core) Setup(ctx context.Context) error {
 		return err
 	}
 	f.user = u
-	f.metrics = newMetrics(f.Name)
+	f.metrics = terms.NewMetrics(f.Name)
 	f.tickets = newBundleTickets(f)
 	f.keyEnc = beam.NewElementEncoder(f.KeyType.T)
 	f.keyDec = beam.NewElementDecoder(f.KeyType.T)
@@ -107,8 +108,8 @@ func (f *core) reg() *state.Registry {
 // every use rather than kept, so that a registry Reset (a simulated worker
 // restart) is seen at once.
 func (f *core) pool() (*state.Pool, error) {
-	cfg := f.poolConfig(f.clock.Now)
-	cfg.Gate = gateOf(f.config, f.clock, f.registry)
+	cfg := f.PoolConfig(f.clock.Now, batchConfig(&f.Config))
+	cfg.Gate = gateOf(f.Config, f.clock, f.registry)
 	return f.reg().Shared(f.ID, cfg)
 }
 
@@ -116,9 +117,9 @@ func (f *core) pool() (*state.Pool, error) {
 // instance: the pool lives as long as the process, and a gate that held the
 // instance would keep it from being collected (and its bundle tickets from
 // being released: publish.go).
-func gateOf(c config, clock timers.Clock, reg *state.Registry) func() state.Gate {
+func gateOf(c terms.Config, clock timers.Clock, reg *state.Registry) func() state.Gate {
 	return func() state.Gate {
-		g := &core{config: c, instance: instance{clock: clock, registry: reg}}
+		g := &core{Config: c, instance: instance{clock: clock, registry: reg}}
 		return g.newGate()
 	}
 }
@@ -223,7 +224,7 @@ func (f *core) commitOutputs(ctx context.Context, key any, id string, tsMs int64
 	if err := f.emitOutputs(tsMs, win, outputs, emit); err != nil {
 		return err
 	}
-	f.metrics.countCommitted(ctx, finished, f.clock.Now())
+	f.metrics.CountCommitted(ctx, finished, f.clock.Now())
 	f.event(EventCommitted, key, id, attempts, nil)
 	return nil
 }
@@ -261,13 +262,13 @@ func (f *core) evictIdle(ctx context.Context, pool *state.Pool) bool {
 		return false
 	}
 	f.lastEvict = now
-	f.reportEvicted(ctx, pool.EvictIdle(now.Add(-f.staleAfter())))
+	f.reportEvicted(ctx, pool.EvictIdle(now.Add(-f.StaleAfter())))
 	return true
 }
 
 // reportEvicted counts evicted tasks and tells the listener.
 func (f *core) reportEvicted(ctx context.Context, evicted []*state.Task) {
-	f.metrics.evicted.Inc(ctx, int64(len(evicted)))
+	f.metrics.Evicted.Inc(ctx, int64(len(evicted)))
 	for _, t := range evicted {
 		e := t.Key.Element
 		f.event(EventCancelled, f.decodeKey(e.Key), e.ID, t.Attempts(), nil)
@@ -304,7 +305,7 @@ func (f *core) work(el element) state.Work {
 	in := wrapped.CallInput{Key: key, Value: el.value, TS: el.ts, Window: el.eid.Window}
 	return func(ctx context.Context, attempt int) ([]any, error) {
 		n := el.done + attempt
-		ctx = withAttempt(ctx, n, f.Fallbacks)
+		ctx = terms.WithAttempt(ctx, n, f.Fallbacks)
 		ctx = context.WithValue(ctx, callKey{}, callInfo{f: f, key: key, id: id, attempt: n})
 		f.attemptBegins(el, attempt)
 		outputs, err := callWithin(ctx, limit, func(ctx context.Context) ([]any, error) { return f.user.Call(ctx, in) })
@@ -337,7 +338,7 @@ func callWithin[R any](ctx context.Context, limit time.Duration, call func(conte
 	result, err := call(ctx)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		var none R
-		return none, &timeoutError{limit: limit, err: err}
+		return none, &terms.TimeoutError{Limit: limit, Err: err}
 	}
 	return result, err
 }

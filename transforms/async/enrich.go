@@ -9,14 +9,11 @@ package async
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
-	"context"
 	"fmt"
 	"reflect"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-
-	"github.com/asyncbeam/asyncbeam/state"
 )
 
 // defaultEnrichCache is the cache Enrich uses without WithCache: each
@@ -116,37 +113,4 @@ func buildEnrich(s beam.Scope, lookup any, records beam.PCollection, join any, b
 		}
 		return wrapped.InspectEnrich(lookup, join, keyT, valT, form)
 	})
-}
-
-// joined turns an Enrich element's job, whose work and cache answer [A],
-// into one that outputs [join(record, A)]. It wraps the cache (f.cached),
-// so that the cache keeps answers, not one record's output.
-func (f *core) joined(el element, job state.Job) state.Job {
-	e := f.User.Enrich
-	if e == nil {
-		return job
-	}
-	work := job.Work
-	job.Work = func(ctx context.Context, attempt int) ([]any, error) {
-		outs, err := work(ctx, attempt)
-		if err != nil {
-			return outs, err
-		}
-		return e.JoinAnswer(el.value, outs)
-	}
-	if lookup := job.Lookup; lookup != nil {
-		job.Lookup = func(ctx context.Context) state.Lookup {
-			l := lookup(ctx)
-			if !l.Hit {
-				return l
-			}
-			outs, err := e.JoinAnswer(el.value, l.Outputs)
-			if err != nil {
-				return state.Lookup{Err: err}
-			}
-			l.Outputs = outs
-			return l
-		}
-	}
-	return job
 }

@@ -142,7 +142,7 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 		if err != nil {
 			return err
 		}
-		f.metrics.drained.Inc(ctx, 1)
+		f.metrics.Drained.Inc(ctx, 1)
 		ts := beam.EventTime(env.EventTimeMs)
 		if t := run.pool.Lookup(state.TaskKey{Owner: owner, Element: env.Element(owner)}); t != nil {
 			if succeeded(t) {
@@ -152,7 +152,7 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 				continue
 			}
 			run.pool.Remove(t)
-			f.metrics.cancelled.Inc(ctx, 1)
+			f.metrics.Cancelled.Inc(ctx, 1)
 			f.event(EventCancelled, key, env.ID, t.Attempts(), nil)
 		}
 		if err := f.bundleFn.ProcessElement(ctx, ts, key, value, emit, fail); err != nil {

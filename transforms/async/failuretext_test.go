@@ -1,6 +1,7 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"math"
@@ -48,7 +49,7 @@ func TestFailureText(t *testing.T) {
 		{"huge, cut inside a character", "x" + huge, "x" + huge[:1022] + "…[cut: 4001 bytes in all]"},
 	}
 	for _, tc := range tests {
-		got := failureText(tc.v)
+		got := terms.FailureText(tc.v)
 		if tc.name == "pointer to int" {
 			if !strings.HasPrefix(got, tc.want) {
 				t.Errorf("%s: failureText = %q, want an address", tc.name, got)
@@ -73,7 +74,7 @@ func record(t *testing.T, k, v any) Failure {
 	if err != nil {
 		t.Fatalf("encoding value %v: %v", v, err)
 	}
-	return Failure{Key: kb, Value: vb, KeyText: failureText(k), ValueText: failureText(v)}
+	return Failure{Key: kb, Value: vb, KeyText: terms.FailureText(k), ValueText: terms.FailureText(v)}
 }
 
 func TestDecodeFailure(t *testing.T) {
@@ -130,8 +131,11 @@ func TestDecodeFailureWrongTypes(t *testing.T) {
 			func(f Failure) error { _, _, err := DecodeFailure[string, int](f); return err },
 			[]string{"value is not of type int", "decodes as string"}},
 		{"struct value asked as another struct", record(t, "k", item),
-			func(f Failure) error { _, _, err := DecodeFailure[string, FailureError](f); return err },
-			[]string{"DecodeFailure[string, async.FailureError]", "value is not of type async.FailureError"}},
+			func(f Failure) error {
+				_, _, err := DecodeFailure[string, otherItem](f)
+				return err
+			},
+			[]string{"DecodeFailure[string, async.otherItem]", "value is not of type async.otherItem"}},
 		{"interface type", record(t, "k", 1),
 			func(f Failure) error { _, _, err := DecodeFailure[any, int](f); return err },
 			[]string{"key is not of type interface {}", "decodes as string"}},
@@ -152,3 +156,6 @@ func TestDecodeFailureWrongTypes(t *testing.T) {
 		}
 	}
 }
+
+// otherItem is a struct that no record in these tests holds.
+type otherItem struct{ Note string }

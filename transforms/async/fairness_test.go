@@ -22,7 +22,7 @@ func TestEvictedLateKeyCommits(t *testing.T) {
 	var committed []string
 	callbacks := 0
 	for i := 1; i <= 5 && len(committed) == 0; i++ {
-		h.clock.Advance(h.c.staleAfter() + time.Second) // a's callback comes late
+		h.clock.Advance(h.c.StaleAfter() + time.Second) // a's callback comes late
 		book.open(gateID(name, "b", i))
 		h.process(f, "b", i) // b needs a's place
 		if len(h.pendingOf("b", i)) > 0 {
@@ -115,7 +115,7 @@ func TestElementTakesPlaceKeptForGoneKey(t *testing.T) {
 	if p.Len() != 0 || !p.HasRoom(h.owner("gone")) || p.HasRoom(h.owner("m")) {
 		t.Fatalf("before m: the pool holds %d tasks, a place kept for gone %v, room for m %v; want 0, true, false", p.Len(), p.HasRoom(h.owner("gone")), p.HasRoom(h.owner("m")))
 	}
-	h.clock.Advance(h.c.staleAfter() + time.Second)
+	h.clock.Advance(h.c.StaleAfter() + time.Second)
 	h.process(f, "m", 1)
 	if len(h.pendingOf("m", 1)) == 0 {
 		t.Errorf("m's element did not start in the place kept for the key gone quiet (queued: %d)", len(h.st("m").queued()))

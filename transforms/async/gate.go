@@ -12,6 +12,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
@@ -34,7 +35,7 @@ type guarded struct {
 // far above what the service accepts (s), or "" if nothing.
 func parallelismWarning(name string, p int, adaptive bool, s guard.Stats) string {
 	accepted := max(1, s.AcceptedAtOnce)
-	if adaptive || s.RefusedShare <= warnRefusedShare || s.AcceptedAtOnce <= 0 || float64(p) < warnFactor*accepted || s.AtServiceWhenRefused < warnCrowd*accepted {
+	if adaptive || s.RefusedShare <= terms.WarnRefusedShare || s.AcceptedAtOnce <= 0 || float64(p) < terms.WarnFactor*accepted || s.AtServiceWhenRefused < terms.WarnCrowd*accepted {
 		return ""
 	}
 	if name == "" {
@@ -58,7 +59,7 @@ func (f *core) newGate() state.Gate {
 	// the policies' windows pass with the rest of the transform's time.
 	now := f.clock.Now
 	cfg := guard.Config{
-		Throttle: guard.NewThrottle(p.throttleK()),
+		Throttle: guard.NewThrottle(p.ThrottleK()),
 		Budget:   guard.NewBudget(p.BudgetShare, guard.DefaultBudgetFloor, now()),
 		Classify: classify,
 		Now:      now,
@@ -106,7 +107,7 @@ func classify(err error) guard.Outcome {
 	if err == nil {
 		return guard.Succeeded
 	}
-	switch kindOf(err) {
+	switch terms.KindOf(err) {
 	case KindOverloaded:
 		return guard.Overload
 	case KindTimeout:
@@ -185,12 +186,12 @@ func (f *core) publishGuard(ctx context.Context, pool *state.Pool) {
 		}
 	}
 	m := f.metrics
-	for i, counter := range []beam.Counter{m.calls, m.overloaded, m.throttled, m.throttledMs, m.budgetWaits, m.sharedErrors} {
+	for i, counter := range []beam.Counter{m.Calls, m.Overloaded, m.Throttled, m.ThrottledMs, m.BudgetWaits, m.SharedErrors} {
 		counter.Inc(ctx, d[i])
 	}
 	limit := s.Limit
 	if limit == 0 {
 		limit = f.Parallelism
 	}
-	m.limit.Set(ctx, int64(limit))
+	m.Limit.Set(ctx, int64(limit))
 }

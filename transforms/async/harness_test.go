@@ -1,6 +1,7 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"context"
@@ -448,11 +449,11 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 	}
 	h := &harness{t: t, clock: timers.NewManual(time.Unix(1_800_000_000, 0)), states: map[any]*memState{}, timers: map[any]*memTimers{}, failures: failures,
 		early: map[any][]string{}, stamps: map[string]beam.EventTime{}}
-	var cfg config
+	var cfg terms.Config
 	if cfg, err = newConfig("test", spec, keyT, reflect.TypeOf(0), set, failures); err != nil {
 		t.Fatalf("newConfig: %v", err)
 	}
-	h.c = core{config: cfg, instance: instance{clock: h.clock}}
+	h.c = core{Config: cfg, instance: instance{clock: h.clock}}
 	if err := h.c.Setup(context.Background()); err != nil {
 		t.Fatalf("Setup: %v", err)
 	}

@@ -188,7 +188,7 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 						kept = v.byID[id]
 					}
 					v.releaseCopy(env, kept.env)
-					f.metrics.deduplicated.Inc(ctx, 1)
+					f.metrics.Deduplicated.Inc(ctx, 1)
 					f.event(EventDeduplicated, v.key, env.ID, 0, nil)
 				}
 				copies = true
@@ -218,7 +218,7 @@ func (f *core) readQueue(ctx context.Context, ks keyState, v *keyView) error {
 				kept = v.byID[id]
 			}
 			v.releaseCopy(p.env, kept.env)
-			f.metrics.deduplicated.Inc(ctx, 1)
+			f.metrics.Deduplicated.Inc(ctx, 1)
 			f.event(EventDeduplicated, v.key, p.env.ID, 0, nil)
 			dropped = true
 			return

@@ -4,7 +4,10 @@ package async
 // retry.go) or priority (priority.go), their defaults and validation.
 
 import (
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+	"github.com/google/uuid"
 
 	"errors"
 	"fmt"
@@ -40,7 +43,7 @@ type settings struct {
 	ordered     bool
 	priorityFn  any
 	listeners   []Listener
-	protect     protection
+	protect     terms.Protection
 	cache       *Cache
 	noCache     bool // WithoutCache
 	drain       bool // the end-of-input drain runs (see resolveDrain)
@@ -54,7 +57,7 @@ type settings struct {
 
 func defaultSettings() settings {
 	return settings{parallelism: DefaultParallelism, freq: DefaultCallbackFrequency, maxWait: DefaultMaxWait, maxAttempts: 1, backoff: DefaultBackoff,
-		protect: protection{BudgetShare: guard.DefaultBudgetShare, OverloadThreshold: DefaultOverloadThreshold}}
+		protect: terms.Protection{BudgetShare: guard.DefaultBudgetShare, OverloadThreshold: DefaultOverloadThreshold}}
 }
 
 // WithParallelism sets the most calls of the wrapped fn that run at once in
@@ -231,7 +234,7 @@ func resolve(opts []Option) (settings, error) {
 		}
 		o(&s)
 	}
-	s.protect.resolve(&s)
+	resolveProtection(&s.protect, &s)
 	s.resolveCache()
 	s.resolveBatch()
 	if s.buffer == 0 {
@@ -268,13 +271,51 @@ func inspectValueFn(option string, fn any, valT, out reflect.Type) (*wrapped.Shi
 	return wrapped.EncodeFunc(option, fn)
 }
 
-// callValueFn calls a function checked by inspectValueFn; what names it in
-// the error a panic becomes.
-func callValueFn[T any](fn *wrapped.Shipped, what string, value any) (out T, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("async: the %s function %s panicked on value %v: %v", what, fn.Func().Name(), value, r)
-		}
-	}()
-	return fn.Func().Call([]any{value})[0].(T), nil
+// newConfig checks everything about the transform that is not the input and
+// the wrapped fn (already inspected as spec) and returns its configuration.
+func newConfig(name string, spec wrapped.Spec, keyT, valT reflect.Type, set settings, hasFailures bool) (terms.Config, error) {
+	idFn, err := inspectValueFn("WithIDFn", set.idFn, valT, reflect.TypeOf(""))
+	if err != nil {
+		return terms.Config{}, err
+	}
+	retryIf, err := inspectRetryIf(set.retryIf)
+	if err != nil {
+		return terms.Config{}, err
+	}
+	priorityFn, err := inspectValueFn("WithPriority", set.priorityFn, valT, reflect.TypeOf(0))
+	if err != nil {
+		return terms.Config{}, err
+	}
+	listeners, err := inspectListeners(set.listeners)
+	if err != nil {
+		return terms.Config{}, err
+	}
+	return terms.Config{
+		Name:              name,
+		ID:                uuid.NewString(),
+		TimerSuffix:       terms.TimerSuffix(name),
+		User:              spec,
+		KeyType:           beam.EncodedType{T: keyT},
+		ValueType:         beam.EncodedType{T: valT},
+		IDFn:              idFn,
+		Parallelism:       set.parallelism,
+		Buffer:            set.buffer,
+		Held:              set.held,
+		CallbackFrequency: set.freq,
+		MaxWait:           set.maxWait,
+		CallTimeout:       set.callTimeout,
+		MaxAttempts:       set.maxAttempts,
+		Backoff:           set.backoff,
+		RetryIf:           retryIf,
+		Fallbacks:         set.fallbacks,
+		HasFailures:       hasFailures,
+		Ordered:           set.ordered,
+		PriorityFn:        priorityFn,
+		Listeners:         listeners,
+		Protect:           set.protect,
+		Cache:             terms.InspectCache(set.cache),
+		Batch:             newBatchSpec(set.batch),
+		Drain:             set.drain,
+		DrainDeclined:     set.drainSet && !set.drain,
+	}, nil
 }

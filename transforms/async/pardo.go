@@ -1,6 +1,7 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"errors"
@@ -125,7 +126,7 @@ func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Opti
 	if err != nil {
 		return nil, err
 	}
-	c := core{config: cfg}
+	c := core{Config: cfg}
 	outs, unrestorable, err := apply(s, c, col, outT)
 	if err != nil {
 		return nil, err
@@ -176,7 +177,7 @@ func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) (outs 
 	in, inner := col, outT
 	c.OutputType = &beam.EncodedType{T: outT} // the result cache encodes outputs with it
 	if carriesWindows(col) {
-		if in, unrestorable, err = carryWindows(s, col, c.config); err != nil {
+		if in, unrestorable, err = carryWindows(s, col, c.Config); err != nil {
 			return nil, beam.PCollection{}, err
 		}
 		c.Carried, inner = true, reflect.TypeOf(windowed{})
@@ -192,7 +193,7 @@ func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) (outs 
 	if !c.Carried {
 		return outs, unrestorable, nil
 	}
-	for i, t := range []reflect.Type{outT, failureType} {
+	for i, t := range []reflect.Type{outT, terms.FailureType} {
 		if outs[i], err = restoreWindows(s, col, outs[i], t); err != nil {
 			return nil, beam.PCollection{}, err
 		}

@@ -1,9 +1,5 @@
 package async
 
-import (
-	"sort"
-)
-
 // WithPriority sets a function from an element's value to its priority, a
 // registered top-level function func(V) int. When elements wait to start, higher
 // priorities start first and equal priorities keep their arrival order
@@ -23,18 +19,4 @@ import (
 // come first served.
 func WithPriority(fn any) Option {
 	return func(s *settings) { s.priorityFn = fn }
-}
-
-// priority returns value's priority, 0 without a priority function.
-func (f *core) priority(value any) (int, error) {
-	if f.PriorityFn == nil {
-		return 0, nil
-	}
-	return callValueFn[int](f.PriorityFn, "priority", value)
-}
-
-// byPriority orders elements about to be started by a callback: highest
-// priority first, equal priorities in their current order.
-func byPriority[T any](items []T, priority func(T) int) {
-	sort.SliceStable(items, func(i, j int) bool { return priority(items[i]) > priority(items[j]) })
 }

@@ -9,17 +9,6 @@ import (
 	"github.com/asyncbeam/asyncbeam/state"
 )
 
-// callKey carries, in the context given to the wrapped fn, what
-// ReportProgress needs to know about the call.
-type callKey struct{}
-
-type callInfo struct {
-	f       *core
-	key     any
-	id      string
-	attempt int
-}
-
 // ReportProgress lets a long call of the wrapped fn report how far it has
 // got: fraction from 0 to 1 and optional details, using the context the
 // transform gave the fn. The report reaches the transform's listener as an
@@ -44,4 +33,15 @@ func ReportProgress(ctx context.Context, fraction float64, details string) error
 		e.Progress, e.Details = fraction, details
 	})
 	return nil
+}
+
+// callKey carries, in the context given to the wrapped fn, what
+// ReportProgress needs to know about the call.
+type callKey struct{}
+
+type callInfo struct {
+	f       *core
+	key     any
+	id      string
+	attempt int
 }

@@ -20,12 +20,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
 )
-
-// KindOverloaded is the failure kind of an element whose last attempt was
-// answered with overload (see Overloaded).
-const KindOverloaded = "overloaded"
 
 // Overloaded marks err as the service saying "too much" (HTTP 429 or 503, a
 // quota, a full queue): the attempt fails with kind "overloaded", and
@@ -198,10 +195,6 @@ func WithRetryBudget(share float64) Option {
 	}
 }
 
-// DefaultOverloadThreshold is WithOverloadThreshold's default: a worker
-// paces its attempts once the service refuses more than a fifth of them.
-const DefaultOverloadThreshold = 0.2
-
 // WithOverloadThreshold sets the share of a worker's attempts that the
 // service may refuse with overload (Overloaded), over the last 10 s
 // (guard.ThrottleWindow), before the worker's throttle paces every attempt
@@ -227,30 +220,9 @@ func WithOverloadThreshold(share float64) Option {
 	}
 }
 
-// protection is what the options above decided, shipped to workers in the
-// config.
-type protection struct {
-	RatePerSecond            float64
-	RateBurst                int
-	Shared                   *guard.SharedRateConfig
-	AdaptiveMin, AdaptiveMax int
-	BudgetShare              float64
-	// OverloadThreshold is WithOverloadThreshold's share; zero (a config
-	// made without the options) means the default.
-	OverloadThreshold float64
-}
-
-// throttleK is the multiplier of the worker's throttle (guard.ThrottleK).
-func (p protection) throttleK() float64 {
-	if !(p.OverloadThreshold > 0 && p.OverloadThreshold < 1) {
-		return guard.ThrottleK(DefaultOverloadThreshold)
-	}
-	return guard.ThrottleK(p.OverloadThreshold)
-}
-
-// resolve checks the combination with the other settings: adaptive
+// resolveProtection checks the combination with the other settings: adaptive
 // parallelism sets the pool's slots to its maximum.
-func (p *protection) resolve(s *settings) {
+func resolveProtection(p *terms.Protection, s *settings) {
 	if p.AdaptiveMax == 0 {
 		return
 	}
@@ -260,14 +232,3 @@ func (p *protection) resolve(s *settings) {
 	}
 	s.parallelism = p.AdaptiveMax
 }
-
-// Far above: parallelismWarning speaks when the service refuses more than
-// warnRefusedShare of its answers for load, while the fixed parallelism is
-// at least warnFactor times the calls it accepts at once and the calls at
-// the service when it refused were at least warnCrowd times those (it
-// refuses for the calls at once, not at random).
-const (
-	warnRefusedShare = 0.1
-	warnFactor       = 4
-	warnCrowd        = 2
-)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
 )
 
@@ -47,7 +48,7 @@ func TestCheckResponse(t *testing.T) {
 			t.Errorf("%d: CheckResponse = nil; want a %s error", tc.code, tc.wantKind)
 			continue
 		}
-		if got := kindOf(err); got != tc.wantKind {
+		if got := terms.KindOf(err); got != tc.wantKind {
 			t.Errorf("%d %q: kind %q; want %q (error %v)", tc.code, tc.retryAfter, got, tc.wantKind, err)
 		}
 		if wait := overloadWait(err); wait < tc.wantWait || wait > tc.wantWait+time.Second {
@@ -66,7 +67,7 @@ func TestClassifyAndPreviousError(t *testing.T) {
 	}{
 		{nil, guard.Succeeded},
 		{Overloaded(errors.New("429")), guard.Overload},
-		{&timeoutError{limit: time.Second}, guard.TimedOut},
+		{&terms.TimeoutError{Limit: time.Second}, guard.TimedOut},
 		{Permanent(errors.New("no")), guard.Failed},
 		{errors.New("plain"), guard.Failed},
 	} {
@@ -108,11 +109,11 @@ func TestOverloadThreshold(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
-		if got := set.protect.throttleK(); got < tc.wantK-1e-9 || got > tc.wantK+1e-9 {
+		if got := set.protect.ThrottleK(); got < tc.wantK-1e-9 || got > tc.wantK+1e-9 {
 			t.Errorf("%s: throttle K = %v, want %v", tc.name, got, tc.wantK)
 		}
 	}
-	if got := (protection{}).throttleK(); got != guard.ThrottleK(DefaultOverloadThreshold) {
+	if got := (terms.Protection{}).ThrottleK(); got != guard.ThrottleK(DefaultOverloadThreshold) {
 		t.Errorf("a config without the threshold: K = %v, want the default's %v", got, guard.ThrottleK(DefaultOverloadThreshold))
 	}
 }

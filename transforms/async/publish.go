@@ -178,7 +178,7 @@ func (f *core) publishEvents(ctx context.Context) {
 	m := f.metrics
 	for i, counter := range []interface {
 		Inc(context.Context, int64)
-	}{m.started, m.succeeded, m.retried, m.rescheduled, m.progressReports, m.cancelled} {
+	}{m.Started, m.Succeeded, m.Retried, m.Rescheduled, m.ProgressReports, m.Cancelled} {
 		counter.Inc(ctx, d[i])
 	}
 }
@@ -192,7 +192,7 @@ func (f *core) publish(ctx context.Context, pool *state.Pool) {
 	}
 	if h := f.events(); h != nil {
 		if d, any := f.tickets.take(h.published, []int64{h.panics.Load()}); any {
-			f.metrics.listenerPanics.Inc(ctx, d[0])
+			f.metrics.ListenerPanics.Inc(ctx, d[0])
 		}
 	}
 }

@@ -69,7 +69,7 @@ func TestAnInstanceThatMadeThePoolIsCollected(t *testing.T) {
 		if _, err := f.pool(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := reg.Shared(f.ID, f.poolConfig(time.Now)); err != nil { // the gate is built
+		if _, err := reg.Shared(f.ID, f.PoolConfig(time.Now, nil)); err != nil { // the gate is built
 			t.Fatal(err)
 		}
 		runtime.AddCleanup(f, func(ch chan struct{}) { close(ch) }, collected)

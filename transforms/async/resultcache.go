@@ -327,7 +327,7 @@ func (f *core) publishCache(ctx context.Context) {
 		return
 	}
 	m := f.metrics
-	for i, counter := range []beam.Counter{m.cacheHits, m.cacheMisses, m.cacheEvictions, m.sharedCacheErrors} {
+	for i, counter := range []beam.Counter{m.CacheHits, m.CacheMisses, m.CacheEvictions, m.SharedCacheErrors} {
 		counter.Inc(ctx, d[i])
 	}
 }

@@ -1,6 +1,7 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"context"
@@ -99,11 +100,11 @@ func TestKindOf(t *testing.T) {
 		{errors.New("x"), KindError},
 		{Permanent(errors.New("x")), KindPermanent},
 		{fmt.Errorf("wrapped: %w", Permanent(errors.New("x"))), KindPermanent},
-		{&timeoutError{limit: time.Second}, KindTimeout},
+		{&terms.TimeoutError{Limit: time.Second}, KindTimeout},
 		{&state.PanicError{Value: "x"}, KindPanic},
 	}
 	for _, tc := range tests {
-		if got := kindOf(tc.err); got != tc.want {
+		if got := terms.KindOf(tc.err); got != tc.want {
 			t.Errorf("kindOf(%v) = %q, want %q", tc.err, got, tc.want)
 		}
 	}

@@ -52,7 +52,7 @@ func (f *revertFn) ProcessElement(ctx context.Context, fr Failure, emit func(Fai
 	if err != nil {
 		return fmt.Errorf("async: decoding the value of failure record %s: %w", fr.ElementID, err)
 	}
-	if cerr := f.user.Revert(ctx, key, value, &FailureError{fr}); cerr != nil {
+	if cerr := f.user.Revert(ctx, key, value, &FailureError{Failure: fr}); cerr != nil {
 		fr.CompensationError = cerr.Error()
 	}
 	emit(fr)

@@ -155,7 +155,7 @@ func (w *bundleWorld) deliver(n, worker, inst int) {
 // machine, whose goroutines look still more often, does not add up waits
 // that each ended.
 func (w *bundleWorld) await(done <-chan struct{}) {
-	limit := w.base.staleAfter() + 5*time.Second
+	limit := w.base.StaleAfter() + 5*time.Second
 	waited := time.Duration(0)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()

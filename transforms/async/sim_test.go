@@ -95,6 +95,7 @@ package async
 // goroutine is left.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"context"
@@ -579,21 +580,21 @@ func newSimWorld(t *testing.T, s simSchedule) *simWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.base = core{config: config{
+	w.base = core{Config: terms.Config{
 		ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
 		Parallelism: s.parallelism, Buffer: s.buffer, Held: s.held, CallbackFrequency: time.Second,
 		MaxAttempts: 3, Backoff: FixedBackoff(time.Millisecond), HasFailures: true, Ordered: s.ordered,
 		Carried: s.windows != "global", OutputType: &beam.EncodedType{T: reflect.TypeOf("")},
-		Protect: protection{BudgetShare: 0.1}, Drain: !s.noDrain,
+		Protect: terms.Protection{BudgetShare: 0.1}, Drain: !s.noDrain,
 	}, instance: instance{clock: w.clock, waitPeriod: 2 * time.Millisecond}}
 	if s.adaptive {
 		w.base.Protect.AdaptiveMin, w.base.Protect.AdaptiveMax = 1, s.parallelism
 	}
 	if s.cache {
-		w.base.Cache = &cacheSpec{Size: 8, TTL: time.Minute}
+		w.base.Cache = &terms.CacheSpec{Size: 8, TTL: time.Minute}
 	}
 	if s.requests {
-		w.base.Batch = &batchSpec{Size: s.batchSize, Wait: s.batchWait, PerKey: s.batchesByKey}
+		w.base.Batch = &terms.BatchSpec{Size: s.batchSize, Wait: s.batchWait, PerKey: s.batchesByKey}
 	}
 	for i := 0; i < s.elements; i++ {
 		w.input = append(w.input, simElem{fmt.Sprintf("k%d", i%s.keys), i})
@@ -1194,7 +1195,7 @@ func (w *streamWorld) apply(a simAction) {
 		// room), so the key commits without calling again.
 		if k := w.keys[key]; k.timer != nil {
 			w.waitAll()
-			w.clock.Advance(w.base.staleAfter() + time.Duration(1+a.B%10)*time.Second)
+			w.clock.Advance(w.base.StaleAfter() + time.Duration(1+a.B%10)*time.Second)
 			w.fire(key)
 		}
 	case "twice":

@@ -80,7 +80,7 @@ func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z
 			inForce = append(inForce, v.plan)
 		}
 	}
-	pool.Pace().BundleEnded(f.views.began, f.clock.Now(), inForce, f.cadence().GuardCap/2)
+	pool.Pace().BundleEnded(f.views.began, f.clock.Now(), inForce, f.Cadence().GuardCap/2)
 	return nil
 }
 
@@ -147,5 +147,5 @@ func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
 		return
 	}
 	f.lastSweep = now
-	f.reportEvicted(ctx, pool.EvictIdleUnbuffered(now.Add(-f.cadence().Gone)))
+	f.reportEvicted(ctx, pool.EvictIdleUnbuffered(now.Add(-f.Cadence().Gone)))
 }

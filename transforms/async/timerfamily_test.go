@@ -8,33 +8,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 )
 
-// TestTimerSuffix: transforms of one scope name get suffixes of their own,
-// and the same order of builds gives the same suffixes.
-func TestTimerSuffix(t *testing.T) {
-	familySuffixes.Lock()
-	saved := familySuffixes.built
-	familySuffixes.built = nil
-	familySuffixes.Unlock()
-	defer func() {
-		familySuffixes.Lock()
-		familySuffixes.built = saved
-		familySuffixes.Unlock()
-	}()
-	first := []string{timerSuffix("root/async.ParDo"), timerSuffix("root/async.ParDo"), timerSuffix("root/other")}
-	if first[0] == first[1] || first[0] == first[2] || first[1] == first[2] {
-		t.Errorf("suffixes %q; want three different ones", first)
-	}
-	familySuffixes.Lock()
-	familySuffixes.built = nil // a new process
-	familySuffixes.Unlock()
-	again := []string{timerSuffix("root/async.ParDo"), timerSuffix("root/async.ParDo"), timerSuffix("root/other")}
-	for i := range first {
-		if first[i] != again[i] {
-			t.Errorf("build %d: suffix %q, then %q in a new process; want the same", i, first[i], again[i])
-		}
-	}
-}
-
 // TestChainedTransformsTimerFamilies: two async transforms of one scope
 // name declare timer families of their own, for the stream and the drain.
 func TestChainedTransformsTimerFamilies(t *testing.T) {
@@ -58,6 +31,6 @@ func streamFamilies(t *testing.T, s beam.Scope) [2]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := core{config: cfg}
+	c := core{Config: cfg}
 	return [2]string{newStreamFn(c).Commit.Family, newEscrowFn(c).Drain.Family}
 }

@@ -84,10 +84,10 @@ func (k *keyTurn) accept(el element, isCopy bool) error {
 	f, v, ctx := k.fn, k.v, k.ctx
 	nonce, seq := v.nextSeq()
 	f.acceptedID(&el, seq)
-	f.metrics.accepted.Inc(ctx, 1)
+	f.metrics.Accepted.Inc(ctx, 1)
 	f.event(EventAccepted, el.key, el.eid.ID, 0, nil)
 	if isCopy || v.byID[el.eid.Base()] != nil {
-		f.metrics.deduplicated.Inc(ctx, 1)
+		f.metrics.Deduplicated.Inc(ctx, 1)
 		f.event(EventDeduplicated, el.key, el.eid.ID, 0, nil)
 		return nil
 	}
@@ -166,7 +166,7 @@ func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
 	if f.Batch != nil {
 		perWave *= f.Batch.Size
 	}
-	at := f.cadence().Plan(timers.Facts{
+	at := f.Cadence().Plan(timers.Facts{
 		Now:         now,
 		AtElement:   element,
 		Seen:        v.seen,
@@ -181,8 +181,8 @@ func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
 		Pool:        timers.Load{Expected: pool.ExpectedLatency(), Unfinished: pool.Unfinished(), Held: pool.Len(), Capacity: f.Held, PerWave: perWave},
 		Runner:      pace.Runner(now),
 	})
-	pace.Planned(v.owner, at, now, f.cadence())
-	if f.timersSilenced() {
+	pace.Planned(v.owner, at, now, f.Cadence())
+	if f.TimersSilenced() {
 		return
 	}
 	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(v.outputTimestamp()))

@@ -40,6 +40,7 @@ package async
 // what to change.
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"fmt"
@@ -85,7 +86,7 @@ func carriesWindows(col beam.PCollection) bool {
 // global window. With a failure output (cfg.HasFailures), the elements whose
 // window cannot come back are returned as failure records, in their
 // windows.
-func carryWindows(s beam.Scope, col beam.PCollection, cfg config) (carried, unrestorable beam.PCollection, err error) {
+func carryWindows(s beam.Scope, col beam.PCollection, cfg terms.Config) (carried, unrestorable beam.PCollection, err error) {
 	fn := col.WindowingStrategy().Fn
 	outs, err := beam.TryParDo(s, &carryFn{KeyType: cfg.KeyType, ValueType: cfg.ValueType, HasFailures: cfg.HasFailures,
 		Kind: string(fn.Kind), Size: fn.Size, Period: fn.Period, Gap: fn.Gap}, col)
@@ -109,7 +110,7 @@ func restoreWindows(s beam.Scope, input, out beam.PCollection, t reflect.Type) (
 	if err != nil {
 		return beam.PCollection{}, err
 	}
-	if t == failureType {
+	if t == terms.FailureType {
 		kept, err := beam.TryParDo(s, &restoreFailureFn{}, rewindowed)
 		if err != nil {
 			return beam.PCollection{}, err
@@ -194,7 +195,7 @@ func (f *carryFn) ProcessElement(w beam.Window, ts beam.EventTime, key beam.X, v
 	if err != nil {
 		return fmt.Errorf("async: encoding key %v: %w", key, err)
 	}
-	fail(Failure{Key: kb, Value: vb, KeyText: failureText(key), ValueText: failureText(value), Window: windowText(w), Error: why.Error(), Kind: KindWindow})
+	fail(Failure{Key: kb, Value: vb, KeyText: terms.FailureText(key), ValueText: terms.FailureText(value), Window: windowText(w), Error: why.Error(), Kind: KindWindow})
 	return nil
 }
 

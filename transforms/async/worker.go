@@ -96,7 +96,7 @@ func (f *core) newResultCache() (*resultCache, error) {
 	}
 	rc := &resultCache{local: local, shape: f.cachedShape(), published: ledger.New(len(cacheStats{}.vector()))}
 	if f.Cache.Redis != "" {
-		if rc.shared, err = cache.NewShared(f.sharedCache()); err != nil {
+		if rc.shared, err = cache.NewShared(f.SharedCache()); err != nil {
 			return nil, err
 		}
 	}

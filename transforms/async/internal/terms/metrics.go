@@ -1,4 +1,4 @@
-package async
+package terms
 
 import (
 	"context"
@@ -105,42 +105,42 @@ const (
 	MetricBatchSize    = "batch_size"    // distribution: elements per request
 )
 
-// metrics are the transform's Beam metrics. Beam ignores updates made with a
+// Metrics are the transform's Beam metrics. Beam ignores updates made with a
 // context that is not a bundle's, so unit tests may pass any context.
-type metrics struct {
-	accepted, started, succeeded, finished, committed, rescheduled, cancelled, evicted, deduplicated, retried, failed beam.Counter
-	progressReports, listenerPanics, drained                                                                          beam.Counter
-	calls, overloaded, throttled, throttledMs, budgetWaits, sharedErrors                                              beam.Counter
-	cacheHits, cacheMisses, cacheEvictions, sharedCacheErrors                                                         beam.Counter
-	requests, requestItems                                                                                            beam.Counter
-	inFlight, queued, limit                                                                                           beam.Gauge
-	latency, commitDelay, progress, batchSize                                                                         beam.Distribution
+type Metrics struct {
+	Accepted, Started, Succeeded, finished, committed, Rescheduled, Cancelled, Evicted, Deduplicated, Retried, failed beam.Counter
+	ProgressReports, ListenerPanics, Drained                                                                          beam.Counter
+	Calls, Overloaded, Throttled, ThrottledMs, BudgetWaits, SharedErrors                                              beam.Counter
+	CacheHits, CacheMisses, CacheEvictions, SharedCacheErrors                                                         beam.Counter
+	Requests, RequestItems                                                                                            beam.Counter
+	InFlight, Queued, Limit                                                                                           beam.Gauge
+	latency, commitDelay, progress, BatchSize                                                                         beam.Distribution
 }
 
-func newMetrics(ns string) *metrics {
+func NewMetrics(ns string) *Metrics {
 	if ns == "" {
 		ns = "async"
 	}
 	c := func(name string) beam.Counter { return beam.NewCounter(ns, name) }
-	return &metrics{
-		accepted: c(MetricAccepted), started: c(MetricStarted), succeeded: c(MetricSucceeded), finished: c(MetricFinished),
-		committed: c(MetricCommitted), rescheduled: c(MetricRescheduled), cancelled: c(MetricCancelled), evicted: c(MetricEvicted),
-		deduplicated: c(MetricDeduplicated), retried: c(MetricRetried), failed: c(MetricFailed),
-		inFlight: beam.NewGauge(ns, MetricInFlight), queued: beam.NewGauge(ns, MetricQueued),
+	return &Metrics{
+		Accepted: c(MetricAccepted), Started: c(MetricStarted), Succeeded: c(MetricSucceeded), finished: c(MetricFinished),
+		committed: c(MetricCommitted), Rescheduled: c(MetricRescheduled), Cancelled: c(MetricCancelled), Evicted: c(MetricEvicted),
+		Deduplicated: c(MetricDeduplicated), Retried: c(MetricRetried), failed: c(MetricFailed),
+		InFlight: beam.NewGauge(ns, MetricInFlight), Queued: beam.NewGauge(ns, MetricQueued),
 		latency: beam.NewDistribution(ns, MetricLatency), commitDelay: beam.NewDistribution(ns, MetricCommitDelay),
-		progress: beam.NewDistribution(ns, MetricProgress), progressReports: c(MetricProgressReports), listenerPanics: c(MetricListenerPanics), drained: c(MetricDrained),
-		calls: c(MetricCalls), overloaded: c(MetricOverloaded), throttled: c(MetricThrottled), throttledMs: c(MetricThrottledMs),
-		budgetWaits: c(MetricBudgetWaits), sharedErrors: c(MetricSharedRateErrors), limit: beam.NewGauge(ns, MetricConcurrencyLimit),
-		cacheHits: c(MetricCacheHits), cacheMisses: c(MetricCacheMisses), cacheEvictions: c(MetricCacheEvictions),
-		sharedCacheErrors: c(MetricSharedCacheErrors),
-		requests:          c(MetricRequests), requestItems: c(MetricRequestItems), batchSize: beam.NewDistribution(ns, MetricBatchSize),
+		progress: beam.NewDistribution(ns, MetricProgress), ProgressReports: c(MetricProgressReports), ListenerPanics: c(MetricListenerPanics), Drained: c(MetricDrained),
+		Calls: c(MetricCalls), Overloaded: c(MetricOverloaded), Throttled: c(MetricThrottled), ThrottledMs: c(MetricThrottledMs),
+		BudgetWaits: c(MetricBudgetWaits), SharedErrors: c(MetricSharedRateErrors), Limit: beam.NewGauge(ns, MetricConcurrencyLimit),
+		CacheHits: c(MetricCacheHits), CacheMisses: c(MetricCacheMisses), CacheEvictions: c(MetricCacheEvictions),
+		SharedCacheErrors: c(MetricSharedCacheErrors),
+		Requests:          c(MetricRequests), RequestItems: c(MetricRequestItems), BatchSize: beam.NewDistribution(ns, MetricBatchSize),
 	}
 }
 
 // observeFinished records a finished task's last attempt's latency. What
 // it counts is counted where its events are sent (countCommitted,
 // countFailed, eventCounts).
-func (m *metrics) observeFinished(ctx context.Context, t *state.Task) {
+func (m *Metrics) ObserveFinished(ctx context.Context, t *state.Task) {
 	started, finished := t.StartedAt(), t.FinishedAt()
 	if !started.IsZero() && !finished.IsZero() {
 		m.latency.Update(ctx, finished.Sub(started).Milliseconds())
@@ -151,7 +151,7 @@ func (m *metrics) observeFinished(ctx context.Context, t *state.Task) {
 // countFailed one failed for good (EventFailed): either is finished. A
 // committed element's commit delay is from finished, when its call (or
 // the cache's answer) ended, to now.
-func (m *metrics) countCommitted(ctx context.Context, finished, now time.Time) {
+func (m *Metrics) CountCommitted(ctx context.Context, finished, now time.Time) {
 	m.committed.Inc(ctx, 1)
 	m.finished.Inc(ctx, 1)
 	if finished.IsZero() {
@@ -160,13 +160,13 @@ func (m *metrics) countCommitted(ctx context.Context, finished, now time.Time) {
 	m.commitDelay.Update(ctx, max(now.Sub(finished), 0).Milliseconds())
 }
 
-func (m *metrics) countFailed(ctx context.Context) {
+func (m *Metrics) CountFailed(ctx context.Context) {
 	m.failed.Inc(ctx, 1)
 	m.finished.Inc(ctx, 1)
 }
 
 // observeRunning samples the progress of a key's running calls.
-func (m *metrics) observeRunning(ctx context.Context, t *state.Task) {
+func (m *Metrics) ObserveRunning(ctx context.Context, t *state.Task) {
 	if fraction, reports := t.Progress(); reports > 0 && t.Status() == state.Running {
 		m.progress.Update(ctx, int64(fraction*1000))
 	}

@@ -1,4 +1,4 @@
-package async
+package terms
 
 // Timer family names of one transform. Beam lets two stateful DoFns share a
 // family name, but Beam Python's job service (apache-beam 2.78, its
@@ -14,14 +14,14 @@ import (
 	"sync"
 )
 
-// familySuffixes counts, per scope name, the transforms built in this
+// FamilySuffixes counts, per scope name, the transforms built in this
 // process, so that two transforms of one scope name get two suffixes.
 var familySuffixes struct {
 	sync.Mutex
 	built map[string]int
 }
 
-// timerSuffix is the suffix of the timer families of the next transform of
+// TimerSuffix is the suffix of the timer families of the next transform of
 // scope name: a short hash of the name and of how many transforms of that
 // name this process built before, so that the same program names the same
 // families at every build (a pipeline update then finds its timers). A
@@ -29,7 +29,7 @@ var familySuffixes struct {
 // this one, bounded or not, or builds its pipeline twice, shifts the rank:
 // an update from it to the old one needs a drain (DESIGN.md, "State across
 // versions").
-func timerSuffix(name string) string {
+func TimerSuffix(name string) string {
 	familySuffixes.Lock()
 	defer familySuffixes.Unlock()
 	if familySuffixes.built == nil {

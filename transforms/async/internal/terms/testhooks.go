@@ -1,4 +1,4 @@
-package async
+package terms
 
 // Faults that a test of this package turns on, to show on a real runner what
 // that runner does not do by itself. Off, they cost one atomic load.
@@ -21,7 +21,7 @@ var testHooks struct {
 }
 
 // timersSilenced reports whether a test silenced this transform's timers.
-func (c *config) timersSilenced() bool {
+func (c *Config) TimersSilenced() bool {
 	if !testHooks.any.Load() {
 		return false
 	}
@@ -33,4 +33,24 @@ func (c *config) timersSilenced() bool {
 		}
 	}
 	return false
+}
+
+// SilenceTimers makes the stream path of every transform whose scope name
+// contains scope set no commit timer, until undo is called.
+func SilenceTimers(scope string) (undo func()) {
+	testHooks.on.Lock()
+	testHooks.silentTimers = append(testHooks.silentTimers, scope)
+	testHooks.any.Store(true)
+	testHooks.on.Unlock()
+	return func() {
+		testHooks.on.Lock()
+		defer testHooks.on.Unlock()
+		for i, s := range testHooks.silentTimers {
+			if s == scope {
+				testHooks.silentTimers = append(testHooks.silentTimers[:i], testHooks.silentTimers[i+1:]...)
+				break
+			}
+		}
+		testHooks.any.Store(len(testHooks.silentTimers) > 0)
+	}
 }

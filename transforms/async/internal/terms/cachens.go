@@ -1,4 +1,4 @@
-package async
+package terms
 
 // The namespace of a transform's entries in Redis: the identity of the
 // lookup whose answers they are. Cache.Prefix names the cache, and two
@@ -13,7 +13,7 @@ import "github.com/asyncbeam/asyncbeam/transforms/cache"
 
 // cacheNamespace is the short hash of the lookup's identity (lookupIdentity)
 // that follows Cache.Prefix in every Redis key.
-func (c *config) cacheNamespace() string { return cache.NamespaceOf(c.lookupIdentity()...) }
+func (c *Config) CacheNamespace() string { return cache.NamespaceOf(c.lookupIdentity()...) }
 
 // lookupIdentity is what the cached answers depend on besides the element
 // (the cache key) and the types (the shape, cachetypes.go): the wrapped fn
@@ -30,7 +30,7 @@ func (c *config) cacheNamespace() string { return cache.NamespaceOf(c.lookupIden
 //     value is given.
 //
 // Enrich's join is not part of it: it runs after the cache, per record.
-func (c *config) lookupIdentity() [][]byte {
+func (c *Config) lookupIdentity() [][]byte {
 	u := c.User
 	parts := [][]byte{[]byte("lookup/v1")}
 	switch {

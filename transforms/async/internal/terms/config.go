@@ -1,4 +1,4 @@
-package async
+package terms
 
 // The transform's configuration: what ParDo decided at pipeline
 // construction, shipped to every worker inside the DoFn as JSON.
@@ -6,20 +6,18 @@ package async
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
-	"reflect"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/google/uuid"
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
 )
 
-// config is the part of every DoFn of the transform that Beam serializes:
+// Config is the part of every DoFn of the transform that Beam serializes:
 // exported fields only, set once at construction and never changed by a
 // worker (see core for what lives per instance, per process and per bundle).
-type config struct {
+type Config struct {
 	// ID names the transform's shared Pool in each worker process.
 	ID string
 	// Name is the transform's scope, the namespace of its metrics.
@@ -48,13 +46,13 @@ type config struct {
 	Ordered    bool
 	PriorityFn *wrapped.Shipped
 	// Listeners are WithListener's, in the order given.
-	Listeners []*listenerSpec
+	Listeners []*ListenerSpec
 	// Protect is what protects the called service (protect.go).
-	Protect protection
+	Protect Protection
 	// Cache is WithCache's, or nil.
-	Cache *cacheSpec
+	Cache *CacheSpec
 	// Batch is BatchParDo's batching, or nil.
-	Batch *batchSpec
+	Batch *BatchSpec
 	// RetryInWorker makes failed attempts wait out their backoff in the
 	// pool, counted in memory, instead of in bag state: set for the DoFns of
 	// bounded input, whose bundles have no later callback to write a retry
@@ -75,67 +73,18 @@ type config struct {
 	DrainDeclined bool
 }
 
-// newConfig checks everything about the transform that is not the input and
-// the wrapped fn (already inspected as spec) and returns its configuration.
-func newConfig(name string, spec wrapped.Spec, keyT, valT reflect.Type, set settings, hasFailures bool) (config, error) {
-	idFn, err := inspectValueFn("WithIDFn", set.idFn, valT, reflect.TypeOf(""))
-	if err != nil {
-		return config{}, err
-	}
-	retryIf, err := inspectRetryIf(set.retryIf)
-	if err != nil {
-		return config{}, err
-	}
-	priorityFn, err := inspectValueFn("WithPriority", set.priorityFn, valT, reflect.TypeOf(0))
-	if err != nil {
-		return config{}, err
-	}
-	listeners, err := inspectListeners(set.listeners)
-	if err != nil {
-		return config{}, err
-	}
-	return config{
-		Name:              name,
-		ID:                uuid.NewString(),
-		TimerSuffix:       timerSuffix(name),
-		User:              spec,
-		KeyType:           beam.EncodedType{T: keyT},
-		ValueType:         beam.EncodedType{T: valT},
-		IDFn:              idFn,
-		Parallelism:       set.parallelism,
-		Buffer:            set.buffer,
-		Held:              set.held,
-		CallbackFrequency: set.freq,
-		MaxWait:           set.maxWait,
-		CallTimeout:       set.callTimeout,
-		MaxAttempts:       set.maxAttempts,
-		Backoff:           set.backoff,
-		RetryIf:           retryIf,
-		Fallbacks:         set.fallbacks,
-		HasFailures:       hasFailures,
-		Ordered:           set.ordered,
-		PriorityFn:        priorityFn,
-		Listeners:         listeners,
-		Protect:           set.protect,
-		Cache:             inspectCache(set.cache),
-		Batch:             newBatchSpec(set.batch),
-		Drain:             set.drain,
-		DrainDeclined:     set.drainSet && !set.drain,
-	}, nil
-}
-
 // cadence holds every duration derived from the callback frequency.
-func (c *config) cadence() timers.Cadence { return timers.NewCadence(c.CallbackFrequency) }
+func (c *Config) Cadence() timers.Cadence { return timers.NewCadence(c.CallbackFrequency) }
 
 // staleAfter is how long a key may go without a callback on this worker
 // before the worker drops its work (see core.evictIdle).
-func (c *config) staleAfter() time.Duration { return c.cadence().StaleAfter }
+func (c *Config) StaleAfter() time.Duration { return c.Cadence().StaleAfter }
 
-// poolConfig is the shared pool's configuration: it remembers a key
+// PoolConfig is the shared pool's configuration, batching as batch says: it remembers a key
 // without tasks for the cadence's Forget period, and spares the work of a
 // key that came back after an eviction for twice as long as it was away,
 // at most until the cadence takes it for moved.
-func (c *config) poolConfig(now func() time.Time) state.Config {
+func (c *Config) PoolConfig(now func() time.Time, batch *state.BatchConfig) state.Config {
 	return state.Config{Parallelism: c.Parallelism, Buffer: c.Buffer, Hold: c.Held, Now: now,
-		Forget: c.cadence().Forget, Gone: c.cadence().Gone, Batch: c.batchConfig()}
+		Forget: c.Cadence().Forget, Gone: c.Cadence().Gone, Batch: batch}
 }

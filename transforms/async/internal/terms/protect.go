@@ -1,0 +1,47 @@
+package terms
+
+import (
+	"github.com/asyncbeam/asyncbeam/transforms/guard"
+)
+
+// moved
+
+// KindOverloaded is the failure kind of an element whose last attempt was
+// answered with overload (see Overloaded).
+const KindOverloaded = "overloaded"
+
+// Protection is what the options above decided, shipped to workers in the
+// Config.
+type Protection struct {
+	RatePerSecond            float64
+	RateBurst                int
+	Shared                   *guard.SharedRateConfig
+	AdaptiveMin, AdaptiveMax int
+	BudgetShare              float64
+	// OverloadThreshold is WithOverloadThreshold's share; zero (a config
+	// made without the options) means the default.
+	OverloadThreshold float64
+}
+
+// throttleK is the multiplier of the worker's throttle (guard.ThrottleK).
+func (p Protection) ThrottleK() float64 {
+	if !(p.OverloadThreshold > 0 && p.OverloadThreshold < 1) {
+		return guard.ThrottleK(DefaultOverloadThreshold)
+	}
+	return guard.ThrottleK(p.OverloadThreshold)
+}
+
+// Far above: parallelismWarning speaks when the service refuses more than
+// WarnRefusedShare of its answers for load, while the fixed parallelism is
+// at least warnFactor times the calls it accepts at once and the calls at
+// the service when it refused were at least warnCrowd times those (it
+// refuses for the calls at once, not at random).
+const (
+	WarnRefusedShare = 0.1
+	WarnFactor       = 4
+	WarnCrowd        = 2
+)
+
+// DefaultOverloadThreshold is WithOverloadThreshold's default: a worker
+// paces its attempts once the service refuses more than a fifth of them.
+const DefaultOverloadThreshold = 0.2

@@ -1,0 +1,130 @@
+package terms
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"time"
+
+	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+	"github.com/asyncbeam/asyncbeam/transforms/guard"
+)
+
+// moved
+
+// Failure kinds, as they appear in Failure.Kind.
+const (
+	KindError     = "error"     // the fn returned an error
+	KindTimeout   = "timeout"   // the attempt outlived WithCallTimeout
+	KindPanic     = "panic"     // the fn panicked; the error carries the stack
+	KindPermanent = "permanent" // the fn returned Permanent(err): not retried
+	// KindWindow: the element's window cannot be given back to its outputs
+	// from its timestamp (a session a GroupByKey merged, or a timestamp a
+	// DoFn moved out of its window); it was not called (Attempts 0), and
+	// Revert does not run for it.
+	KindWindow = "window"
+)
+
+// TimeoutError is an attempt that outlived its call timeout.
+type TimeoutError struct {
+	Limit time.Duration
+	Err   error
+}
+
+func (t *TimeoutError) Error() string {
+	if t.Err == nil {
+		return fmt.Sprintf("call timed out after %v", t.Limit)
+	}
+	return fmt.Sprintf("call timed out after %v: %v", t.Limit, t.Err)
+}
+
+func (t *TimeoutError) Unwrap() error { return t.Err }
+
+// Backoff is the delay before a retry: Initial for the first retry, multiplied
+// by Multiplier for each further one, capped at Max, and shortened by up to
+// Jitter (a share, 0 to 1) of itself. The jitter is a hash of the element and
+// its attempt number, so every worker computes the same delay and no backoff
+// state is shared between elements.
+type Backoff struct {
+	Initial    time.Duration
+	Max        time.Duration
+	Multiplier float64
+	Jitter     float64
+}
+
+func (b Backoff) Validate() error {
+	switch {
+	case b.Initial < 0:
+		return fmt.Errorf("WithBackoff: Initial %v must be >= 0", b.Initial)
+	case b.Max < b.Initial:
+		return fmt.Errorf("WithBackoff: Max %v must be >= Initial %v", b.Max, b.Initial)
+	case b.Multiplier < 1 || math.IsNaN(b.Multiplier) || math.IsInf(b.Multiplier, 0):
+		return fmt.Errorf("WithBackoff: Multiplier %v must be a number >= 1", b.Multiplier)
+	case b.Jitter < 0 || b.Jitter > 1 || math.IsNaN(b.Jitter):
+		return fmt.Errorf("WithBackoff: Jitter %v must be between 0 and 1", b.Jitter)
+	}
+	return nil
+}
+
+// Delay returns the wait before retry number retry (1 for the first retry)
+// of the element identified by seed: never negative, never more than Max.
+func (b Backoff) Delay(retry int, seed []byte) time.Duration {
+	d := float64(b.Initial) * math.Pow(b.Multiplier, float64(max(retry, 1)-1))
+	// Past the float range the power is +Inf, and 0 x +Inf is NaN: both mean
+	// the cap.
+	if math.IsNaN(d) || d > float64(b.Max) {
+		d = float64(b.Max)
+	}
+	if b.Jitter > 0 {
+		h := fnv.New64a()
+		h.Write(seed)
+		h.Write(binary.AppendVarint(nil, int64(retry)))
+		u := float64(h.Sum64()%1_000_000) / 1_000_000
+		d *= 1 - b.Jitter*u
+	}
+	// float64(Max) may round above the largest Duration, whose conversion
+	// back is negative: clamp in integer space.
+	if out := time.Duration(d); out >= 0 && out <= b.Max {
+		return out
+	}
+	return b.Max
+}
+
+type AttemptKey struct{}
+
+type AttemptInfo struct {
+	Number   int
+	Fallback string
+	HasValue bool
+}
+
+// WithAttempt puts the attempt number and its fallback value in ctx.
+func WithAttempt(ctx context.Context, number int, fallbacks []string) context.Context {
+	a := AttemptInfo{Number: number}
+	if len(fallbacks) > 0 {
+		a.Fallback, a.HasValue = fallbacks[min(number, len(fallbacks))-1], true
+	}
+	return context.WithValue(ctx, AttemptKey{}, a)
+}
+
+// KindOf classifies a failed attempt's error.
+func KindOf(err error) string {
+	var perm *wrapped.PermanentError
+	var timeout *TimeoutError
+	var panicked *state.PanicError
+	switch {
+	case errors.As(err, &perm):
+		return KindPermanent
+	case errors.As(err, new(*guard.OverloadError)):
+		return KindOverloaded
+	case errors.As(err, &timeout):
+		return KindTimeout
+	case errors.As(err, &panicked):
+		return KindPanic
+	}
+	return KindError
+}
