@@ -1,5 +1,7 @@
 package async
 
+// DecodeFailure: a failure record's key and value back as the types they had.
+
 import (
 	"bytes"
 	"errors"
@@ -10,8 +12,6 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 )
-
-// DecodeFailure: a failure record's key and value back as the types they had.
 
 // DecodeFailure returns the key and the value of the element that f
 // records, as the input of ParDoWithFailures or BatchParDoWithFailures held

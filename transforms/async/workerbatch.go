@@ -1,5 +1,8 @@
 package async
 
+// A batch's call on the pool: items gathered by the pool's batcher go to
+// the wrapped batch fn in one call, and each item gets its own answer.
+
 import (
 	"context"
 	"runtime/debug"
@@ -10,9 +13,6 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/cache"
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
-
-// A batch's call on the pool: items gathered by the pool's batcher go to
-// the wrapped batch fn in one call, and each item gets its own answer.
 
 // batchItem is what a request carries for one element.
 type batchItem struct {

@@ -1,12 +1,12 @@
 package async
 
+// Enrich at run time: a lookup's answer joined to its record.
+
 import (
 	"context"
 
 	"github.com/asyncbeam/asyncbeam/state"
 )
-
-// Enrich at run time: a lookup's answer joined to its record.
 
 // joined turns an Enrich element's job, whose work and cache answer [A],
 // into one that outputs [join(record, A)]. It wraps the cache (f.cached),

@@ -1,5 +1,8 @@
 package async
 
+// What happens to an element whose call failed: a retry later, or a failure
+// record.
+
 import (
 	"encoding/hex"
 	"fmt"
@@ -7,9 +10,6 @@ import (
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 )
-
-// What happens to an element whose call failed: a retry later, or a failure
-// record.
 
 // afterFailure decides the outcome of element env of key whose task t finished
 // with err after one attempt: a retry through bag state (see retry.go), or

@@ -1,5 +1,8 @@
 package async
 
+// The listeners' hub: one per transform in a worker process, built on first
+// use; it hands each event to every listener.
+
 import (
 	"encoding/hex"
 	"encoding/json"
@@ -14,9 +17,6 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
-
-// The listeners' hub: one per transform in a worker process, built on first
-// use; it hands each event to every listener.
 
 // hub delivers one transform's events to its listeners in one worker
 // process; it lives in the state registry next to the transform's Pool.

@@ -1,12 +1,12 @@
 package async
 
+// An element's priority on the pool's queue.
+
 import (
 	"sort"
 
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 )
-
-// An element's priority on the pool's queue.
 
 // priority returns value's priority, 0 without a priority function.
 func (f *core) priority(value any) (int, error) {

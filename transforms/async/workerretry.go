@@ -1,5 +1,8 @@
 package async
 
+// The retry policy at run time: which failures are retried, in the worker
+// or later from bag state, and how attempts are counted.
+
 import (
 	"fmt"
 	"runtime/debug"
@@ -8,9 +11,6 @@ import (
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 )
-
-// The retry policy at run time: which failures are retried, in the worker
-// or later from bag state, and how attempts are counted.
 
 // retryable says whether an element whose attempt failed with err, after
 // attempts attempts in all, is retried, and if not because of a broken

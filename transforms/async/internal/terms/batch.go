@@ -1,10 +1,10 @@
 package terms
 
+// A BatchParDo's batching, as ParDo decided it.
+
 import (
 	"time"
 )
-
-// moved
 
 // BatchSpec is a BatchParDo's batching, shipped in the config.
 type BatchSpec struct {

@@ -1,14 +1,14 @@
 package terms
 
+// The result cache's settings, as ParDo decided them.
+
 import (
 	"time"
 
 	"github.com/asyncbeam/asyncbeam/transforms/cache"
 )
 
-// moved
-
-// Cache configures WithCache.
+// Cache is documented for users where the front names it (async's types.go).
 type Cache struct {
 	// Size is how many results a worker keeps (> 0), least recently used
 	// out first.

@@ -1,15 +1,14 @@
 package terms
 
+// The failure record and what a failed attempt leads to.
+
 import (
 	"reflect"
 
 	"github.com/asyncbeam/asyncbeam/state"
 )
 
-// moved
-
-// Failure is the record of an element that failed for good, as written to the
-// failure output of ParDoWithFailures.
+// Failure is documented for users where the front names it (async's types.go).
 type Failure struct {
 	// Key and Value are the element's key and value encoded with Beam's
 	// default coders for the input's K and V (beam.NewElementEncoder),
@@ -48,9 +47,7 @@ type Failure struct {
 // FailureType is the type of the failure output's elements.
 var FailureType = reflect.TypeOf(Failure{})
 
-// FailureError is the error the wrapped DoFn's Revert method receives: the
-// element's committed failure record. errors.As gives its Kind, Attempts and
-// the rest.
+// FailureError is documented for users where the front names it (async's types.go).
 type FailureError struct{ Failure }
 
 func (e *FailureError) Error() string { return e.Failure.Error }

@@ -1,13 +1,13 @@
 package terms
 
+// How a transform protects its service: the throttle's and the adaptive
+// limit's settings as ParDo decided them, and the kind of a refused call.
+
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
 )
 
-// moved
-
-// KindOverloaded is the failure kind of an element whose last attempt was
-// answered with overload (see Overloaded).
+// KindOverloaded is documented for users where the front names it (async's types.go).
 const KindOverloaded = "overloaded"
 
 // Protection is what the options above decided, shipped to workers in the
@@ -42,6 +42,5 @@ const (
 	WarnCrowd        = 2
 )
 
-// DefaultOverloadThreshold is WithOverloadThreshold's default: a worker
-// paces its attempts once the service refuses more than a fifth of them.
+// DefaultOverloadThreshold is documented for users where the front names it (async's types.go).
 const DefaultOverloadThreshold = 0.2

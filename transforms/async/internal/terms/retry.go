@@ -1,5 +1,8 @@
 package terms
 
+// Failure kinds, the backoff between attempts, and the attempt a call is
+// in, carried in its context.
+
 import (
 	"context"
 	"encoding/binary"
@@ -14,19 +17,13 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
 )
 
-// moved
-
 // Failure kinds, as they appear in Failure.Kind.
 const (
-	KindError     = "error"     // the fn returned an error
-	KindTimeout   = "timeout"   // the attempt outlived WithCallTimeout
-	KindPanic     = "panic"     // the fn panicked; the error carries the stack
-	KindPermanent = "permanent" // the fn returned Permanent(err): not retried
-	// KindWindow: the element's window cannot be given back to its outputs
-	// from its timestamp (a session a GroupByKey merged, or a timestamp a
-	// DoFn moved out of its window); it was not called (Attempts 0), and
-	// Revert does not run for it.
-	KindWindow = "window"
+	KindError     = "error"
+	KindTimeout   = "timeout"
+	KindPanic     = "panic"
+	KindPermanent = "permanent"
+	KindWindow    = "window"
 )
 
 // TimeoutError is an attempt that outlived its call timeout.
@@ -44,11 +41,7 @@ func (t *TimeoutError) Error() string {
 
 func (t *TimeoutError) Unwrap() error { return t.Err }
 
-// Backoff is the delay before a retry: Initial for the first retry, multiplied
-// by Multiplier for each further one, capped at Max, and shortened by up to
-// Jitter (a share, 0 to 1) of itself. The jitter is a hash of the element and
-// its attempt number, so every worker computes the same delay and no backoff
-// state is shared between elements.
+// Backoff is documented for users where the front names it (async's types.go).
 type Backoff struct {
 	Initial    time.Duration
 	Max        time.Duration

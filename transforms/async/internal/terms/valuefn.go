@@ -1,12 +1,13 @@
 package terms
 
+// Calling a function of the element's value that ParDo checked (WithIDFn,
+// WithPriority).
+
 import (
 	"fmt"
 
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
-
-// moved
 
 // CallValueFn calls a function checked by inspectValueFn; what names it in
 // the error a panic becomes.
