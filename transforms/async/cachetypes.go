@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // cachedShape describes the cached types: the answer's (Enrich), or the
@@ -36,7 +38,7 @@ func describeType(b *strings.Builder, t reflect.Type, seen map[reflect.Type]bool
 		return
 	}
 	if t.Name() != "" {
-		fmt.Fprintf(b, "%s.%s", t.PkgPath(), t.Name())
+		fmt.Fprintf(b, "%s.%s", wrapped.PkgPath(t), t.Name())
 		if seen[t] {
 			return // a cycle goes through a named type: cut it there
 		}

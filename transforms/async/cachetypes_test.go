@@ -100,3 +100,26 @@ func TestCachedShapeCoversPairs(t *testing.T) {
 		t.Errorf("shapes of pairs (string, V1) %q, (string, V2) %q, (int64, V1) %q; want all different", a, b, c)
 	}
 }
+
+// TestPublicTypesKeepTheFrontsName: the public data types, declared in
+// internal/terms, are named async.X in messages and in cache shapes, as
+// they were before they moved there (a cache entry written then still hits).
+func TestPublicTypesKeepTheFrontsName(t *testing.T) {
+	for _, c := range []struct {
+		t    reflect.Type
+		want string
+	}{
+		{reflect.TypeOf(Failure{}), "async.Failure"},
+		{reflect.TypeOf([]*FailureError{}), "[]*async.FailureError"},
+		{reflect.TypeOf(map[string]Event{}), "map[string]async.Event"},
+	} {
+		if got := wrapped.TypeName(c.t); got != c.want {
+			t.Errorf("TypeName(%v) = %q, want %q", c.t, got, c.want)
+		}
+	}
+	var b strings.Builder
+	describeType(&b, reflect.TypeOf(Failure{}), map[reflect.Type]bool{})
+	if want := "github.com/asyncbeam/asyncbeam/transforms/async.Failure"; !strings.HasPrefix(b.String(), want) {
+		t.Errorf("describeType(Failure) = %q, want it to begin with %q", b.String(), want)
+	}
+}

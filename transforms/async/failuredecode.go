@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // DecodeFailure returns the key and the value of the element that f
@@ -29,10 +30,10 @@ import (
 // hot loop.
 func DecodeFailure[K, V any](f Failure) (key K, value V, err error) {
 	if key, err = decodeAs[K]("key", f.Key, f.KeyText); err != nil {
-		return key, value, fmt.Errorf("async.DecodeFailure[%v, %v]: %w", reflect.TypeFor[K](), reflect.TypeFor[V](), err)
+		return key, value, fmt.Errorf("async.DecodeFailure[%s, %s]: %w", wrapped.TypeName(reflect.TypeFor[K]()), wrapped.TypeName(reflect.TypeFor[V]()), err)
 	}
 	if value, err = decodeAs[V]("value", f.Value, f.ValueText); err != nil {
-		return key, value, fmt.Errorf("async.DecodeFailure[%v, %v]: %w", reflect.TypeFor[K](), reflect.TypeFor[V](), err)
+		return key, value, fmt.Errorf("async.DecodeFailure[%s, %s]: %w", wrapped.TypeName(reflect.TypeFor[K]()), wrapped.TypeName(reflect.TypeFor[V]()), err)
 	}
 	return key, value, nil
 }
@@ -44,7 +45,7 @@ func decodeAs[T any](what string, b []byte, text string) (T, error) {
 	t := reflect.TypeFor[T]()
 	v, err := decodeChecked(t, b, text)
 	if err != nil {
-		return zero, fmt.Errorf("the record's %s is not of type %v: %w%s", what, t, err, typeHint(t, b, text))
+		return zero, fmt.Errorf("the record's %s is not of type %s: %w%s", what, wrapped.TypeName(t), err, typeHint(t, b, text))
 	}
 	return v.Interface().(T), nil
 }
@@ -54,7 +55,7 @@ func decodeAs[T any](what string, b []byte, text string) (T, error) {
 func decodeChecked(t reflect.Type, b []byte, text string) (v reflect.Value, err error) {
 	defer func() {
 		if r := recover(); r != nil { // beam.NewElementDecoder panics for a type without a coder
-			err = fmt.Errorf("Beam has no coder for %v: %v", t, r)
+			err = fmt.Errorf("Beam has no coder for %s: %v", wrapped.TypeName(t), r)
 		}
 	}()
 	r := bytes.NewReader(b)
@@ -70,7 +71,7 @@ func decodeChecked(t reflect.Type, b []byte, text string) (v reflect.Value, err 
 	v = reflect.ValueOf(got)
 	if v.Type() != t { // a coder may give a named type's underlying type
 		if !v.Type().ConvertibleTo(t) {
-			return reflect.Value{}, fmt.Errorf("it decodes as a %v", v.Type())
+			return reflect.Value{}, fmt.Errorf("it decodes as a %s", wrapped.TypeName(v.Type()))
 		}
 		v = v.Convert(t)
 	}

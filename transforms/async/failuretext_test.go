@@ -132,10 +132,10 @@ func TestDecodeFailureWrongTypes(t *testing.T) {
 			[]string{"value is not of type int", "decodes as string"}},
 		{"struct value asked as another struct", record(t, "k", item),
 			func(f Failure) error {
-				_, _, err := DecodeFailure[string, otherItem](f)
+				_, _, err := DecodeFailure[string, FailureError](f)
 				return err
 			},
-			[]string{"DecodeFailure[string, async.otherItem]", "value is not of type async.otherItem"}},
+			[]string{"DecodeFailure[string, async.FailureError]", "value is not of type async.FailureError"}},
 		{"interface type", record(t, "k", 1),
 			func(f Failure) error { _, _, err := DecodeFailure[any, int](f); return err },
 			[]string{"key is not of type interface {}", "decodes as string"}},
@@ -156,6 +156,3 @@ func TestDecodeFailureWrongTypes(t *testing.T) {
 		}
 	}
 }
-
-// otherItem is a struct that no record in these tests holds.
-type otherItem struct{ Note string }

@@ -34,14 +34,3 @@ func ReportProgress(ctx context.Context, fraction float64, details string) error
 	})
 	return nil
 }
-
-// callKey carries, in the context given to the wrapped fn, what
-// ReportProgress needs to know about the call.
-type callKey struct{}
-
-type callInfo struct {
-	f       *core
-	key     any
-	id      string
-	attempt int
-}

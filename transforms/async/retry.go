@@ -28,6 +28,8 @@ package async
 // Failure record, or a failed commit without a failure output.
 
 import (
+	"math"
+
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
@@ -86,7 +88,7 @@ func WithMaxAttempts(n int) Option {
 // bag state, holding no pool slot. Default: DefaultBackoff.
 func WithBackoff(b Backoff) Option {
 	return func(s *settings) {
-		if err := b.Validate(); err != nil {
+		if err := checkBackoff(b); err != nil {
 			s.errs = append(s.errs, err)
 			return
 		}
@@ -127,4 +129,19 @@ func Attempt(ctx context.Context) int {
 func Fallback(ctx context.Context) (string, bool) {
 	a, _ := ctx.Value(terms.AttemptKey{}).(terms.AttemptInfo)
 	return a.Fallback, a.HasValue
+}
+
+// checkBackoff refuses a Backoff that WithBackoff cannot use, saying why.
+func checkBackoff(b Backoff) error {
+	switch {
+	case b.Initial < 0:
+		return fmt.Errorf("WithBackoff: Initial %v must be >= 0", b.Initial)
+	case b.Max < b.Initial:
+		return fmt.Errorf("WithBackoff: Max %v must be >= Initial %v", b.Max, b.Initial)
+	case b.Multiplier < 1 || math.IsNaN(b.Multiplier) || math.IsInf(b.Multiplier, 0):
+		return fmt.Errorf("WithBackoff: Multiplier %v must be a number >= 1", b.Multiplier)
+	case b.Jitter < 0 || b.Jitter > 1 || math.IsNaN(b.Jitter):
+		return fmt.Errorf("WithBackoff: Jitter %v must be between 0 and 1", b.Jitter)
+	}
+	return nil
 }

@@ -20,7 +20,7 @@ const (
 	// Before it, a listener (this worker's, or the one's that last held the
 	// element) received the event that says where the attempt comes from:
 	// EventAccepted before the element's first start (at once, or once a
-	// Queued element finds room), EventRetrying before a retry,
+	// queued element finds room), EventRetrying before a retry,
 	// EventRescheduled before a start again of lost work.
 	EventStarted = terms.EventStarted
 	// EventSucceeded: an attempt returned without error.
@@ -43,7 +43,7 @@ const (
 	// callback's work). On bounded input: an element evicted from its
 	// bundle. Not a due retry (EventRetrying said it), nor a queued
 	// element's first start; nor a retry whose attempt was lost after it
-	// Started, which bag state does not record: it starts again as a retry.
+	// started, which bag state does not record: it starts again as a retry.
 	EventRescheduled = terms.EventRescheduled
 	// EventDeduplicated: a copy of a pending element was dropped from bag
 	// state.
@@ -81,7 +81,7 @@ type Event = terms.Event
 type Listener = terms.Listener
 
 // Failure is the record of an element that failed for good, as written to the
-// Failure output of ParDoWithFailures.
+// failure output of ParDoWithFailures.
 type Failure = terms.Failure
 
 // FailureError is the error the wrapped DoFn's Revert method receives: the
@@ -115,23 +115,23 @@ type FailureError = terms.FailureError
 //	request_items     elements sent in them                         EventStarted
 //	throttled         attempts that waited over 1 ms for the guard  none
 //
-// Rescheduled is zero in a run where no work is lost: on unbounded input it
+// rescheduled is zero in a run where no work is lost: on unbounded input it
 // counts elements pending in bag state, with no retry due, that the worker
 // does not run (after a restart, a moved key, an eviction, a failed
 // callback), and on bounded input elements evicted from their bundle; a due
-// Retry counts in retried, a queued element's first start in none. The
+// retry counts in retried, a queued element's first start in none. The
 // distribution commit_delay_ms has one sample per committed element (its
 // count is committed's): from the end of the element's last call, or of
 // the cache's answer, to its commit.
 //
 // Every call ends one way, and every committed element was called or hit:
-// Started = succeeded + retried + failed, and committed = succeeded +
+// started = succeeded + retried + failed, and committed = succeeded +
 // cache_hits, in a run where no element fails without a call or after it
 // (Enrich's join, a task cancelled before its call) and no call is cut short (an
 // eviction, a restart). Counters are Beam's: what a failed bundle counted
 // is dropped from the committed values, while its events were sent. Counts
 // made off the bundle's goroutines (started, succeeded, retried,
-// Rescheduled, progress_reports, the guard's, the cache's, the requests),
+// rescheduled, progress_reports, the guard's, the cache's, the requests),
 // and the work a failing bundle drops (cancelled), are published by a later
 // callback's bundle, and again by another if that one fails (publish.go).
 // They become final when that bundle's FinishBundle returns: if the runner

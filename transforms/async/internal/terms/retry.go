@@ -49,20 +49,6 @@ type Backoff struct {
 	Jitter     float64
 }
 
-func (b Backoff) Validate() error {
-	switch {
-	case b.Initial < 0:
-		return fmt.Errorf("WithBackoff: Initial %v must be >= 0", b.Initial)
-	case b.Max < b.Initial:
-		return fmt.Errorf("WithBackoff: Max %v must be >= Initial %v", b.Max, b.Initial)
-	case b.Multiplier < 1 || math.IsNaN(b.Multiplier) || math.IsInf(b.Multiplier, 0):
-		return fmt.Errorf("WithBackoff: Multiplier %v must be a number >= 1", b.Multiplier)
-	case b.Jitter < 0 || b.Jitter > 1 || math.IsNaN(b.Jitter):
-		return fmt.Errorf("WithBackoff: Jitter %v must be between 0 and 1", b.Jitter)
-	}
-	return nil
-}
-
 // Delay returns the wait before retry number retry (1 for the first retry)
 // of the element identified by seed: never negative, never more than Max.
 func (b Backoff) Delay(retry int, seed []byte) time.Duration {

@@ -14,7 +14,7 @@ import (
 	"sync"
 )
 
-// FamilySuffixes counts, per scope name, the transforms built in this
+// familySuffixes counts, per scope name, the transforms built in this
 // process, so that two transforms of one scope name get two suffixes.
 var familySuffixes struct {
 	sync.Mutex

@@ -234,7 +234,7 @@ func goType(t reflect.Type, home string) string {
 		if t.PkgPath() == "" || t.PkgPath() == home {
 			return t.Name()
 		}
-		return t.String()
+		return TypeName(t)
 	}
 	switch t.Kind() {
 	case reflect.Pointer:
