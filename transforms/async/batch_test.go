@@ -2,6 +2,7 @@ package async
 
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"context"
@@ -35,15 +36,16 @@ func init() { beam.RegisterType(reflect.TypeOf((*labelBatch)(nil)).Elem()) }
 
 // batchCore is a set-up core of a BatchParDo of labelBatch; edits change
 // it before its Setup.
-func batchCore(t *testing.T, edits ...func(*core)) *core {
+func batchCore(t *testing.T, edits ...func(*worker.Core)) *worker.Core {
 	t.Helper()
 	spec, _, err := wrapped.InspectBatch(&labelBatch{}, reflect.TypeOf(""), reflect.TypeOf(0))
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &core{Config: terms.Config{ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
+	f := &worker.Core{Config: terms.Config{ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
 		Parallelism: 1, Buffer: 1, Held: 1, CallbackFrequency: time.Second, MaxAttempts: 1, OutputType: &beam.EncodedType{T: reflect.TypeOf("")},
-		Batch: &terms.BatchSpec{Size: 3}}, instance: instance{registry: state.NewRegistry()}}
+		Batch: &terms.BatchSpec{Size: 3}}}
+	f.SetRegistry(state.NewRegistry())
 	for _, edit := range edits {
 		edit(f)
 	}
@@ -73,8 +75,8 @@ func TestSendBatchRunsEveryAfterOnce(t *testing.T) {
 			afters := make([]int, len(tc.values))
 			var items []state.BatchItem
 			for i, v := range tc.values {
-				b := &batchItem{f: f, el: element{key: "k", value: v}}
-				b.after = func(ctx context.Context, attempt int, answer func() ([]any, error), store func(cache.Entry)) ([]any, error) {
+				b := &worker.BatchItem{F: f, El: worker.Element{Key: "k", Value: v}}
+				b.After = func(ctx context.Context, attempt int, answer func() ([]any, error), store func(cache.Entry)) ([]any, error) {
 					afters[i]++
 					if i == tc.panicsFor {
 						panic("an output coder failed")
@@ -83,7 +85,7 @@ func TestSendBatchRunsEveryAfterOnce(t *testing.T) {
 				}
 				items = append(items, state.BatchItem{Item: b, Attempt: 1, Ctx: context.Background()})
 			}
-			outcomes, err := sendBatch(context.Background(), items)
+			outcomes, err := worker.SendBatch(context.Background(), items)
 			for i := range tc.values {
 				got := "panic"
 				var pe *state.PanicError

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // bundleFn runs bounded input. On bounded input a runner commits a bundle's
@@ -37,7 +38,7 @@ import (
 // It is stateless, so runners neither group its input by key nor shuffle
 // it; keyedBundleFn is the variant for WithOrdered and WithIDFn.
 type bundleFn struct {
-	core
+	worker.Core
 	run *bundleRun
 }
 
@@ -54,12 +55,12 @@ type keyedBundleFn struct {
 
 // newBundleFn makes the DoFn; a bundle has no later callback to write a
 // retry back to, so retries wait in the worker.
-func newBundleFn(c core) *bundleFn {
+func newBundleFn(c worker.Core) *bundleFn {
 	c.RetryInWorker = true
-	return &bundleFn{core: c}
+	return &bundleFn{Core: c}
 }
 
-func newKeyedBundleFn(c core) *keyedBundleFn {
+func newKeyedBundleFn(c worker.Core) *keyedBundleFn {
 	return &keyedBundleFn{bundleFn: *newBundleFn(c), Group: beamstate.MakeBagState[[]byte]("asyncGroup")}
 }
 
@@ -73,16 +74,16 @@ func (f *bundleFn) StartBundle(ctx context.Context, _ func(beam.EventTime, beam.
 	if f.run != nil { // not seen in Beam Go, which drops a failed bundle's instance; kept for other harnesses
 		f.run.abandon(ctx, f)
 	}
-	pool, err := f.pool()
+	pool, err := f.Pool()
 	if err != nil {
 		return err
 	}
 	wait := waitPeriod
-	if f.waitPeriod > 0 {
-		wait = f.waitPeriod
+	if f.WaitPeriod() > 0 {
+		wait = f.WaitPeriod()
 	}
 	f.run = &bundleRun{id: uuid.NewString(), pool: pool, signal: make(chan struct{}, 1), items: map[state.ElementID]*bundleItem{}, waitPeriod: wait}
-	f.tickets.begin()
+	f.Tickets().Begin()
 	return nil
 }
 
@@ -97,17 +98,17 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 	if err := f.restartInterrupted(ctx, run, emit, fail); err != nil {
 		return err
 	}
-	el, err := f.prepare(key, value, nil, ts)
+	el, err := f.Prepare(key, value, nil, ts)
 	if err != nil {
 		return err
 	}
-	el.verdict = &retryVerdict{}
-	f.metrics.Accepted.Inc(ctx, 1)
+	el.Verdict = &worker.RetryVerdict{}
+	f.Metrics().Accepted.Inc(ctx, 1)
 	it := run.accept(el, f.IDFn != nil, f.Ordered)
-	f.event(EventAccepted, key, it.el.eid.ID, 0, nil)
+	f.Event(EventAccepted, key, it.el.ID.ID, 0, nil)
 	if it.copyOf != nil { // WithIDFn: a copy of a pending element is one element with it
-		f.metrics.Deduplicated.Inc(ctx, 1)
-		f.event(EventDeduplicated, key, it.el.eid.ID, 0, nil)
+		f.Metrics().Deduplicated.Inc(ctx, 1)
+		f.Event(EventDeduplicated, key, it.el.ID.ID, 0, nil)
 		return nil
 	}
 	return f.start(ctx, run, it, emit, fail)
@@ -116,13 +117,13 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 // start starts one element of the bundle on the pool, waiting for a place
 // while emitting what finishes meanwhile.
 func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	it.el.owner = run.id
+	it.el.Owner = run.id
 	for {
 		if run.endOfInput { // the stream's calls will never be committed
 			f.reclaim(ctx, run)
 		}
 		waitCtx, stop := run.waitContext(ctx)
-		t, adm, err := f.submit(waitCtx, run.pool, it.el, -1)
+		t, adm, err := f.Submit(waitCtx, run.pool, it.el, -1)
 		stop()
 		switch {
 		case err != nil:
@@ -132,10 +133,10 @@ func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, em
 			t.AfterFinish(func() { run.finished(it) })
 			return nil
 		case adm == state.Existing: // task IDs are unique within a bundle
-			return fmt.Errorf("async: element %x of key %v already has a task in this bundle", it.el.eid.ID, it.el.key)
+			return fmt.Errorf("async: element %x of key %v already has a task in this bundle", it.el.ID.ID, it.el.Key)
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("async: waiting for room for an element of key %v: %w", it.el.key, err)
+			return fmt.Errorf("async: waiting for room for an element of key %v: %w", it.el.Key, err)
 		}
 		// Woken by a result of this bundle (emitting it frees a place), or
 		// by the wait's period: then submit has looked for the places of
@@ -161,16 +162,16 @@ func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, em
 func (f *bundleFn) adopt(ctx context.Context, ts beam.EventTime, key, value any, attempts int, t *state.Task) (err error) {
 	run := f.run
 	defer f.releaseOnFailure(ctx, run, &err)
-	el, err := f.prepare(key, value, nil, ts)
+	el, err := f.Prepare(key, value, nil, ts)
 	if err != nil {
 		return err
 	}
-	el.done, el.verdict = attempts, &retryVerdict{}
+	el.Done, el.Verdict = attempts, &worker.RetryVerdict{}
 	it := run.accept(el, f.IDFn != nil, f.Ordered)
 	if it.copyOf != nil { // WithIDFn: one element with a pending one, which serves it
 		run.pool.Remove(t)
-		f.metrics.Deduplicated.Inc(ctx, 1)
-		f.event(EventDeduplicated, key, it.el.eid.ID, 0, nil)
+		f.Metrics().Deduplicated.Inc(ctx, 1)
+		f.Event(EventDeduplicated, key, it.el.ID.ID, 0, nil)
 		return nil
 	}
 	it.task = t
@@ -209,7 +210,7 @@ func (f *bundleFn) restartInterrupted(ctx context.Context, run *bundleRun, emit 
 // on unbounded input.
 func (f *bundleFn) restartHeads(ctx context.Context, run *bundleRun) error {
 	for _, it := range run.takeInterruptedHeads() {
-		t, err := f.startUnbuffered(ctx, run.pool, it.el)
+		t, err := f.StartUnbuffered(ctx, run.pool, it.el)
 		if err != nil {
 			return err
 		}
@@ -227,13 +228,13 @@ func (f *bundleFn) releaseOnFailure(ctx context.Context, run *bundleRun, err *er
 	if r := recover(); r != nil {
 		run.abandon(ctx, f)
 		f.run = nil
-		f.tickets.release()
+		f.Tickets().Release()
 		panic(r)
 	}
 	if *err != nil {
 		run.abandon(ctx, f)
 		f.run = nil
-		f.tickets.release() // the runner drops what this bundle published
+		f.Tickets().Release() // the runner drops what this bundle published
 	}
 }
 
@@ -262,9 +263,9 @@ func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, b
 			return err
 		}
 	}
-	f.publish(ctx, run.pool)
+	f.Publish(ctx, run.pool)
 	f.run = nil
-	f.tickets.finish() // the counts it published are final (publish.go)
+	f.Tickets().Finish() // the counts it published are final (internal/worker/publish.go)
 	return nil
 }
 
@@ -274,17 +275,17 @@ func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, b
 // It also shows the bundle alive to the pool and to the registry, and fails
 // the bundle if the worker's pool was reset under it.
 func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	if p, err := f.pool(); err != nil || p != run.pool {
+	if p, err := f.Pool(); err != nil || p != run.pool {
 		return fmt.Errorf("async: the worker's pool of %s was reset while a bundle ran (a restart): the bundle fails and is retried", f.Name)
 	}
 	run.pool.Touch(run.id, false)
 	for _, it := range run.takeFinished() {
 		t := it.task
-		f.metrics.ObserveFinished(ctx, t)
+		f.Metrics().ObserveFinished(ctx, t)
 		_, callErr := t.Result()
 		if t.Interrupted() {
 			run.pool.Remove(t)
-			it.el.done += t.CompletedAttempts() // its failed attempts count; one cut short by the interruption does not
+			it.el.Done += t.CompletedAttempts() // its failed attempts count; one cut short by the interruption does not
 			run.interrupted(it)
 			continue
 		}
@@ -294,8 +295,8 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 			if err != nil {
 				return err
 			}
-			fail(it.el.ts, fr)
-			f.metrics.CountFailed(ctx)
+			fail(it.el.Timestamp, fr)
+			f.Metrics().CountFailed(ctx)
 		}
 		// Without WithOrdered a result is emitted at once; with it, when
 		// every earlier element of its key is decided (a failure decides
@@ -313,9 +314,9 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 
 // emitResult emits one element's outputs, with the element's timestamp and
 // window.
-func (f *core) emitResult(ctx context.Context, el element, t *state.Task, emit func(beam.EventTime, beam.Z)) error {
+func (f *bundleFn) emitResult(ctx context.Context, el worker.Element, t *state.Task, emit func(beam.EventTime, beam.Z)) error {
 	outputs, _ := t.Result()
-	return f.commitOutputs(ctx, el.key, el.eid.ID, int64(el.ts), el.eid.Window, outputs, el.done+t.Attempts(), t.FinishedAt(), emit)
+	return f.CommitOutputs(ctx, el.Key, el.ID.ID, int64(el.Timestamp), el.ID.Window, outputs, el.Done+t.Attempts(), t.FinishedAt(), emit)
 }
 
 // finalFailure turns the final error of an element's task into its failure
@@ -327,18 +328,18 @@ func (f *core) emitResult(ctx context.Context, el element, t *state.Task, emit f
 // here, once: if a retry is still due, the bundle fails and is retried
 // whole, as before any attempt was made; if not, it is the element's
 // failure. Without a failure output every final failure fails the bundle.
-func (f *core) finalFailure(el element, t *state.Task, callErr error) (Failure, error) {
-	env := state.Envelope{ID: el.eid.ID, EventTimeMs: int64(el.ts), Value: el.vb, Attempts: el.done, Window: el.eid.Window}
-	env, kind := f.recordAttempts(env, t, callErr)
+func (f *bundleFn) finalFailure(el worker.Element, t *state.Task, callErr error) (Failure, error) {
+	env := state.Envelope{ID: el.ID.ID, EventTimeMs: int64(el.Timestamp), Value: el.ValueBytes, Attempts: el.Done, Window: el.ID.Window}
+	env, kind := f.RecordAttempts(env, t, callErr)
 	why := ""
-	if v := el.verdict; v != nil && v.declined {
-		why = v.why
-	} else if retry, w := f.retryable(kind, env.Attempts, callErr); retry {
-		return Failure{}, fmt.Errorf("async: element %x of key %v ended on an error its retry policy did not see, with retries left: the bundle fails and is retried: %w", el.eid.ID, el.key, callErr)
+	if v := el.Verdict; v != nil && v.Declined {
+		why = v.Why
+	} else if retry, w := f.Retryable(kind, env.Attempts, callErr); retry {
+		return Failure{}, fmt.Errorf("async: element %x of key %v ended on an error its retry policy did not see, with retries left: the bundle fails and is retried: %w", el.ID.ID, el.Key, callErr)
 	} else {
 		why = w
 	}
-	failure, err := f.failedForGood(el.key, []byte(el.eid.Key), env, kind, why, callErr)
+	failure, err := f.FailedForGood(el.Key, []byte(el.ID.Key), env, kind, why, callErr)
 	if err != nil {
 		return Failure{}, err
 	}

@@ -57,7 +57,7 @@ func TestBundleEmitsEachResultWithItsTimestamp(t *testing.T) {
 			t.Errorf("output %s has timestamp %v, want its element's %v", o, got, want)
 		}
 	}
-	if p, _ := h.c.pool(); p.Len() != 0 {
+	if p, _ := h.c.Pool(); p.Len() != 0 {
 		t.Errorf("the pool holds %d tasks after FinishBundle, want 0", p.Len())
 	}
 }
@@ -75,7 +75,7 @@ func TestBundleHeldBoundsMemory(t *testing.T) {
 	if len(out.outputs) != 50 {
 		t.Errorf("%d outputs, want 50", len(out.outputs))
 	}
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	if got := p.PeakHeld(); got > 2 {
 		t.Errorf("the pool held %d elements at once, want at most WithMaxItemsHeld(2)", got)
 	}
@@ -123,7 +123,7 @@ func TestBundleOrderedPerKey(t *testing.T) {
 // others are emitted.
 func TestBundleRetriesAndFailures(t *testing.T) {
 	h := newHarnessFailures(t, true, &gated{Name: testName(t)}, stringKey, WithMaxAttempts(2), WithBackoff(FixedBackoff(20*time.Millisecond)), WithParallelism(2))
-	h.c.clock = timers.System{}
+	h.c.SetClock(timers.System{})
 	for v := 0; v < 6; v++ {
 		id := gateID(testName(t), "a", v)
 		book.mu.Lock()
@@ -185,7 +185,7 @@ func TestBundleEqualRecordsAreSeparateElements(t *testing.T) {
 			name := testName(t)
 			h := newHarness(t, &gated{Name: name}, stringKey, tc.opts...)
 			in := []bundleElem{{key: "a", v: 5}, {key: "a", v: 5}, {key: "b", v: 5}}
-			p, _ := h.c.pool()
+			p, _ := h.c.Pool()
 			go func() { // the calls end once all three are accepted: the copy comes while the first is pending
 				for deadline := time.Now().Add(10 * time.Second); p.Len() < len(tc.want) && time.Now().Before(deadline); {
 					time.Sleep(time.Millisecond)
@@ -246,7 +246,7 @@ func TestBundleFailureReleasesItsWork(t *testing.T) {
 			// (finished before a:3's ProcessElement, it was emitted there, and
 			// FinishBundle waited for a:3 for ever).
 			book.open(gateID(testName(t), "a", 1))
-			p, _ := h.c.pool()
+			p, _ := h.c.Pool()
 			tasks := p.ForOwner(f.run.id)
 			if err := tc.fail(f, ctx); err == nil {
 				t.Fatal("the bundle did not fail")
@@ -306,7 +306,7 @@ func TestBundleIdentityInWindows(t *testing.T) {
 	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(2))
 	h.c.Carried, h.c.OutputType = true, &beam.EncodedType{T: reflect.TypeOf("")}
-	h.c.outEnc = beam.NewElementEncoder(reflect.TypeOf(""))
+	h.c.PrepareCoders()
 	f := h.bundleFn()
 	vb := mustEncodeValue(t, h, 1)
 	in := []windowed{{Window: "[0, 10000)", Value: vb}, {Window: "[0, 10000)", Value: vb}, {Window: "[10000, 20000)", Value: vb}}
@@ -338,7 +338,7 @@ func TestBundleIdentityInWindows(t *testing.T) {
 
 func mustEncodeValue(t *testing.T, h *harness, v int) []byte {
 	t.Helper()
-	b, err := wrapped.Encode(h.c.valEnc, v)
+	b, err := h.c.EncodeValue(v)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestBundleOrderedFailureThenSameValue(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	for deadline := time.Now().Add(10 * time.Second); len(fails) == 0 && time.Now().Before(deadline); {
 		if err := f.flush(ctx, f.run, emit, fail); err != nil { // as the next ProcessElement would
 			t.Fatal(err)
@@ -494,7 +494,7 @@ func TestBundleEvictionKeepsFailedAttempts(t *testing.T) {
 	if err := f.ProcessElement(ctx, 0, "a", 1, emit, fail); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	deadline := time.Now().Add(10 * time.Second)
 	for { // the first attempt failed; the task waits 100 hours for its second
 		ts := p.ForOwner(f.run.id)
@@ -635,7 +635,7 @@ func waitForCall(t *testing.T, id string) {
 
 func evictStale(t *testing.T, h *harness, want int) *state.Pool {
 	t.Helper()
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	h.clock.Advance(time.Hour)
 	if n := len(p.EvictIdle(h.clock.Now().Add(-time.Minute))); n != want {
 		t.Fatalf("evicted %d tasks, want %d", n, want)
@@ -665,7 +665,7 @@ func TestBundleRetryDecidedOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarnessFailures(t, true, &gated{Name: testName(t)}, stringKey, WithMaxAttempts(5), WithRetryIf(tc.retryIf), WithBackoff(FixedBackoff(0)))
-			h.c.clock = timers.System{}
+			h.c.SetClock(timers.System{})
 			id := gateID(testName(t), "a", 0)
 			book.planErrors(id, errFlaky, errFlaky)
 			book.open(id)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // One bundle of bounded input on one DoFn instance: its elements, which of
@@ -15,8 +16,8 @@ import (
 func (r *bundleRun) abandon(ctx context.Context, f *bundleFn) {
 	for _, t := range r.pool.ForOwner(r.id) {
 		r.pool.Remove(t)
-		f.countAbandoned() // this bundle's own counts are dropped with it
-		f.event(EventCancelled, f.decodeKey(t.Key.Element.Key), t.Key.Element.ID, t.Attempts(), nil)
+		f.CountAbandoned() // this bundle's own counts are dropped with it
+		f.Event(EventCancelled, f.DecodeKey(t.Key.Element.Key), t.Key.Element.ID, t.Attempts(), nil)
 	}
 }
 
@@ -46,7 +47,7 @@ type bundleRun struct {
 
 // bundleItem is one element of a bundle.
 type bundleItem struct {
-	el        element
+	el        worker.Element
 	task      *state.Task
 	decided   bool        // it succeeded or failed for good
 	succeeded bool        // its call succeeded; with WithOrdered it may wait its turn
@@ -58,25 +59,25 @@ type bundleItem struct {
 // is pending in the bundle takes the next free occurrence ID. With WithIDFn
 // (byUser) equal IDs are the same element: the copy is returned with copyOf
 // set, and nothing recorded.
-func (r *bundleRun) accept(el element, byUser, ordered bool) *bundleItem {
+func (r *bundleRun) accept(el worker.Element, byUser, ordered bool) *bundleItem {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if first := r.items[el.eid]; first != nil {
+	if first := r.items[el.ID]; first != nil {
 		if byUser {
 			return &bundleItem{el: el, copyOf: first}
 		}
-		base := el.eid
-		for n := int64(2); r.items[el.eid] != nil; n++ {
-			el.eid = base.Occurrence(n)
+		base := el.ID
+		for n := int64(2); r.items[el.ID] != nil; n++ {
+			el.ID = base.Occurrence(n)
 		}
 	}
 	it := &bundleItem{el: el}
-	r.items[el.eid] = it
+	r.items[el.ID] = it
 	if ordered {
 		if r.queues == nil {
 			r.queues = map[string][]*bundleItem{}
 		}
-		kb := it.el.eid.Key
+		kb := it.el.ID.Key
 		r.queues[kb] = append(r.queues[kb], it)
 	}
 	return it
@@ -97,8 +98,8 @@ func (r *bundleRun) undecided() int {
 	return len(r.items)
 }
 
-// waitPeriod bounds one wait for a place (see start), unless core.waitPeriod
-// is set (tests shorten it).
+// waitPeriod bounds one wait for a place (see start), unless the
+// instance's WaitPeriod is set (tests shorten it).
 const waitPeriod = time.Second
 
 // waitContext returns a context for a wait for a place that ends when a
@@ -140,8 +141,8 @@ func (r *bundleRun) interrupted(it *bundleItem) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	it.task = nil
-	it.el.verdict = &retryVerdict{} // the next task's policy decides afresh
-	it.el.rescheduled = true
+	it.el.Verdict = &worker.RetryVerdict{} // the next task's policy decides afresh
+	it.el.Rescheduled = true
 	r.redo = append(r.redo, it)
 }
 
@@ -153,7 +154,7 @@ func (r *bundleRun) takeInterruptedHeads() []*bundleItem {
 	var heads []*bundleItem
 	rest := r.redo[:0]
 	for _, it := range r.redo {
-		if q := r.queues[it.el.eid.Key]; len(q) > 0 && q[0] == it {
+		if q := r.queues[it.el.ID.Key]; len(q) > 0 && q[0] == it {
 			heads = append(heads, it)
 		} else {
 			rest = append(rest, it)
@@ -201,14 +202,14 @@ func (r *bundleRun) decide(it *bundleItem, succeeded bool) []*bundleItem {
 		r.forget(it)
 		return []*bundleItem{it}
 	}
-	return r.popDecided(it.el.eid.Key)
+	return r.popDecided(it.el.ID.Key)
 }
 
 // forget removes a decided element from the undecided ones (another item
 // may hold its task ID by now: it is left alone); r.mu is held.
 func (r *bundleRun) forget(it *bundleItem) {
-	if r.items[it.el.eid] == it {
-		delete(r.items, it.el.eid)
+	if r.items[it.el.ID] == it {
+		delete(r.items, it.el.ID)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // hookClock is a fixed clock whose next Now runs a hook first.
@@ -44,35 +45,35 @@ func (c *hookClock) set(now time.Time, hook func()) {
 func TestCachedCopyDoesNotLeadWhenTheCallEndsAsItLooksUp(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	clk := &hookClock{now: t0}
-	f := batchCore(t, func(f *core) {
-		f.clock = clk
+	f := batchCore(t, func(f *worker.Core) {
+		f.SetClock(clk)
 		f.Cache = &terms.CacheSpec{Size: 8, TTL: time.Minute}
 	})
 	ctx := context.Background()
-	el, err := f.prepare("k", 7, nil, 0)
+	el, err := f.Prepare("k", 7, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc, err := f.resultCache()
+	rc, err := f.ResultCache()
 	if err != nil {
 		t.Fatal(err)
 	}
 	// An expired entry: a look into the local cache reads the clock (the
 	// hook) after it found the entry and before it reports the miss.
-	old, err := f.encodeOutputs([]any{"old"})
+	old, err := f.EncodeOutputs([]any{"old"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc.local.Add(f.cacheKey(el, rc.shape), old, 0)
+	rc.Local.Add(f.CacheKey(el, rc.Shape), old, 0)
 	clk.set(t0.Add(2*time.Minute), nil)
 
-	lead := f.cached(el, state.Job{Item: &batchItem{f: f, el: el}})
+	lead := f.Cached(el, state.Job{Item: &worker.BatchItem{F: f, El: el}})
 	if l := lead.Lookup(ctx); l.Abandon == nil {
 		t.Fatalf("the first copy does not lead: %+v", l)
 	}
-	copyJob := f.cached(el, state.Job{Item: &batchItem{f: f, el: el}})
+	copyJob := f.Cached(el, state.Job{Item: &worker.BatchItem{F: f, El: el}})
 	clk.set(t0.Add(2*time.Minute), func() {
-		outs, err := lead.Item.(*batchItem).after(ctx, 1, func() ([]any, error) { return []any{"v"}, nil }, nil)
+		outs, err := lead.Item.(*worker.BatchItem).After(ctx, 1, func() ([]any, error) { return []any{"v"}, nil }, nil)
 		if err != nil || len(outs) != 1 {
 			t.Errorf("the lead's answer: %v, %v", outs, err)
 		}
@@ -85,7 +86,7 @@ func TestCachedCopyDoesNotLeadWhenTheCallEndsAsItLooksUp(t *testing.T) {
 	if !l.Hit || len(l.Outputs) != 1 || l.Outputs[0] != "v" {
 		t.Errorf("the copy's lookup: %+v; want a hit with the lead's outputs [v]", l)
 	}
-	if n := rc.misses.Load(); n != 1 {
+	if n := rc.Misses.Load(); n != 1 {
 		t.Errorf("%d calls made; want 1", n)
 	}
 }

@@ -2,6 +2,7 @@ package async
 
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"reflect"
@@ -40,7 +41,7 @@ type tree struct {
 // describe is describeType of t.
 func describe(t reflect.Type) string {
 	var b strings.Builder
-	describeType(&b, t, map[reflect.Type]bool{})
+	worker.DescribeType(&b, t, map[reflect.Type]bool{})
 	return b.String()
 }
 
@@ -89,9 +90,9 @@ func TestDescribeTypeTellsCodersApart(t *testing.T) {
 // another cache shape though its outputs are kvOutput either way.
 func TestCachedShapeCoversPairs(t *testing.T) {
 	shape := func(k, v reflect.Type) string {
-		f := &core{Config: terms.Config{OutputType: &beam.EncodedType{T: reflect.TypeOf(kvOutput{})}}}
+		f := &worker.Core{Config: terms.Config{OutputType: &beam.EncodedType{T: reflect.TypeOf(kvOutput{})}}}
 		f.User.Pairs = &wrapped.PairTypes{Key: beam.EncodedType{T: k}, Value: beam.EncodedType{T: v}}
-		return string(f.cachedShape())
+		return string(f.CachedShape())
 	}
 	a := shape(reflect.TypeOf(""), reflect.TypeOf(answerV1{}))
 	b := shape(reflect.TypeOf(""), reflect.TypeOf(answerV2{}))
@@ -118,7 +119,7 @@ func TestPublicTypesKeepTheFrontsName(t *testing.T) {
 		}
 	}
 	var b strings.Builder
-	describeType(&b, reflect.TypeOf(Failure{}), map[reflect.Type]bool{})
+	worker.DescribeType(&b, reflect.TypeOf(Failure{}), map[reflect.Type]bool{})
 	if want := "github.com/asyncbeam/asyncbeam/transforms/async.Failure"; !strings.HasPrefix(b.String(), want) {
 		t.Errorf("describeType(Failure) = %q, want it to begin with %q", b.String(), want)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // commitResult is what a commit leaves for the key's next callback.
@@ -65,9 +66,9 @@ func (k *keyTurn) commit(timer bool) (commitResult, error) {
 	}
 	res.queued = queued + int(v.queue.Count)
 	pool.Waiting(v.owner, res.queued > 0)
-	f.metrics.InFlight.Set(ctx, int64(pool.Len()))
-	f.metrics.Queued.Set(ctx, int64(queued+res.waitingRetries))
-	f.publish(ctx, pool)
+	f.Metrics().InFlight.Set(ctx, int64(pool.Len()))
+	f.Metrics().Queued.Set(ctx, int64(queued+res.waitingRetries))
+	f.Publish(ctx, pool)
 	return res, nil
 }
 
@@ -89,7 +90,7 @@ func (k *keyTurn) scanFinished() (commitScan, error) {
 	if f.Ordered {
 		entries = inOrder(v.entries)
 	}
-	now := f.clock.Now()
+	now := f.Clock().Now()
 	var scan commitScan
 	blocked := false // an earlier element of the key is unresolved (WithOrdered)
 	for _, p := range entries {
@@ -109,7 +110,7 @@ func (k *keyTurn) scanFinished() (commitScan, error) {
 			scan.keep = append(scan.keep, p)
 			blocked = true
 		case t.Status() != state.Finished:
-			f.metrics.ObserveRunning(ctx, t)
+			f.Metrics().ObserveRunning(ctx, t)
 			if t.Status() == state.Running {
 				ran := t.RunningFor(now) // 0 for a call that started after now
 				if scan.res.running == 0 || ran < scan.res.shortestRun {
@@ -151,19 +152,19 @@ func (k *keyTurn) commitTask(p *pending, t *state.Task) (*pending, error) {
 	// Forget the task either way: a retry starts a new one, and if this
 	// callback fails the retried callback runs it again.
 	pool.Remove(t)
-	f.metrics.ObserveFinished(ctx, t)
+	f.Metrics().ObserveFinished(ctx, t)
 	if callErr == nil {
 		v.release(p.env)
-		return nil, f.commitOutputs(ctx, v.key, p.env.ID, p.env.EventTimeMs, p.env.Window, outputs, p.env.Attempts+t.Attempts(), t.FinishedAt(), k.emit)
+		return nil, f.CommitOutputs(ctx, v.key, p.env.ID, p.env.EventTimeMs, p.env.Window, outputs, p.env.Attempts+t.Attempts(), t.FinishedAt(), k.emit)
 	}
-	out, err := f.afterFailure(v.key, v.kb, p.env, t, callErr)
+	out, err := f.AfterFailure(v.key, v.kb, p.env, t, callErr)
 	if err != nil {
 		return nil, err
 	}
 	if out.Failure != nil {
 		v.release(p.env)
 		k.fail(beam.EventTime(p.env.EventTimeMs), *out.Failure)
-		f.metrics.CountFailed(ctx)
+		f.Metrics().CountFailed(ctx)
 		return nil, nil
 	}
 	return &pending{raw: out.Retry.Encode(), env: *out.Retry}, nil
@@ -191,7 +192,7 @@ func (k *keyTurn) startFromState(keep, toStart []*pending) (queued int, err erro
 	case k.fn.Ordered && len(keep) > 0:
 		head = keep[0]
 	case !k.fn.Ordered:
-		byPriority(items, func(it startItem) int { return it.priority })
+		worker.ByPriority(items, func(it startItem) int { return it.priority })
 	}
 	for i := range items {
 		isHead := head != nil && items[i].p.env.Element(k.v.owner).Base() == head.env.Element(k.v.owner).Base()
@@ -214,7 +215,7 @@ func (k *keyTurn) startFromState(keep, toStart []*pending) (queued int, err erro
 // start: a place is kept for the key (see keyTurn.commit) or free.
 func (k *keyTurn) startQueued(head bool) error {
 	f, v, pool := k.fn, k.v, k.pool
-	if !head && !pool.HasRoom(v.owner) && (!f.evictIdle(k.ctx, pool) || !pool.HasRoom(v.owner)) {
+	if !head && !pool.HasRoom(v.owner) && (!f.EvictIdle(k.ctx, pool) || !pool.HasRoom(v.owner)) {
 		return nil
 	}
 	if err := f.readQueue(k.ctx, k.bags, v); err != nil {
@@ -233,7 +234,7 @@ func (k *keyTurn) startQueued(head bool) error {
 				return err
 			}
 		}
-		byPriority(items, func(it startItem) int { return it.priority })
+		worker.ByPriority(items, func(it startItem) int { return it.priority })
 	}
 	started := 0
 	for ; started < len(items); started++ {
@@ -266,7 +267,7 @@ func (k *keyTurn) startQueued(head bool) error {
 // key's earliest element (head) starts even without a place (see startHead).
 func (k *keyTurn) startItem(it *startItem, head bool) (state.Admission, error) {
 	el := k.fromState(it)
-	_, adm, err := k.fn.submit(k.ctx, k.pool, el, 0)
+	_, adm, err := k.fn.Submit(k.ctx, k.pool, el, 0)
 	if err != nil {
 		return adm, err
 	}
@@ -287,9 +288,9 @@ func (k *keyTurn) startItem(it *startItem, head bool) (state.Admission, error) {
 // (pending, with EventRescheduled), so nothing is reported here: the
 // listener keeps its record (EventCancelled would end it). A task of an element committed on
 // another worker is cancelled too, as cancelStale would.
-func (k *keyTurn) startHead(el element) (*state.Task, error) {
-	k.pool.DisplaceUnbuffered(el.task())
-	return k.fn.startUnbuffered(k.ctx, k.pool, el)
+func (k *keyTurn) startHead(el worker.Element) (*state.Task, error) {
+	k.pool.DisplaceUnbuffered(el.Task())
+	return k.fn.StartUnbuffered(k.ctx, k.pool, el)
 }
 
 // decodeItem decodes an element's value and priority, once.
@@ -298,20 +299,20 @@ func (k *keyTurn) decodeItem(it *startItem) (err error) {
 		return nil
 	}
 	it.decoded = true
-	if it.value, err = k.fn.decodeValue(k.v.key, it.p.env.Value); err != nil {
+	if it.value, err = k.fn.DecodeValue(k.v.key, it.p.env.Value); err != nil {
 		return err
 	}
-	it.priority, err = k.fn.priority(it.value)
+	it.priority, err = k.fn.Priority(it.value)
 	return err
 }
 
 // fromState is the element of a decoded bag entry of the key, to be started
 // by a callback.
-func (k *keyTurn) fromState(it *startItem) element {
+func (k *keyTurn) fromState(it *startItem) worker.Element {
 	v, env := k.v, it.p.env
-	return element{eid: env.Element(v.owner), owner: v.owner, key: v.key, value: it.value, vb: env.Value,
-		ts: beam.EventTime(env.EventTimeMs), done: env.Attempts, priority: it.priority, rescheduled: it.rescheduled,
-		previous: previousError(env)}
+	return worker.Element{ID: env.Element(v.owner), Owner: v.owner, Key: v.key, Value: it.value, ValueBytes: env.Value,
+		Timestamp: beam.EventTime(env.EventTimeMs), Done: env.Attempts, Priority: it.priority, Rescheduled: it.rescheduled,
+		Previous: worker.PreviousError(env)}
 }
 
 // startItem is an element from bag state that a callback is about to start.
@@ -341,8 +342,8 @@ func (k *keyTurn) cancelStale() {
 	for _, t := range tasks {
 		if !pending[t.Key.Element] {
 			k.pool.Remove(t)
-			k.fn.metrics.Cancelled.Inc(k.ctx, 1)
-			k.fn.event(EventCancelled, k.v.key, t.Key.Element.ID, t.Attempts(), nil)
+			k.fn.Metrics().Cancelled.Inc(k.ctx, 1)
+			k.fn.Event(EventCancelled, k.v.key, t.Key.Element.ID, t.Attempts(), nil)
 		}
 	}
 }

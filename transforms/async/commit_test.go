@@ -1,8 +1,6 @@
 package async
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"context"
 	"errors"
 	"fmt"
@@ -74,7 +72,7 @@ func TestCommitTimerOnGrid(t *testing.T) {
 	const c = time.Second
 	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	grid := timers.NewCadence(c).Grid
 	if grid != c/4 {
 		t.Fatalf("Grid(%v) = %v, want %v", c, grid, c/4)
@@ -244,7 +242,7 @@ func TestBusyKeyTimerKeepsItsBackstop(t *testing.T) {
 func TestTimerThenElementInOneBundle(t *testing.T) {
 	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithCallbackFrequency(time.Second))
 	f := h.stream()
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	h.process(f, "a", 1)
 	h.clock.Advance(time.Second)
 	h.process(f, "a", 2)
@@ -271,7 +269,7 @@ func TestCommitTimerAtMostAPeriodAhead(t *testing.T) {
 	const c = 100 * time.Millisecond
 	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithCallbackFrequency(c))
 	f := h.stream()
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	h.process(f, "b", 1)
 	h.waitRunning("b", 1)
 	h.clock.Advance(3 * c) // b's call takes three periods on the pool's clock
@@ -520,7 +518,7 @@ func TestStaleLocalWorkIsCancelled(t *testing.T) {
 			h.process(f, tc.key, 2)
 			// Another worker committed element 1: drop it from this key's state.
 			h.dropValue(tc.key, 1)
-			p, _ := h.c.pool()
+			p, _ := h.c.Pool()
 			before := p.Held()
 			if got := mustFire(t, h, f, tc.key); len(got) != 0 {
 				t.Errorf("commit emitted %v, want nothing", got)
@@ -548,7 +546,7 @@ func TestFullBufferQueuesAndRearmsEarly(t *testing.T) {
 	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1), WithCallbackFrequency(10*time.Second))
 	f := h.stream()
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	for v := 1; v <= 3; v++ {
 		h.process(f, "a", v) // 2 and 3 find no room: they stay in bag state only
 	}
@@ -605,7 +603,7 @@ func TestFinishedResultsHoldPlacesUpToHeld(t *testing.T) {
 	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(3))
 	f := h.stream()
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	keys := []string{"a", "b", "c", "d"}
 	for i, k := range keys {
 		book.open(gateID(name, k, 1))
@@ -869,7 +867,7 @@ func values(t *testing.T, h *harness, envs []state.Envelope) []int {
 	t.Helper()
 	var out []int
 	for _, env := range envs {
-		v, err := wrapped.Decode(h.c.valDec, env.Value)
+		v, err := h.c.DecodeValue(nil, env.Value)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -61,6 +61,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // Names of escrowFn's state and timer, as they appear in the job graph.
@@ -100,7 +101,7 @@ type escrowFn struct {
 	Drain beamtimers.EventTime
 }
 
-func newEscrowFn(c core) *escrowFn {
+func newEscrowFn(c worker.Core) *escrowFn {
 	return &escrowFn{bundleFn: *newBundleFn(c), Escrow: beamstate.MakeBagState[[]byte](escrowStateID),
 		EscrowSummary: beamstate.MakeBagState[[]byte](summaryStateID), Drain: beamtimers.InEventTime(drainFamily + c.TimerSuffix)}
 }

@@ -7,8 +7,6 @@ package async
 // that will never be committed give up their places to them.
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"context"
 	"fmt"
 	"sort"
@@ -131,7 +129,7 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 		}
 		return held[i].Seq < held[j].Seq
 	})
-	kb, err := wrapped.Encode(f.keyEnc, key)
+	kb, err := f.EncodeKey(key)
 	if err != nil {
 		return fmt.Errorf("async: encoding key %v: %w", key, err)
 	}
@@ -142,7 +140,7 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 		if err != nil {
 			return err
 		}
-		f.metrics.Drained.Inc(ctx, 1)
+		f.Metrics().Drained.Inc(ctx, 1)
 		ts := beam.EventTime(env.EventTimeMs)
 		if t := run.pool.Lookup(state.TaskKey{Owner: owner, Element: env.Element(owner)}); t != nil {
 			if succeeded(t) {
@@ -152,8 +150,8 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 				continue
 			}
 			run.pool.Remove(t)
-			f.metrics.Cancelled.Inc(ctx, 1)
-			f.event(EventCancelled, key, env.ID, t.Attempts(), nil)
+			f.Metrics().Cancelled.Inc(ctx, 1)
+			f.Event(EventCancelled, key, env.ID, t.Attempts(), nil)
 		}
 		if err := f.bundleFn.ProcessElement(ctx, ts, key, value, emit, fail); err != nil {
 			return err
@@ -191,7 +189,7 @@ func (f *bundleFn) reclaim(ctx context.Context, run *bundleRun) {
 	if !run.pool.HasRoom(run.id) && !run.holdsPlaces() {
 		evicted = append(evicted, run.pool.Reclaim(streamTask, 1)...)
 	}
-	f.reportEvicted(ctx, evicted)
+	f.ReportEvicted(ctx, evicted)
 }
 
 // drainedValue is the input value of an escrowed element, as bundleFn
@@ -200,5 +198,5 @@ func (f *escrowFn) drainedValue(key any, env state.Envelope) (any, error) {
 	if f.Carried {
 		return windowed{Window: env.Window, Value: env.Value}, nil
 	}
-	return f.decodeValue(key, env.Value)
+	return f.DecodeValue(key, env.Value)
 }

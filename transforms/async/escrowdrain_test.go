@@ -82,7 +82,7 @@ func (d *drainRun) drain(key string, ready func()) {
 		}
 	case <-time.After(10 * time.Second):
 		// Closing the pool ends every call, and the drain's wait.
-		if p, err := d.h.c.pool(); err == nil {
+		if p, err := d.h.c.Pool(); err == nil {
 			p.Close(ctx)
 		}
 		<-done
@@ -98,7 +98,7 @@ func (h *harness) streamTaskOf(key string, v int) *state.Task {
 	if len(envs) != 1 {
 		h.t.Fatalf("element (%s, %d) is pending %d times; want once", key, v, len(envs))
 	}
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	return p.Lookup(state.TaskKey{Owner: h.owner(key), Element: envs[0].Element(h.owner(key))})
 }
 
@@ -150,7 +150,7 @@ func TestDrainAdoptsFinishedCalls(t *testing.T) {
 			if !running.Interrupted() {
 				t.Error("the running stream call was not interrupted")
 			}
-			p, _ := h.c.pool()
+			p, _ := h.c.Pool()
 			if p.Lookup(running.Key) != nil || p.Lookup(finished.Key) != nil {
 				t.Error("a stream call of the drained key is still in the pool")
 			}
@@ -191,7 +191,7 @@ func TestDrainReclaimsPlaces(t *testing.T) {
 			if !slices.Equal(d.out, []string{"a:2#0"}) {
 				t.Errorf("drained outputs %v; want [a:2#0]", d.out)
 			}
-			if p, _ := h.c.pool(); p.Lookup(held.Key) != nil {
+			if p, _ := h.c.Pool(); p.Lookup(held.Key) != nil {
 				t.Errorf("the %s stream call of key b still holds its place", other)
 			}
 		})

@@ -1,7 +1,7 @@
 package async
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 
 	"context"
 	"errors"
@@ -36,8 +36,8 @@ func (r *recorder) OnEvent(e Event) {
 // trail returns the types (with attempt numbers) of the events of the
 // elements with value v of key, in order.
 func trail(h *harness, name, key string, v int) []string {
-	vb, _ := wrapped.Encode(h.c.valEnc, v)
-	base, _ := h.c.identify(v, vb)
+	vb, _ := h.c.EncodeValue(v)
+	base, _ := h.c.Identify(v, vb)
 	id := fmt.Sprintf("%x", base)
 	recorded.Lock()
 	defer recorded.Unlock()
@@ -176,14 +176,14 @@ func TestListenerPanicsAreContained(t *testing.T) {
 		h.process(f, "k", v)
 	}
 	h.waitKey("k")
-	hub := h.c.events()
+	hub := h.c.Events()
 	out, err := h.fire(f, "k")
 	if err != nil || len(out) != 5 {
 		t.Errorf("commit with a panicking listener = %v, %v; want 5 outputs", out, err)
 	}
 	// accepted, started, succeeded and committed for each element.
-	n := hub.panics.Load()
-	if unpublished, _ := hub.published.Take(0, []int64{n}); n != 20 || unpublished[0] != 0 {
+	n := hub.Panics.Load()
+	if unpublished, _ := hub.Published.Take(0, []int64{n}); n != 20 || unpublished[0] != 0 {
 		t.Errorf("panics counted = %d (%d not published), want 20 (all published)", n, unpublished[0])
 	}
 }
@@ -196,7 +196,7 @@ func TestProgressReachesListenerAndTask(t *testing.T) {
 	f := h.stream()
 	h.process(f, "k", 7)
 	h.waitKey("k")
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	tasks := p.ForOwner(h.owner("k"))
 	if len(tasks) != 1 {
 		t.Fatalf("%d tasks, want 1", len(tasks))
@@ -223,8 +223,8 @@ func TestProgressReachesListenerAndTask(t *testing.T) {
 		want     string
 	}{
 		{"not a call's context", context.Background(), 0.5, "not the context of a call"},
-		{"above one", context.WithValue(context.Background(), callKey{}, callInfo{f: &h.c}), 1.5, "outside [0, 1]"},
-		{"negative", context.WithValue(context.Background(), callKey{}, callInfo{f: &h.c}), -0.1, "outside [0, 1]"},
+		{"above one", context.WithValue(context.Background(), worker.CallKey{}, worker.CallInfo{F: &h.c}), 1.5, "outside [0, 1]"},
+		{"negative", context.WithValue(context.Background(), worker.CallKey{}, worker.CallInfo{F: &h.c}), -0.1, "outside [0, 1]"},
 	}
 	for _, tc := range errTests {
 		if err := ReportProgress(tc.ctx, tc.fraction, ""); err == nil || !strings.Contains(err.Error(), tc.want) {

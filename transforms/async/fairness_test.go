@@ -15,7 +15,7 @@ func TestEvictedLateKeyCommits(t *testing.T) {
 	name := testName(t)
 	h := newHarness(t, &gated{Name: name}, stringKey, WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1))
 	f := h.stream()
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	book.open(gateID(name, "a", 1))
 	h.process(f, "a", 1)
 	h.waitFinished("a", 1)
@@ -111,7 +111,7 @@ func TestElementTakesPlaceKeptForGoneKey(t *testing.T) {
 	book.open(gateID(name, "b", 1))
 	h.waitFinished("b", 1)
 	mustFire(t, h, f, "b") // b's place frees, and is kept for gone
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	if p.Len() != 0 || !p.HasRoom(h.owner("gone")) || p.HasRoom(h.owner("m")) {
 		t.Fatalf("before m: the pool holds %d tasks, a place kept for gone %v, room for m %v; want 0, true, false", p.Len(), p.HasRoom(h.owner("gone")), p.HasRoom(h.owner("m")))
 	}

@@ -2,6 +2,7 @@ package async
 
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"context"
@@ -416,7 +417,7 @@ func init() {
 // state and timers and a manual clock.
 type harness struct {
 	t      testing.TB
-	c      core
+	c      worker.Core
 	clock  *timers.Manual
 	states map[any]*memState
 	timers map[any]*memTimers
@@ -453,13 +454,14 @@ func newHarnessFailures(t testing.TB, failures bool, fn any, keyT reflect.Type, 
 	if cfg, err = newConfig("test", spec, keyT, reflect.TypeOf(0), set, failures); err != nil {
 		t.Fatalf("newConfig: %v", err)
 	}
-	h.c = core{Config: cfg, instance: instance{clock: h.clock}}
+	h.c = worker.Core{Config: cfg}
+	h.c.SetClock(h.clock)
 	if err := h.c.Setup(context.Background()); err != nil {
 		t.Fatalf("Setup: %v", err)
 	}
 	t.Cleanup(func() {
 		h.c.Teardown(context.Background())
-		if p, err := h.c.pool(); err == nil {
+		if p, err := h.c.Pool(); err == nil {
 			p.Close(context.Background())
 		}
 	})
@@ -534,14 +536,14 @@ func (h *harness) revert(fr Failure) Failure {
 
 // owner is the pool owner of a key: the key, encoded.
 func (h *harness) owner(key any) string {
-	kb, _ := wrapped.Encode(h.c.keyEnc, key)
+	kb, _ := h.c.EncodeKey(key)
 	return string(kb)
 }
 
 // waitKey waits until every local task of key has finished.
 func (h *harness) waitKey(key any) {
 	h.t.Helper()
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	for _, t := range p.ForOwner(h.owner(key)) {
 		select {
 		case <-t.Done():
@@ -556,7 +558,7 @@ func (h *harness) waitKey(key any) {
 func (h *harness) pendingOf(key any, v int) []state.Envelope {
 	var out []state.Envelope
 	for _, env := range h.st(key).envelopes() {
-		if got, err := wrapped.Decode(h.c.valDec, env.Value); err == nil && got == v {
+		if got, err := h.c.DecodeValue(nil, env.Value); err == nil && got == v {
 			out = append(out, env)
 		}
 	}
@@ -567,7 +569,7 @@ func (h *harness) pendingOf(key any, v int) []state.Envelope {
 // state, as another worker's commit of them would.
 func (h *harness) dropValue(key any, v int) {
 	h.st(key).filter(func(env state.Envelope) bool {
-		got, err := wrapped.Decode(h.c.valDec, env.Value)
+		got, err := h.c.DecodeValue(nil, env.Value)
 		return err != nil || got != v
 	})
 }
@@ -576,7 +578,7 @@ func (h *harness) dropValue(key any, v int) {
 // v) have finished.
 func (h *harness) waitFinished(key any, v int) {
 	h.t.Helper()
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	envs := h.pendingOf(key, v)
 	if len(envs) == 0 {
 		h.t.Fatalf("element (%v, %d) is not pending", key, v)
@@ -598,7 +600,7 @@ func (h *harness) waitFinished(key any, v int) {
 // is calling its fn.
 func (h *harness) waitRunning(key any, v int) {
 	h.t.Helper()
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	envs := h.pendingOf(key, v)
 	if len(envs) != 1 {
 		h.t.Fatalf("element (%v, %d) is pending %d times, want once", key, v, len(envs))

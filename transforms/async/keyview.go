@@ -6,8 +6,6 @@ package async
 // kept exact by applying the bundle's own changes, which write writes back.
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -120,8 +118,8 @@ type views struct {
 
 // view returns the bundle's view of key, reading the pending bag on the
 // bundle's first touch (which also shows the pool the key is alive here).
-func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyState, key any, element bool) (*keyView, error) {
-	kb, err := wrapped.Encode(f.keyEnc, key)
+func (f *streamFn) view(ctx context.Context, pool *state.Pool, vs *views, ks keyState, key any, element bool) (*keyView, error) {
+	kb, err := f.EncodeKey(key)
 	if err != nil {
 		return nil, fmt.Errorf("async: encoding key %v: %w", key, err)
 	}
@@ -154,7 +152,7 @@ func (f *core) view(ctx context.Context, pool *state.Pool, vs *views, ks keyStat
 // counted as deduplicated. The current queue summary goes to v. It reports
 // whether the bag held more than keep was given: copies, or an entry
 // replaced, so that the bag is rewritten.
-func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beamstate.Provider, v *keyView, keep func(*pending)) (copies bool, err error) {
+func (f *streamFn) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beamstate.Provider, v *keyView, keep func(*pending)) (copies bool, err error) {
 	raws, _, err := bag.Read(sp)
 	if err != nil {
 		return false, fmt.Errorf("async: reading bag state: %w", err)
@@ -188,8 +186,8 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 						kept = v.byID[id]
 					}
 					v.releaseCopy(env, kept.env)
-					f.metrics.Deduplicated.Inc(ctx, 1)
-					f.event(EventDeduplicated, v.key, env.ID, 0, nil)
+					f.Metrics().Deduplicated.Inc(ctx, 1)
+					f.Event(EventDeduplicated, v.key, env.ID, 0, nil)
 				}
 				copies = true
 				continue
@@ -204,7 +202,7 @@ func (f *core) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beams
 // readQueue reads the queued elements, once per bundle, with those this
 // bundle queued and has not written yet. Copies of elements already pending
 // or queued are dropped (the queue bag is then rewritten).
-func (f *core) readQueue(ctx context.Context, ks keyState, v *keyView) error {
+func (f *streamFn) readQueue(ctx context.Context, ks keyState, v *keyView) error {
 	if v.queueRead {
 		return nil
 	}
@@ -218,8 +216,8 @@ func (f *core) readQueue(ctx context.Context, ks keyState, v *keyView) error {
 				kept = v.byID[id]
 			}
 			v.releaseCopy(p.env, kept.env)
-			f.metrics.Deduplicated.Inc(ctx, 1)
-			f.event(EventDeduplicated, v.key, p.env.ID, 0, nil)
+			f.Metrics().Deduplicated.Inc(ctx, 1)
+			f.Event(EventDeduplicated, v.key, p.env.ID, 0, nil)
 			dropped = true
 			return
 		}

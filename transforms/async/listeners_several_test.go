@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // inTurn is a Listener that writes its Name and each event's type to the
@@ -52,7 +53,7 @@ func TestSeveralListenersHearEveryEventInOrder(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("events heard:\n%q\nwant each event heard by first, then by second:\n%q", got, want)
 	}
-	if n := h.c.events().panics.Load(); n != int64(len(want)/2) {
+	if n := h.c.Events().Panics.Load(); n != int64(len(want)/2) {
 		t.Errorf("panics counted = %d; want %d, one per event", n, len(want)/2)
 	}
 }
@@ -61,7 +62,7 @@ func TestSeveralListenersHearEveryEventInOrder(t *testing.T) {
 // can be closed and returns their errors.
 func TestHubClosesEveryListener(t *testing.T) {
 	a, b := &closing{err: errors.New("a failed")}, &closing{}
-	h := &hub{listeners: []*heard{{Listener: a}, {Listener: &panicky{}}, {Listener: b}}}
+	h := &worker.Hub{Listeners: []*worker.Heard{{Listener: a}, {Listener: &panicky{}}, {Listener: b}}}
 	if err := h.Close(); err == nil || err.Error() != "a failed" {
 		t.Errorf("Close = %v; want a's error", err)
 	}

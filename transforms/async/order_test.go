@@ -68,7 +68,7 @@ func TestOrderedStreamRandomLatenciesAndRestart(t *testing.T) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			const keys, perKey = 3, 12
 			h := newHarness(t, &jittery{Seed: seed}, reflect.TypeOf(""), WithOrdered(), WithParallelism(4), WithMaxItemsToBuffer(6))
-			h.c.registry = state.NewRegistry()
+			h.c.SetRegistry(state.NewRegistry())
 			f := h.stream()
 			var outputs []string
 			fireAll := func() {
@@ -90,7 +90,7 @@ func TestOrderedStreamRandomLatenciesAndRestart(t *testing.T) {
 					fireAll()
 				}
 				if v == perKey/2 {
-					if err := h.c.registry.Reset(context.Background()); err != nil {
+					if err := h.c.Registry().Reset(context.Background()); err != nil {
 						t.Fatal(err)
 					}
 				}

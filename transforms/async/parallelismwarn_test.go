@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
 )
 
@@ -32,7 +33,7 @@ func TestParallelismWarning(t *testing.T) {
 		if tc.name == "an unnamed transform" {
 			name = ""
 		}
-		got := parallelismWarning(name, tc.p, tc.adaptive, tc.s)
+		got := worker.ParallelismWarning(name, tc.p, tc.adaptive, tc.s)
 		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("%s: parallelismWarning(p=%d, adaptive=%v, %+v) = %q; want one containing %q", tc.name, tc.p, tc.adaptive, tc.s, got, tc.want)
 		}

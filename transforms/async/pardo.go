@@ -2,6 +2,7 @@ package async
 
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"errors"
@@ -126,7 +127,7 @@ func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Opti
 	if err != nil {
 		return nil, err
 	}
-	c := core{Config: cfg}
+	c := worker.Core{Config: cfg}
 	outs, unrestorable, err := apply(s, c, col, outT)
 	if err != nil {
 		return nil, err
@@ -150,7 +151,7 @@ func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Opti
 }
 
 // revertStep runs the wrapped fn's Revert over committed failure records.
-func revertStep(s beam.Scope, spec wrapped.Spec, c core, failures beam.PCollection) (beam.PCollection, error) {
+func revertStep(s beam.Scope, spec wrapped.Spec, c worker.Core, failures beam.PCollection) (beam.PCollection, error) {
 	// The reshuffle is a checkpoint: without it a runner fuses the revert step
 	// into the transform's bundle, and Revert would run before that bundle
 	// (which may yet fail and be retried, and the element then succeed) is
@@ -173,7 +174,7 @@ func revertStep(s beam.Scope, spec wrapped.Spec, c core, failures beam.PCollecti
 // window, and each output comes back to its element's window (windows.go);
 // the failure records of elements whose window cannot come back
 // (unrestorable, with a failure output) are returned apart.
-func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) (outs []beam.PCollection, unrestorable beam.PCollection, err error) {
+func apply(s beam.Scope, c worker.Core, col beam.PCollection, outT reflect.Type) (outs []beam.PCollection, unrestorable beam.PCollection, err error) {
 	in, inner := col, outT
 	c.OutputType = &beam.EncodedType{T: outT} // the result cache encodes outputs with it
 	if carriesWindows(col) {
@@ -204,7 +205,7 @@ func apply(s beam.Scope, c core, col beam.PCollection, outT reflect.Type) (outs 
 // drainStep applies the end-of-input drain (escrow.go) to streamFn's
 // records, with WithEndOfInputDrain, and adds what it runs to the
 // outputs and failures, before their windows are restored.
-func drainStep(s beam.Scope, c core, outs []beam.PCollection, inner reflect.Type) ([]beam.PCollection, error) {
+func drainStep(s beam.Scope, c worker.Core, outs []beam.PCollection, inner reflect.Type) ([]beam.PCollection, error) {
 	if !c.Drain {
 		return outs[:2], nil // never written
 	}
@@ -225,7 +226,7 @@ func drainStep(s beam.Scope, c core, outs []beam.PCollection, inner reflect.Type
 // works"). The stateful one declares a single timer family: Beam Go v2.77.0
 // hangs a bundle on prism when a DoFn declares two (the SDK expects one
 // end-of-timers signal per transform, prism sends one per family).
-func chooseDoFn(c core, col beam.PCollection) any {
+func chooseDoFn(c worker.Core, col beam.PCollection) any {
 	switch {
 	case isUnbounded(col):
 		return newStreamFn(c)

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // ReportProgress lets a long call of the wrapped fn report how far it has
@@ -19,7 +20,7 @@ import (
 // It returns an error, and reports nothing, when ctx is not from a call of
 // an async transform or fraction is outside [0, 1] (or NaN).
 func ReportProgress(ctx context.Context, fraction float64, details string) error {
-	info, ok := ctx.Value(callKey{}).(callInfo)
+	info, ok := ctx.Value(worker.CallKey{}).(worker.CallInfo)
 	if !ok {
 		return errors.New("async.ReportProgress: ctx is not the context of a call made by an async transform; pass the ctx your ProcessElement received")
 	}
@@ -29,7 +30,7 @@ func ReportProgress(ctx context.Context, fraction float64, details string) error
 	if t := state.TaskFromContext(ctx); t != nil {
 		t.SetProgress(fraction)
 	}
-	info.f.event(EventProgress, info.key, info.id, info.attempt, func(e *Event) {
+	info.F.Event(EventProgress, info.Key, info.ID, info.Attempt, func(e *Event) {
 		e.Progress, e.Details = fraction, details
 	})
 	return nil

@@ -3,7 +3,7 @@ package async
 // Protecting the called service: the options that put a rate limit, an
 // adaptive concurrency limit and a retry budget in front of the calls, the
 // overload marker. The gate that wires the Beam-free policies of
-// transforms/guard into the transform's pool is in gate.go.
+// transforms/guard into the transform's pool is in internal/worker/gate.go.
 //
 // Every attempt passes one Gate per transform and worker process (the
 // pool's, state.Config.Gate) in its parallelism slot, before its call

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
 )
 
@@ -51,7 +52,7 @@ func TestCheckResponse(t *testing.T) {
 		if got := terms.KindOf(err); got != tc.wantKind {
 			t.Errorf("%d %q: kind %q; want %q (error %v)", tc.code, tc.retryAfter, got, tc.wantKind, err)
 		}
-		if wait := overloadWait(err); wait < tc.wantWait || wait > tc.wantWait+time.Second {
+		if wait := worker.OverloadWait(err); wait < tc.wantWait || wait > tc.wantWait+time.Second {
 			t.Errorf("%d %q: wait %v; want %v (to the second)", tc.code, tc.retryAfter, wait, tc.wantWait)
 		}
 		if strings.Contains(err.Error(), "secret") {
@@ -71,19 +72,19 @@ func TestClassifyAndPreviousError(t *testing.T) {
 		{Permanent(errors.New("no")), guard.Failed},
 		{errors.New("plain"), guard.Failed},
 	} {
-		if got := classify(tc.err); got != tc.want {
+		if got := worker.Classify(tc.err); got != tc.want {
 			t.Errorf("classify(%v) = %v; want %v", tc.err, got, tc.want)
 		}
 	}
 	// A retry from bag state shows the gate whether its last attempt was an
 	// overload, which is what the retry budget counts.
-	if ok, _ := guard.IsOverloaded(previousError(stateEnvelope(1, KindOverloaded))); !ok {
+	if ok, _ := guard.IsOverloaded(worker.PreviousError(stateEnvelope(1, KindOverloaded))); !ok {
 		t.Error("previousError of an overloaded envelope is not an overload")
 	}
-	if ok, _ := guard.IsOverloaded(previousError(stateEnvelope(1, KindError))); ok {
+	if ok, _ := guard.IsOverloaded(worker.PreviousError(stateEnvelope(1, KindError))); ok {
 		t.Error("previousError of an ordinary failure is an overload")
 	}
-	if err := previousError(stateEnvelope(0, "")); err != nil {
+	if err := worker.PreviousError(stateEnvelope(0, "")); err != nil {
 		t.Errorf("previousError of a new element = %v; want nil", err)
 	}
 }

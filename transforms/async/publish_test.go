@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
@@ -16,31 +17,31 @@ import (
 func TestBundleTicketsRepublishWhatAFailedBundleTook(t *testing.T) {
 	l := ledger.New(1)
 	total := []int64{5}
-	a, b := &bundleTickets{}, &bundleTickets{}
-	a.begin()
-	b.begin()
-	if d, _ := a.take(l, total); d[0] != 5 {
+	a, b := &worker.BundleTickets{}, &worker.BundleTickets{}
+	a.Begin()
+	b.Begin()
+	if d, _ := a.Take(l, total); d[0] != 5 {
 		t.Fatalf("first bundle took %d; want 5", d[0])
 	}
-	if d, _ := b.take(l, total); d[0] != 0 {
+	if d, _ := b.Take(l, total); d[0] != 0 {
 		t.Fatalf("second bundle took %d while the first holds them; want 0", d[0])
 	}
-	a.release() // the first bundle failed
-	if d, _ := b.take(l, total); d[0] != 5 {
+	a.Release() // the first bundle failed
+	if d, _ := b.Take(l, total); d[0] != 5 {
 		t.Fatalf("second bundle took %d after the first failed; want 5", d[0])
 	}
-	b.finish()
-	a.begin()
-	if d, _ := a.take(l, total); d[0] != 0 {
+	b.Finish()
+	a.Begin()
+	if d, _ := a.Take(l, total); d[0] != 0 {
 		t.Errorf("a bundle after the second finished took %d; want 0", d[0])
 	}
 
 	// An instance dropped with its bundle open: its cleanup releases.
 	func() {
-		owner := &core{}
-		owner.tickets = newBundleTickets(owner)
-		owner.tickets.begin()
-		if d, _ := owner.tickets.take(l, []int64{8}); d[0] != 3 {
+		owner := &worker.Core{}
+		owner.SetTickets(worker.NewBundleTickets(owner))
+		owner.Tickets().Begin()
+		if d, _ := owner.Tickets().Take(l, []int64{8}); d[0] != 3 {
 			t.Fatalf("dropped instance took %d; want 3", d[0])
 		}
 	}()
@@ -65,8 +66,8 @@ func TestAnInstanceThatMadeThePoolIsCollected(t *testing.T) {
 	collected := make(chan struct{})
 	func() {
 		f := batchCore(t)
-		f.registry = reg
-		if _, err := f.pool(); err != nil {
+		f.SetRegistry(reg)
+		if _, err := f.Pool(); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := reg.Shared(f.ID, f.PoolConfig(time.Now, nil)); err != nil { // the gate is built

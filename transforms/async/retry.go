@@ -1,31 +1,31 @@
 package async
 
-// Retries, in one place: when an element is retried, and where it waits.
+// The retry options. How they act (internal/worker/retry.go and
+// failure.go), in short:
 //
 // When. An attempt fails when the wrapped fn returns an error, panics, or
-// outlives WithCallTimeout (core.go: work, callWithin; the pool turns a panic
-// into a state.PanicError with its stack), and kindOf names the kind.
-// retryable decides: never for Permanent(err) or after WithMaxAttempts
-// attempts, otherwise what WithRetryIf says (by default yes). The wait is
-// Backoff.Delay of the element's attempt count, a pure function of the
-// element, so every worker computes the same one.
+// outlives WithCallTimeout (the pool turns a panic into a state.PanicError
+// with its stack), and terms.KindOf names the kind. The worker retries
+// never for Permanent(err) or after WithMaxAttempts attempts, otherwise as
+// WithRetryIf says (by default yes). The wait is Backoff.Delay of the
+// element's attempt count, a pure function of the element, so every worker
+// computes the same one.
 //
 // Where, on unbounded input (streamFn). The task ends with its error. The
-// key's next callback resolves it (failure.go: afterFailure): recordAttempts counts
-// the attempts into the element's envelope, and retryLater writes it back to
-// bag state with the time of its next attempt. A callback of the key at or
-// after that time starts it again (commit.go). A waiting retry holds no slot,
-// no place and no memory, and survives a worker restart.
+// key's next callback counts the attempts into the element's envelope and
+// writes it back to bag state with the time of its next attempt; a callback
+// of the key at or after that time starts it again (commit.go). A waiting
+// retry holds no slot, no place and no memory, and survives a worker
+// restart.
 //
-// Where, on bounded input (bundleFn: config.RetryInWorker). A bundle
-// has no later callback to write a retry back to, so the retry waits in the
-// worker: inWorkerRetry is the task's state.Retry, and the pool
-// (state/attempt.go) waits out the delay on a timer, holding no
-// goroutine, slot or place in flight (state/slots.go: pause), then runs the
-// next attempt in the same task, whose count continues the element's.
+// Where, on bounded input (bundleFn: Config.RetryInWorker). A bundle has no
+// later callback to write a retry back to, so the retry waits in the
+// worker: the pool (state/attempt.go) waits out the delay on a timer,
+// holding no goroutine, slot or place in flight, then runs the next attempt
+// in the same task, whose count continues the element's.
 //
-// An element that is not retried fails for good (failure.go: afterFailure): a
-// Failure record, or a failed commit without a failure output.
+// An element that is not retried fails for good: a Failure record, or a
+// failed commit without a failure output.
 
 import (
 	"math"

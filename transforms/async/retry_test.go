@@ -2,7 +2,6 @@ package async
 
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"context"
 	"errors"
@@ -122,7 +121,7 @@ func retryUntilDone(t *testing.T, h *harness, f *streamFn, key any) []string {
 		if h.st(key).size() == 0 {
 			return sorted(out)
 		}
-		p, _ := h.c.pool()
+		p, _ := h.c.Pool()
 		for _, task := range p.ForOwner(h.owner(key)) {
 			select {
 			case <-task.Done():
@@ -144,7 +143,7 @@ func retryUntilDone(t *testing.T, h *harness, f *streamFn, key any) []string {
 }
 
 func mustEncode(t *testing.T, h *harness, key any) []byte {
-	kb, err := wrapped.Encode(h.c.keyEnc, key)
+	kb, err := h.c.EncodeKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +165,7 @@ func TestRetriesThenSuccess(t *testing.T) {
 		t.Fatalf("commit after a failed attempt emitted %v", got)
 	}
 	// The retry waits in bag state, holding no task and no slot.
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	if p.Len() != 0 {
 		t.Errorf("a retrying element holds %d local tasks, want 0", p.Len())
 	}
@@ -342,7 +341,7 @@ func TestCopyWaitsOutTheBackoff(t *testing.T) {
 	}
 	h.clock.Advance(time.Second)
 	h.process(f, "a", 1) // a copy, two seconds into the five-second backoff
-	p, _ := h.c.pool()
+	p, _ := h.c.Pool()
 	if n := book.count(id); p.Len() != 0 || n != 1 {
 		t.Errorf("after a copy arrived: %d tasks, %d calls; want 0, 1 (the retry is due in 3 s)", p.Len(), n)
 	}

@@ -61,7 +61,7 @@ func newBundleWorld(t *testing.T, s simSchedule) *bundleWorld {
 func (w *bundleWorld) newBundleFn(wk *bundleWorker) *bundleFn {
 	c := w.instance(wk.registry)
 	c.RetryInWorker = true
-	return &bundleFn{core: c}
+	return &bundleFn{Core: c}
 }
 
 // simBundle is one bundle about to run: where, and on what.

@@ -96,6 +96,7 @@ package async
 
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"context"
@@ -545,7 +546,7 @@ type simWorld struct {
 	clock *timers.Manual
 	// registries are the workers' registries, dead or alive (newRegistry).
 	registries []*state.Registry
-	base       core // configured and set up; each DoFn instance starts from it
+	base       worker.Core // configured and set up; each DoFn instance starts from it
 	input      []simElem
 	commits    []commitRecord
 	problems   []string
@@ -580,13 +581,15 @@ func newSimWorld(t *testing.T, s simSchedule) *simWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.base = core{Config: terms.Config{
+	w.base = worker.Core{Config: terms.Config{
 		ID: uuid.NewString(), User: spec, KeyType: beam.EncodedType{T: reflect.TypeOf("")}, ValueType: beam.EncodedType{T: reflect.TypeOf(0)},
 		Parallelism: s.parallelism, Buffer: s.buffer, Held: s.held, CallbackFrequency: time.Second,
 		MaxAttempts: 3, Backoff: FixedBackoff(time.Millisecond), HasFailures: true, Ordered: s.ordered,
 		Carried: s.windows != "global", OutputType: &beam.EncodedType{T: reflect.TypeOf("")},
 		Protect: terms.Protection{BudgetShare: 0.1}, Drain: !s.noDrain,
-	}, instance: instance{clock: w.clock, waitPeriod: 2 * time.Millisecond}}
+	}}
+	w.base.SetClock(w.clock)
+	w.base.SetWaitPeriod(2 * time.Millisecond)
 	if s.adaptive {
 		w.base.Protect.AdaptiveMin, w.base.Protect.AdaptiveMax = 1, s.parallelism
 	}
@@ -615,7 +618,7 @@ func (w *simWorld) newRegistry() *state.Registry {
 func (w *simWorld) paced() bool {
 	for _, r := range w.registries {
 		for _, pool := range r.Pools() {
-			if g, ok := pool.Gate().(*guarded); ok && g.Waiting() > 0 {
+			if g, ok := pool.Gate().(*worker.Guarded); ok && g.Waiting() > 0 {
 				return true
 			}
 		}
@@ -625,9 +628,9 @@ func (w *simWorld) paced() bool {
 
 // instance is a new DoFn instance's core on a worker: set up, as the
 // harness does for every instance it makes.
-func (w *simWorld) instance(reg *state.Registry) core {
+func (w *simWorld) instance(reg *state.Registry) worker.Core {
 	c := w.base
-	c.registry = reg
+	c.SetRegistry(reg)
 	if err := c.Setup(context.Background()); err != nil {
 		w.t.Fatal(err)
 	}

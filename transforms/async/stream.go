@@ -17,6 +17,7 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // commitFamily begins the name of streamFn's processing-time timer
@@ -33,7 +34,7 @@ type escrowEmit = func(beam.EventTime, beam.X, []byte)
 // timer could wait until the input stops, while its ProcessElement holds the
 // same state and commits atomically with its bundle just the same.
 type streamFn struct {
-	core
+	worker.Core
 	// Pending holds every accepted element of a key until its output is
 	// committed: the durable queue of in-flight work.
 	Pending beamstate.Bag[[]byte]
@@ -47,40 +48,40 @@ type streamFn struct {
 	lastSweep time.Time // see sweepUnbuffered
 }
 
-func newStreamFn(c core) *streamFn {
-	return &streamFn{core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Queued: beamstate.MakeBagState[[]byte](queuedStateID),
+func newStreamFn(c worker.Core) *streamFn {
+	return &streamFn{Core: c, Pending: beamstate.MakeBagState[[]byte](pendingStateID), Queued: beamstate.MakeBagState[[]byte](queuedStateID),
 		Commit: beamtimers.InProcessingTime(commitFamily + c.TimerSuffix)}
 }
 
 // StartBundle forgets the last bundle's view of its keys; its
 // ProcessElement may wait for room up to WithMaxWait.
 func (f *streamFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure), _ escrowEmit) {
-	f.views = views{wait: f.MaxWait, began: f.clock.Now()}
-	f.tickets.begin()
+	f.views = views{wait: f.MaxWait, began: f.Clock().Now()}
+	f.Tickets().Begin()
 }
 
 // FinishBundle tells the pool's pace (timers.Pace) which of the bundle's
 // keys had a timer that fell due while the bundle held them: the runner
 // could not fire it, and the planner must set later timers further out.
-// The counts the bundle published become final (publish.go).
+// The counts the bundle published become final (internal/worker/publish.go).
 func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure), _ escrowEmit) error {
 	if len(f.views.byOwner) == 0 {
-		f.tickets.finish()
+		f.Tickets().Finish()
 		return nil
 	}
-	pool, err := f.pool()
+	pool, err := f.Pool()
 	if err != nil {
-		f.tickets.release()
+		f.Tickets().Release()
 		return err
 	}
-	f.tickets.finish()
+	f.Tickets().Finish()
 	var inForce []timers.Plan
 	for _, v := range f.views.byOwner {
 		if v.planned {
 			inForce = append(inForce, v.plan)
 		}
 	}
-	pool.Pace().BundleEnded(f.views.began, f.clock.Now(), inForce, f.Cadence().GuardCap/2)
+	pool.Pace().BundleEnded(f.views.began, f.Clock().Now(), inForce, f.Cadence().GuardCap/2)
 	return nil
 }
 
@@ -92,13 +93,13 @@ func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp bea
 	if err != nil {
 		return err
 	}
-	el, err := f.prepare(key, value, k.v.kb, ts)
+	el, err := f.Prepare(key, value, k.v.kb, ts)
 	if err != nil {
 		return err
 	}
 	// With WithIDFn, an element whose ID was pending when the bundle began is
 	// one element with it, even if commitOnce commits that one now.
-	isCopy := f.IDFn != nil && k.v.byID[el.eid.Base()] != nil
+	isCopy := f.IDFn != nil && k.v.byID[el.ID.Base()] != nil
 	if err := k.commitOnce(false); err != nil {
 		return err
 	}
@@ -142,10 +143,10 @@ func (f *streamFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 // frees no place; the long wait keeps a key whose callbacks come late from
 // losing its result to the sweep and calling again.
 func (f *streamFn) sweepUnbuffered(ctx context.Context, pool *state.Pool) {
-	now := f.clock.Now()
+	now := f.Clock().Now()
 	if !f.Ordered || now.Sub(f.lastSweep) < time.Minute {
 		return
 	}
 	f.lastSweep = now
-	f.reportEvicted(ctx, pool.EvictIdleUnbuffered(now.Add(-f.Cadence().Gone)))
+	f.ReportEvicted(ctx, pool.EvictIdleUnbuffered(now.Add(-f.Cadence().Gone)))
 }

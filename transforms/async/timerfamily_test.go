@@ -1,6 +1,7 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"testing"
@@ -31,6 +32,6 @@ func streamFamilies(t *testing.T, s beam.Scope) [2]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := core{Config: cfg}
+	c := worker.Core{Config: cfg}
 	return [2]string{newStreamFn(c).Commit.Family, newEscrowFn(c).Drain.Family}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // keyTurn is one key in one callback: the key's bags (the state the
@@ -39,7 +40,7 @@ type keyTurn struct {
 // bundle's view of the key, which reads its pending bag at the bundle's
 // first touch of the key (see view).
 func (f *streamFn) open(ctx context.Context, sp beamstate.Provider, key any, element bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure), escrow escrowEmit) (*keyTurn, error) {
-	pool, err := f.pool()
+	pool, err := f.Pool()
 	if err != nil {
 		return nil, err
 	}
@@ -80,18 +81,18 @@ func (k *keyTurn) commitOnce(timer bool) error {
 // its key is queued before it; otherwise it is queued, and its key waits for
 // a place in the pool's turn (state.Pool.Waiting). Nothing is written until
 // store.
-func (k *keyTurn) accept(el element, isCopy bool) error {
+func (k *keyTurn) accept(el worker.Element, isCopy bool) error {
 	f, v, ctx := k.fn, k.v, k.ctx
 	nonce, seq := v.nextSeq()
 	f.acceptedID(&el, seq)
-	f.metrics.Accepted.Inc(ctx, 1)
-	f.event(EventAccepted, el.key, el.eid.ID, 0, nil)
-	if isCopy || v.byID[el.eid.Base()] != nil {
-		f.metrics.Deduplicated.Inc(ctx, 1)
-		f.event(EventDeduplicated, el.key, el.eid.ID, 0, nil)
+	f.Metrics().Accepted.Inc(ctx, 1)
+	f.Event(EventAccepted, el.Key, el.ID.ID, 0, nil)
+	if isCopy || v.byID[el.ID.Base()] != nil {
+		f.Metrics().Deduplicated.Inc(ctx, 1)
+		f.Event(EventDeduplicated, el.Key, el.ID.ID, 0, nil)
 		return nil
 	}
-	env := state.Envelope{ID: el.eid.ID, EventTimeMs: int64(el.ts), Value: el.vb, Seq: seq, Window: el.eid.Window, Nonce: nonce}
+	env := state.Envelope{ID: el.ID.ID, EventTimeMs: int64(el.Timestamp), Value: el.ValueBytes, Seq: seq, Window: el.ID.Window, Nonce: nonce}
 	p := &pending{raw: env.Encode(), env: env}
 	v.escrow(p)
 	if v.queue.Count > 0 { // behind its key's queue
@@ -99,8 +100,8 @@ func (k *keyTurn) accept(el element, isCopy bool) error {
 		k.pool.Waiting(v.owner, true)
 		return nil
 	}
-	el.eid, el.owner = env.Element(v.owner), v.owner
-	_, adm, err := f.submit(ctx, k.pool, el, f.views.wait)
+	el.ID, el.Owner = env.Element(v.owner), v.owner
+	_, adm, err := f.Submit(ctx, k.pool, el, f.views.wait)
 	if err != nil {
 		return err
 	}
@@ -112,7 +113,7 @@ func (k *keyTurn) accept(el element, isCopy bool) error {
 	}
 	v.add(p) // started, or Existing: a task for it runs already, and serves it
 	v.added = append(v.added, p.raw)
-	f.publish(ctx, k.pool)
+	f.Publish(ctx, k.pool)
 	return nil
 }
 
@@ -123,10 +124,10 @@ func (k *keyTurn) accept(el element, isCopy bool) error {
 // place by the bundle's retry (same state, same elements), which so finds
 // its call running or finished on this worker and takes it over (see
 // state.ElementID).
-func (f *core) acceptedID(el *element, seq int64) {
+func (f *streamFn) acceptedID(el *worker.Element, seq int64) {
 	if f.IDFn == nil {
-		el.eid.ID += string(binary.AppendVarint(nil, int64(el.ts)))
-		el.eid = el.eid.Occurrence(seq)
+		el.ID.ID += string(binary.AppendVarint(nil, int64(el.Timestamp)))
+		el.ID = el.ID.Occurrence(seq)
 	}
 }
 
@@ -161,7 +162,7 @@ func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
 		pace.Drop(v.owner)
 		return
 	}
-	now := f.clock.Now()
+	now := f.Clock().Now()
 	perWave := f.Parallelism
 	if f.Batch != nil {
 		perWave *= f.Batch.Size

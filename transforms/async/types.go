@@ -133,7 +133,7 @@ type FailureError = terms.FailureError
 // made off the bundle's goroutines (started, succeeded, retried,
 // rescheduled, progress_reports, the guard's, the cache's, the requests),
 // and the work a failing bundle drops (cancelled), are published by a later
-// callback's bundle, and again by another if that one fails (publish.go).
+// callback's bundle, and again by another if that one fails (internal/worker/publish.go).
 // They become final when that bundle's FinishBundle returns: if the runner
 // then fails the bundle anyway (a later step fused into its stage fails),
 // Beam drops its counters and those counts are lost, so these counters can

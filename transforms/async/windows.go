@@ -41,6 +41,7 @@ package async
 
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
 	"fmt"
@@ -60,6 +61,15 @@ import (
 type windowed struct {
 	Window string
 	Value  []byte
+}
+
+// init tells the machinery how a value carries its window (see carry).
+func init() {
+	worker.Carry.Open = func(v any) (string, []byte, bool) {
+		w, ok := v.(windowed)
+		return w.Window, w.Value, ok
+	}
+	worker.Carry.Wrap = func(window string, value []byte) any { return windowed{Window: window, Value: value} }
 }
 
 // windowText names a window: empty for the global window, "[start, end)" in

@@ -1,4 +1,4 @@
-package async
+package worker
 
 // The transform's per-process object: what every DoFn instance of one
 // transform shares in a worker process, beside the pool.
@@ -24,7 +24,7 @@ type worker struct {
 	counts *eventCounts
 	batch  *batchStats
 
-	hub   atomic.Pointer[hub]         // nil until built, or without listeners
+	hub   atomic.Pointer[Hub]         // nil until built, or without listeners
 	cache atomic.Pointer[resultCache] // nil until built, or without WithCache
 
 	mu     sync.Mutex // builds hub and cache; guards closed
@@ -44,16 +44,16 @@ func newWorker() *worker {
 
 // hubOf returns the listeners' hub, building it on first use; nil without
 // listeners.
-func (w *worker) hubOf(f *core) (*hub, error) {
+func (w *worker) hubOf(f *Core) (*Hub, error) {
 	if len(f.Listeners) == 0 {
 		return nil, nil
 	}
-	return buildOnce(w, &w.hub, func() (*hub, error) { return newHub(f.Listeners) })
+	return buildOnce(w, &w.hub, func() (*Hub, error) { return newHub(f.Listeners) })
 }
 
 // cacheOf returns the result cache, building it on first use; nil without
 // WithCache.
-func (w *worker) cacheOf(f *core) (*resultCache, error) {
+func (w *worker) cacheOf(f *Core) (*resultCache, error) {
 	if f.Cache == nil {
 		return nil, nil
 	}
@@ -89,12 +89,12 @@ func buildOnce[T any](w *worker, part *atomic.Pointer[T], build func() (*T, erro
 }
 
 // newResultCache builds the cache WithCache asked for.
-func (f *core) newResultCache() (*resultCache, error) {
+func (f *Core) newResultCache() (*resultCache, error) {
 	local, err := cache.NewLocal(f.Cache.Size, f.Cache.TTL, f.clock.Now)
 	if err != nil {
 		return nil, err
 	}
-	rc := &resultCache{local: local, shape: f.cachedShape(), published: ledger.New(len(cacheStats{}.vector()))}
+	rc := &resultCache{Local: local, Shape: f.CachedShape(), published: ledger.New(len(cacheStats{}.vector()))}
 	if f.Cache.Redis != "" {
 		if rc.shared, err = cache.NewShared(f.SharedCache()); err != nil {
 			return nil, err
@@ -123,7 +123,7 @@ func (w *worker) Close() error {
 // every use rather than kept, so that a registry Reset (a simulated worker
 // restart) is seen at once; the instance keeps the last one it found for
 // the counts taken on the pool's goroutines (see eventCounts).
-func (f *core) worker() *worker {
+func (f *Core) worker() *worker {
 	v, _ := f.reg().SharedValue(f.ID, func() (any, error) { return newWorker(), nil })
 	w := v.(*worker)
 	if f.last != nil && f.last.Load() != w {

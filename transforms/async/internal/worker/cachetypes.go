@@ -1,4 +1,4 @@
-package async
+package worker
 
 // The shape of what a result cache holds, as part of every cache key: an
 // entry written by a build of the transform whose outputs (or answers, or
@@ -15,24 +15,24 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
-// cachedShape describes the cached types: the answer's (Enrich), or the
+// CachedShape describes the cached types: the answer's (Enrich), or the
 // outputs' and, for pairs, K2's and V2's.
-func (f *core) cachedShape() []byte {
+func (f *Core) CachedShape() []byte {
 	var b strings.Builder
-	describeType(&b, f.cachedType(), map[reflect.Type]bool{})
+	DescribeType(&b, f.cachedType(), map[reflect.Type]bool{})
 	if p := f.User.Pairs; p != nil && f.User.Enrich == nil {
 		b.WriteString("|")
-		describeType(&b, p.Key.T, map[reflect.Type]bool{})
+		DescribeType(&b, p.Key.T, map[reflect.Type]bool{})
 		b.WriteString("|")
-		describeType(&b, p.Value.T, map[reflect.Type]bool{})
+		DescribeType(&b, p.Value.T, map[reflect.Type]bool{})
 	}
 	return []byte(b.String())
 }
 
-// describeType writes t with every struct's exported fields, their names,
+// DescribeType writes t with every struct's exported fields, their names,
 // types and tags, recursively (seen, the named types met, cuts cycles):
 // what a coder of t depends on.
-func describeType(b *strings.Builder, t reflect.Type, seen map[reflect.Type]bool) {
+func DescribeType(b *strings.Builder, t reflect.Type, seen map[reflect.Type]bool) {
 	if t == nil {
 		b.WriteString("nil")
 		return
@@ -53,7 +53,7 @@ func describeType(b *strings.Builder, t reflect.Type, seen map[reflect.Type]bool
 				continue
 			}
 			fmt.Fprintf(b, "%s %q:", sf.Name, sf.Tag)
-			describeType(b, sf.Type, seen)
+			DescribeType(b, sf.Type, seen)
 			b.WriteString(";")
 		}
 		b.WriteString("}")
@@ -62,13 +62,13 @@ func describeType(b *strings.Builder, t reflect.Type, seen map[reflect.Type]bool
 		if t.Kind() == reflect.Array {
 			fmt.Fprintf(b, "%d,", t.Len())
 		}
-		describeType(b, t.Elem(), seen)
+		DescribeType(b, t.Elem(), seen)
 		b.WriteString(")")
 	case reflect.Map:
 		b.WriteString("map(")
-		describeType(b, t.Key(), seen)
+		DescribeType(b, t.Key(), seen)
 		b.WriteString(",")
-		describeType(b, t.Elem(), seen)
+		DescribeType(b, t.Elem(), seen)
 		b.WriteString(")")
 	default:
 		if t.Name() == "" {

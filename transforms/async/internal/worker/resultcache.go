@@ -1,4 +1,4 @@
-package async
+package worker
 
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
@@ -26,15 +26,15 @@ import (
 // transform, in the registry, so that every DoFn instance and bundle of
 // the worker shares it.
 type resultCache struct {
-	local  *cache.Local
+	Local  *cache.Local
 	shared *cache.Shared // nil without Redis
 	flight cache.Flight
 	// hits: attempts answered from the cache; misses: calls made for a
 	// lookup (a follower counts once, as a hit or as a miss when it leads;
 	// under BatchParDo, elements sent in a request).
-	hits, misses atomic.Int64
-	// shape is the cached types' description, in every key (cachetypes.go).
-	shape []byte
+	hits, Misses atomic.Int64
+	// Shape is the cached types' description, in every key (cachetypes.go).
+	Shape []byte
 
 	published *ledger.Ledger // of cacheStats.vector
 }
@@ -46,7 +46,7 @@ func (s cacheStats) vector() []int64 { return []int64{s.hits, s.misses, s.evicti
 
 // stats returns the cache's counts now.
 func (c *resultCache) stats() cacheStats {
-	s := cacheStats{hits: c.hits.Load(), misses: c.misses.Load(), evictions: c.local.Stats().Evictions}
+	s := cacheStats{hits: c.hits.Load(), misses: c.Misses.Load(), evictions: c.Local.Stats().Evictions}
 	if c.shared != nil {
 		s.sharedErrors = c.shared.Stats().Errors
 	}
@@ -61,9 +61,9 @@ func (c *resultCache) Close() error {
 	return nil
 }
 
-// resultCache returns this transform's cache in this process, or nil
+// ResultCache returns this transform's cache in this process, or nil
 // without WithCache.
-func (f *core) resultCache() (*resultCache, error) {
+func (f *Core) ResultCache() (*resultCache, error) {
 	if f.Cache == nil {
 		return nil, nil
 	}
@@ -72,11 +72,11 @@ func (f *core) resultCache() (*resultCache, error) {
 
 // requireRedis makes one round trip to Redis with Cache.RedisRequired, and
 // returns its failure with the cause: Setup fails with it.
-func (f *core) requireRedis(ctx context.Context) error {
+func (f *Core) requireRedis(ctx context.Context) error {
 	if f.Cache == nil || !f.Cache.RedisRequired {
 		return nil
 	}
-	rc, err := f.resultCache()
+	rc, err := f.ResultCache()
 	if err != nil {
 		return err
 	}
@@ -86,50 +86,50 @@ func (f *core) requireRedis(ctx context.Context) error {
 	return nil
 }
 
-// cacheKey is the lookup an element stands for: its key for Enrich (the
+// CacheKey is the lookup an element stands for: its key for Enrich (the
 // lookup key), else its key and value; and the cached types' shape, so that
 // entries of another build of the transform are misses.
-func (f *core) cacheKey(el element, shape []byte) cache.Key {
+func (f *Core) CacheKey(el Element, shape []byte) cache.Key {
 	if f.User.Enrich != nil {
-		return cache.KeyOf(shape, []byte(el.eid.Key))
+		return cache.KeyOf(shape, []byte(el.ID.Key))
 	}
 	if f.user != nil && (f.user.Shape.Takes(wrapped.ParamWindow) || f.user.Shape.Takes(wrapped.ParamTime)) {
 		// A fn that reads its element's window or time answers per window
 		// and time, not per key and value.
-		ts := binary.AppendVarint(nil, int64(el.ts))
-		return cache.KeyOf(shape, []byte(el.eid.Key), el.vb, []byte(el.eid.Window), ts)
+		ts := binary.AppendVarint(nil, int64(el.Timestamp))
+		return cache.KeyOf(shape, []byte(el.ID.Key), el.ValueBytes, []byte(el.ID.Window), ts)
 	}
-	return cache.KeyOf(shape, []byte(el.eid.Key), el.vb)
+	return cache.KeyOf(shape, []byte(el.ID.Key), el.ValueBytes)
 }
 
 // cachedType is the type of what the cache holds: Enrich's answers, else
 // the outputs.
-func (f *core) cachedType() reflect.Type {
+func (f *Core) cachedType() reflect.Type {
 	if f.User.Enrich != nil {
 		return f.User.Enrich.Answer.T
 	}
 	return f.OutputType.T
 }
 
-// cached wires the cache into an element's job: Lookup before each attempt,
+// Cached wires the cache into an element's job: Lookup before each attempt,
 // and the leader's call stored and its followers woken after it.
-func (f *core) cached(el element, job state.Job) state.Job {
-	rc, err := f.resultCache()
+func (f *Core) Cached(el Element, job state.Job) state.Job {
+	rc, err := f.ResultCache()
 	if rc == nil || err != nil {
 		if err != nil {
 			slog.Error("async: calling without the result cache", "transform", f.Name, "err", err)
 		}
 		return job
 	}
-	k := f.cacheKey(el, rc.shape)
+	k := f.CacheKey(el, rc.Shape)
 	c := &cachedTask{f: f, rc: rc, k: k, el: el}
 	job.Lookup = c.lookup
 	work := job.Work
 	job.Work = func(ctx context.Context, attempt int) ([]any, error) {
 		return c.around(ctx, attempt, func() ([]any, error) { return work(ctx, attempt) }, nil)
 	}
-	if bi, ok := job.Item.(*batchItem); ok {
-		bi.after = c.around
+	if bi, ok := job.Item.(*BatchItem); ok {
+		bi.After = c.around
 	}
 	return job
 }
@@ -140,10 +140,10 @@ func (f *core) cached(el element, job state.Job) state.Job {
 // ends a sent-back attempt's lead before the next attempt can start, so
 // the fields need no lock.
 type cachedTask struct {
-	f              *core
+	f              *Core
 	rc             *resultCache
 	k              cache.Key
-	el             element
+	el             Element
 	lead, followed *cache.Call
 }
 
@@ -196,7 +196,7 @@ func (c *cachedTask) leadLookup(ctx context.Context, call *cache.Call) state.Loo
 	// value to the local cache before it ends the call, so a look now finds
 	// it. Without this second look the element would call again for a
 	// value the cache holds: the same lookup sent twice.
-	if v, ok := rc.local.Get(k); ok {
+	if v, ok := rc.Local.Get(k); ok {
 		if outs, err := f.decodeOutputs(v); err == nil {
 			c.lead = nil
 			rc.flight.Finish(k, call, v, nil) // copies that joined it meanwhile take the value too
@@ -208,7 +208,7 @@ func (c *cachedTask) leadLookup(ctx context.Context, call *cache.Call) state.Loo
 		if v, ttl, ok := rc.shared.Get(ctx, k); ok {
 			if outs, err := f.decodeOutputs(v); err == nil {
 				c.lead = nil
-				rc.local.Add(k, v, ttl) // for what is left of its life in Redis
+				rc.Local.Add(k, v, ttl) // for what is left of its life in Redis
 				rc.flight.Finish(k, call, v, nil)
 				rc.hits.Add(1)
 				return state.Lookup{Hit: true, Outputs: outs}
@@ -230,7 +230,7 @@ func (c *cachedTask) around(ctx context.Context, attempt int, answer func() ([]a
 	if call == nil {
 		return answer()
 	}
-	rc.misses.Add(1)
+	rc.Misses.Add(1)
 	defer func() {
 		if call != nil {
 			rc.flight.Abandon(k, call) // a failure, a panic or an interrupted call: the followers look up again
@@ -241,11 +241,11 @@ func (c *cachedTask) around(ctx context.Context, attempt int, answer func() ([]a
 	// call returned after its task was cancelled (not the element's result:
 	// see state.ErrInterrupted), not a fallback's answer when attempts
 	// differ in their fallback (WithFallbacks).
-	if err != nil || ctx.Err() != nil || (len(f.Fallbacks) > 1 && c.el.done+attempt > 1) {
+	if err != nil || ctx.Err() != nil || (len(f.Fallbacks) > 1 && c.el.Done+attempt > 1) {
 		return outs, err
 	}
-	if v, encErr := f.encodeOutputs(outs); encErr == nil {
-		rc.local.Add(k, v, 0)
+	if v, encErr := f.EncodeOutputs(outs); encErr == nil {
+		rc.Local.Add(k, v, 0)
 		rc.flight.Finish(k, call, v, nil) // the followers first: Redis can wait
 		call = nil
 		switch {
@@ -260,8 +260,8 @@ func (c *cachedTask) around(ctx context.Context, attempt int, answer func() ([]a
 }
 
 // cacheGet returns the decoded outputs cached locally under k.
-func (f *core) cacheGet(rc *resultCache, k cache.Key) ([]any, bool) {
-	v, ok := rc.local.Get(k)
+func (f *Core) cacheGet(rc *resultCache, k cache.Key) ([]any, bool) {
+	v, ok := rc.Local.Get(k)
 	if !ok {
 		return nil, false
 	}
@@ -269,9 +269,9 @@ func (f *core) cacheGet(rc *resultCache, k cache.Key) ([]any, bool) {
 	return outs, err == nil
 }
 
-// encodeOutputs encodes one call's outputs (Enrich: its answer): their
+// EncodeOutputs encodes one call's outputs (Enrich: its answer): their
 // count, then each output's length and bytes in its coder.
-func (f *core) encodeOutputs(outs []any) ([]byte, error) {
+func (f *Core) EncodeOutputs(outs []any) ([]byte, error) {
 	enc := beam.NewElementEncoder(f.cachedType())
 	b := binary.AppendUvarint(nil, uint64(len(outs)))
 	for _, o := range outs {
@@ -286,7 +286,7 @@ func (f *core) encodeOutputs(outs []any) ([]byte, error) {
 }
 
 // decodeOutputs is encodeOutputs reversed.
-func (f *core) decodeOutputs(b []byte) ([]any, error) {
+func (f *Core) decodeOutputs(b []byte) ([]any, error) {
 	dec := beam.NewElementDecoder(f.cachedType())
 	r := bytes.NewReader(b)
 	n, err := binary.ReadUvarint(r)
@@ -317,12 +317,12 @@ func (f *core) decodeOutputs(b []byte) ([]any, error) {
 
 // publishCache adds the cache's counts since the last publication to the
 // Beam metrics.
-func (f *core) publishCache(ctx context.Context) {
-	rc, _ := f.resultCache()
+func (f *Core) publishCache(ctx context.Context) {
+	rc, _ := f.ResultCache()
 	if rc == nil {
 		return
 	}
-	d, any := f.tickets.take(rc.published, rc.stats().vector())
+	d, any := f.tickets.Take(rc.published, rc.stats().vector())
 	if !any {
 		return
 	}

@@ -1,4 +1,4 @@
-package async
+package worker
 
 // A batch's call on the pool: items gathered by the pool's batcher go to
 // the wrapped batch fn in one call, and each item gets its own answer.
@@ -14,33 +14,33 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
-// batchItem is what a request carries for one element.
-type batchItem struct {
-	f  *core
-	el element
-	// after takes the element's answer and gives back its outcome: the
+// BatchItem is what a request carries for one element.
+type BatchItem struct {
+	F  *Core
+	El Element
+	// After takes the element's answer and gives back its outcome: the
 	// result cache's (see cached), or nil. A value for the shared cache is
 	// handed to store, to be written with the request's others.
-	after func(ctx context.Context, attempt int, answer func() ([]any, error), store func(cache.Entry)) ([]any, error)
+	After func(ctx context.Context, attempt int, answer func() ([]any, error), store func(cache.Entry)) ([]any, error)
 }
 
 // batchJob makes job, the job of el, a batch member.
-func (f *core) batchJob(el element, job state.Job) state.Job {
+func (f *Core) batchJob(el Element, job state.Job) state.Job {
 	if f.Batch == nil {
 		return job
 	}
-	job.Item = &batchItem{f: f, el: el}
+	job.Item = &BatchItem{F: f, El: el}
 	if f.Batch.PerKey {
-		job.BatchGroup = el.eid.Key + "\x00" + el.eid.Window
+		job.BatchGroup = el.ID.Key + "\x00" + el.ID.Window
 	}
 	return job
 }
 
-// sendBatch is the pool's BatchSend: one call of the wrapped fn's
+// SendBatch is the pool's BatchSend: one call of the wrapped fn's
 // ProcessBatch, through the instance of the first element (every element
 // of a request is of one transform, and its fn's instances are alike).
-func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.Outcome, err error) {
-	members := make([]*batchItem, len(items))
+func SendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.Outcome, err error) {
+	members := make([]*BatchItem, len(items))
 	settled := make([]bool, len(items))
 	defer func() {
 		// Whatever panicked here, every element's after runs once: a cache
@@ -48,7 +48,7 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 		if r := recover(); r != nil {
 			outcomes, err = nil, &state.PanicError{Value: r, Stack: debug.Stack()}
 			for i, b := range members {
-				if b != nil && b.after != nil && !settled[i] {
+				if b != nil && b.After != nil && !settled[i] {
 					answerItem(b, items[i], nil, err, nil)
 				}
 			}
@@ -56,13 +56,13 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 	}()
 	keys, values := make([]any, len(items)), make([]any, len(items))
 	for i, it := range items {
-		b := it.Item.(*batchItem)
-		members[i], keys[i], values[i] = b, b.el.key, b.el.value
+		b := it.Item.(*BatchItem)
+		members[i], keys[i], values[i] = b, b.El.Key, b.El.Value
 	}
 	for i, it := range items { // after members is whole: a panic here still ends every lead
-		members[i].f.attemptBegins(members[i].el, it.Attempt)
+		members[i].F.attemptBegins(members[i].El, it.Attempt)
 	}
-	f := members[0].f
+	f := members[0].F
 	f.batchStats().observe(len(items))
 	res, err := callWithin(ctx, f.CallTimeout, func(ctx context.Context) (batchResult, error) {
 		outs, errs, err := f.user.CallBatch(ctx, keys, values)
@@ -77,20 +77,20 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 		if err == nil {
 			o, e = outs[i], errs[i]
 		}
-		if b.after != nil {
+		if b.After != nil {
 			settled[i] = true
 			o, e = answerItem(b, items[i], o, e, func(en cache.Entry) { stored = append(stored, en) })
 		}
-		if e == nil && b.f.User.Enrich != nil {
-			o, e = b.f.User.Enrich.JoinAnswer(b.el.value, o) // after the cache, which keeps answers
+		if e == nil && b.F.User.Enrich != nil {
+			o, e = b.F.User.Enrich.JoinAnswer(b.El.Value, o) // after the cache, which keeps answers
 		}
 		if e == nil {
-			b.f.event(EventSucceeded, b.el.key, b.el.eid.ID, b.el.done+items[i].Attempt, nil)
+			b.F.Event(terms.EventSucceeded, b.El.Key, b.El.ID.ID, b.El.Done+items[i].Attempt, nil)
 		}
 		outcomes[i] = state.Outcome{Outputs: o, Err: e}
 	}
 	if len(stored) > 0 {
-		if rc, _ := f.resultCache(); rc != nil && rc.shared != nil {
+		if rc, _ := f.ResultCache(); rc != nil && rc.shared != nil {
 			rc.shared.SetMany(ctx, stored)
 		}
 	}
@@ -100,13 +100,13 @@ func sendBatch(ctx context.Context, items []state.BatchItem) (outcomes []state.O
 // answerItem runs an element's after with its answer; a panic there (an
 // output coder) fails that element alone, after after has ended its part
 // of the single flight.
-func answerItem(b *batchItem, it state.BatchItem, outs []any, err error, store func(cache.Entry)) (o []any, e error) {
+func answerItem(b *BatchItem, it state.BatchItem, outs []any, err error, store func(cache.Entry)) (o []any, e error) {
 	defer func() {
 		if r := recover(); r != nil {
 			o, e = nil, &state.PanicError{Value: r, Stack: debug.Stack()}
 		}
 	}()
-	return b.after(it.Ctx, it.Attempt, func() ([]any, error) { return outs, err }, store)
+	return b.After(it.Ctx, it.Attempt, func() ([]any, error) { return outs, err }, store)
 }
 
 // batchResult is what one call of a batch fn returns besides its error:
@@ -145,18 +145,18 @@ func (b *batchStats) drain() (counts, sizes []int64) {
 }
 
 // batchStats returns this transform's request counts in this process.
-func (f *core) batchStats() *batchStats {
+func (f *Core) batchStats() *batchStats {
 	return f.worker().batch
 }
 
 // publishBatches publishes the requests made since the last callback.
-func (f *core) publishBatches(ctx context.Context) {
+func (f *Core) publishBatches(ctx context.Context) {
 	b := f.batchStats()
 	counts, sizes := b.drain()
 	for _, n := range sizes {
 		f.metrics.BatchSize.Update(ctx, n)
 	}
-	if d, any := f.tickets.take(b.published, counts); any {
+	if d, any := f.tickets.Take(b.published, counts); any {
 		f.metrics.Requests.Inc(ctx, d[0])
 		f.metrics.RequestItems.Inc(ctx, d[1])
 	}
@@ -167,5 +167,5 @@ func batchConfig(c *terms.Config) *state.BatchConfig {
 	if c.Batch == nil {
 		return nil
 	}
-	return &state.BatchConfig{Size: c.Batch.Size, Wait: c.Batch.Wait, Send: sendBatch}
+	return &state.BatchConfig{Size: c.Batch.Size, Wait: c.Batch.Wait, Send: SendBatch}
 }

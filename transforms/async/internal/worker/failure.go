@@ -1,4 +1,4 @@
-package async
+package worker
 
 // What happens to an element whose call failed: a retry later, or a failure
 // record.
@@ -11,37 +11,37 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 )
 
-// afterFailure decides the outcome of element env of key whose task t finished
+// AfterFailure decides the outcome of element env of key whose task t finished
 // with err after one attempt: a retry through bag state (see retry.go), or
 // a final failure (failedForGood).
-func (f *core) afterFailure(key any, kb []byte, env state.Envelope, t *state.Task, err error) (terms.Outcome, error) {
-	next, kind := f.recordAttempts(env, t, err)
-	retry, why := f.retryable(kind, next.Attempts, err)
+func (f *Core) AfterFailure(key any, kb []byte, env state.Envelope, t *state.Task, err error) (terms.Outcome, error) {
+	next, kind := f.RecordAttempts(env, t, err)
+	retry, why := f.Retryable(kind, next.Attempts, err)
 	if retry {
 		return terms.Outcome{Retry: f.retryLater(key, kb, next, kind, err)}, nil
 	}
-	failure, ferr := f.failedForGood(key, kb, next, kind, why, err)
+	failure, ferr := f.FailedForGood(key, kb, next, kind, why, err)
 	return terms.Outcome{Failure: failure}, ferr
 }
 
-// failedForGood reports the final failure of element env of key, whose
+// FailedForGood reports the final failure of element env of key, whose
 // attempts env records, the last with err (why: a reason to add to its
 // text), and returns its failure record. Without a failure output it
 // returns an error instead, to fail the key's commit or the bundle (the
 // wrapped fn's Revert runs only for a failure record that is committed: see
 // revertFn).
-func (f *core) failedForGood(key any, kb []byte, env state.Envelope, kind, why string, err error) (*Failure, error) {
+func (f *Core) FailedForGood(key any, kb []byte, env state.Envelope, kind, why string, err error) (*terms.Failure, error) {
 	if why != "" {
 		env.LastError += " (" + why + ")"
 	}
-	var failure *Failure
+	var failure *terms.Failure
 	if f.HasFailures {
 		var derr error
 		if failure, derr = f.failureRecord(key, kb, env, kind); derr != nil {
 			return nil, derr
 		}
 	}
-	f.event(EventFailed, key, env.ID, env.Attempts, func(e *Event) { e.Kind, e.Error = kind, env.LastError })
+	f.Event(terms.EventFailed, key, env.ID, env.Attempts, func(e *terms.Event) { e.Kind, e.Error = kind, env.LastError })
 	if !f.HasFailures {
 		return nil, fmt.Errorf("async: element %x of key %v failed for good after %d attempt(s) (kind %s); without a failure output (ParDoWithFailures) the commit of its key fails: %w",
 			env.ID, key, env.Attempts, kind, err)
@@ -51,12 +51,12 @@ func (f *core) failedForGood(key any, kb []byte, env state.Envelope, kind, why s
 
 // failureRecord is the Failure of an element whose attempts are recorded in
 // env.
-func (f *core) failureRecord(key any, kb []byte, env state.Envelope, kind string) (*Failure, error) {
-	value, err := f.decodeValue(key, env.Value)
+func (f *Core) failureRecord(key any, kb []byte, env state.Envelope, kind string) (*terms.Failure, error) {
+	value, err := f.DecodeValue(key, env.Value)
 	if err != nil {
 		return nil, err
 	}
-	return &Failure{
+	return &terms.Failure{
 		Key: kb, Value: env.Value, KeyText: terms.FailureText(key), ValueText: terms.FailureText(value),
 		ElementID: hex.EncodeToString([]byte(env.ID)), Window: env.Window, Error: env.LastError, Kind: kind,
 		Attempts: env.Attempts, FirstAttemptUnixMs: env.FirstAttemptMs, LastAttemptUnixMs: env.LastAttemptMs,

@@ -1,4 +1,4 @@
-package async
+package worker
 
 import (
 	"context"
@@ -20,9 +20,9 @@ import (
 // The pool's gate on a worker: the guard built from the transform's
 // protection, and its counts published as metrics.
 
-// guarded is the pool's gate: the transform's guard, and what of its counts
+// Guarded is the pool's gate: the transform's guard, and what of its counts
 // the transform has published as Beam metrics.
-type guarded struct {
+type Guarded struct {
 	*guard.Guard
 	published *ledger.Ledger // of statsVector
 	// mu orders publications, so that the limit gauge ends at the last.
@@ -31,9 +31,9 @@ type guarded struct {
 	warned         bool // parallelismWarning logged
 }
 
-// parallelismWarning is what to tell a user whose fixed parallelism p is
+// ParallelismWarning is what to tell a user whose fixed parallelism p is
 // far above what the service accepts (s), or "" if nothing.
-func parallelismWarning(name string, p int, adaptive bool, s guard.Stats) string {
+func ParallelismWarning(name string, p int, adaptive bool, s guard.Stats) string {
 	accepted := max(1, s.AcceptedAtOnce)
 	if adaptive || s.RefusedShare <= terms.WarnRefusedShare || s.AcceptedAtOnce <= 0 || float64(p) < terms.WarnFactor*accepted || s.AtServiceWhenRefused < terms.WarnCrowd*accepted {
 		return ""
@@ -53,7 +53,7 @@ func statsVector(s guard.Stats) []int64 {
 }
 
 // newGate builds the guard of this transform in this worker process.
-func (f *core) newGate() state.Gate {
+func (f *Core) newGate() state.Gate {
 	p := f.Protect
 	// The worker's clock (a simulated one in the fault simulator), so that
 	// the policies' windows pass with the rest of the transform's time.
@@ -61,7 +61,7 @@ func (f *core) newGate() state.Gate {
 	cfg := guard.Config{
 		Throttle: guard.NewThrottle(p.ThrottleK()),
 		Budget:   guard.NewBudget(p.BudgetShare, guard.DefaultBudgetFloor, now()),
-		Classify: classify,
+		Classify: Classify,
 		Now:      now,
 	}
 	if c, ok := f.clock.(interface {
@@ -89,28 +89,28 @@ func (f *core) newGate() state.Gate {
 	}
 	if p.AdaptiveMax > 0 {
 		cfg.Adaptive = guard.NewAdaptive(p.AdaptiveMin, p.AdaptiveMax, now())
-		name, hubOf, clock := f.Name, f.events, f.clock
+		name, hubOf, clock := f.Name, f.Events, f.clock
 		cfg.OnLimit = func(from, to int) {
 			if h := hubOf(); h != nil {
-				h.deliver(Event{Type: EventLimitChanged, Transform: name, Limit: to, Time: clock.Now(),
+				h.deliver(terms.Event{Type: terms.EventLimitChanged, Transform: name, Limit: to, Time: clock.Now(),
 					Details: fmt.Sprintf("concurrency limit %d -> %d", from, to)})
 			}
 		}
 	}
-	return &guarded{Guard: guard.New(cfg), published: ledger.New(len(statsVector(guard.Stats{})))}
+	return &Guarded{Guard: guard.New(cfg), published: ledger.New(len(statsVector(guard.Stats{})))}
 }
 
-// classify tells the guard how an attempt ended.
+// Classify tells the guard how an attempt ended.
 // A fn's own deadline (context.DeadlineExceeded) is a timeout too, as
 // WithCallTimeout's is.
-func classify(err error) guard.Outcome {
+func Classify(err error) guard.Outcome {
 	if err == nil {
 		return guard.Succeeded
 	}
 	switch terms.KindOf(err) {
-	case KindOverloaded:
+	case terms.KindOverloaded:
 		return guard.Overload
-	case KindTimeout:
+	case terms.KindTimeout:
 		return guard.TimedOut
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -141,13 +141,13 @@ func (b bothRates) Close() error {
 	return errors.Join(errs...)
 }
 
-// previousError is the error a retry started from bag state shows the
+// PreviousError is the error a retry started from bag state shows the
 // gate: what matters to it is whether the last attempt was overloaded.
-func previousError(env state.Envelope) error {
+func PreviousError(env state.Envelope) error {
 	switch {
 	case env.Attempts == 0:
 		return nil
-	case env.LastKind == KindOverloaded:
+	case env.LastKind == terms.KindOverloaded:
 		return guard.Overloaded(errors.New(env.LastError), 0)
 	}
 	return errors.New(env.LastError)
@@ -157,30 +157,30 @@ func previousError(env state.Envelope) error {
 // that asks for a day would park the element (and its place) that long.
 const maxRetryAfter = 5 * time.Minute
 
-// overloadWait is the wait an overload answer asked for (at most
+// OverloadWait is the wait an overload answer asked for (at most
 // maxRetryAfter), or zero.
-func overloadWait(err error) time.Duration {
+func OverloadWait(err error) time.Duration {
 	_, d := guard.IsOverloaded(err)
 	return min(d, maxRetryAfter)
 }
 
 // publishGuard adds the guard's counts since the last publication to the
 // Beam metrics, and sets the concurrency limit gauge.
-func (f *core) publishGuard(ctx context.Context, pool *state.Pool) {
-	g, ok := pool.Gate().(*guarded)
+func (f *Core) publishGuard(ctx context.Context, pool *state.Pool) {
+	g, ok := pool.Gate().(*Guarded)
 	if !ok {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	s := g.Stats()
-	d, any := f.tickets.take(g.published, statsVector(s))
+	d, any := f.tickets.Take(g.published, statsVector(s))
 	if !any && g.limitPublished {
 		return // nothing new: no metric updates per element
 	}
 	g.limitPublished = true
 	if !g.warned {
-		if msg := parallelismWarning(f.Name, f.Parallelism, f.Protect.AdaptiveMax > 0, s); msg != "" {
+		if msg := ParallelismWarning(f.Name, f.Parallelism, f.Protect.AdaptiveMax > 0, s); msg != "" {
 			g.warned = true
 			slog.Warn(msg)
 		}

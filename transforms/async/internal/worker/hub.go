@@ -1,4 +1,4 @@
-package async
+package worker
 
 // The listeners' hub: one per transform in a worker process, built on first
 // use; it hands each event to every listener.
@@ -18,44 +18,44 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
-// hub delivers one transform's events to its listeners in one worker
+// Hub delivers one transform's events to its listeners in one worker
 // process; it lives in the state registry next to the transform's Pool.
 // Panics happen on pool goroutines too, where Beam metrics cannot be
 // updated, so they are counted here and published by the next callback.
-type hub struct {
-	listeners []*heard
-	panics    atomic.Int64   // all so far, of every listener
-	published *ledger.Ledger // of panics, as the Beam counter has them
+type Hub struct {
+	Listeners []*Heard
+	Panics    atomic.Int64   // all so far, of every listener
+	Published *ledger.Ledger // of panics, as the Beam counter has them
 }
 
-// heard is one listener of a hub, and whether its first panic was logged.
-type heard struct {
-	Listener
+// Heard is one listener of a hub, and whether its first panic was logged.
+type Heard struct {
+	terms.Listener
 	loggedPanic atomic.Bool
 }
 
 // newHub rebuilds the listeners from their specs and runs their Setup, in
 // order. If one cannot be built, the ones before it are closed.
-func newHub(specs []*terms.ListenerSpec) (*hub, error) {
-	h := &hub{published: ledger.New(1)}
+func newHub(specs []*terms.ListenerSpec) (*Hub, error) {
+	h := &Hub{Published: ledger.New(1)}
 	for _, spec := range specs {
 		l, err := buildListener(spec)
 		if err != nil {
 			h.Close()
 			return nil, err
 		}
-		h.listeners = append(h.listeners, &heard{Listener: l})
+		h.Listeners = append(h.Listeners, &Heard{Listener: l})
 	}
 	return h, nil
 }
 
 // buildListener rebuilds one listener from its spec and runs its Setup.
-func buildListener(spec *terms.ListenerSpec) (Listener, error) {
+func buildListener(spec *terms.ListenerSpec) (terms.Listener, error) {
 	ptr := reflect.New(spec.Type.T)
 	if err := json.Unmarshal([]byte(spec.JSON), ptr.Interface()); err != nil {
 		return nil, fmt.Errorf("async: rebuilding listener %v: %w", spec.Type.T, err)
 	}
-	l, ok := ptr.Interface().(Listener)
+	l, ok := ptr.Interface().(terms.Listener)
 	if !ok {
 		return nil, fmt.Errorf("async: listener type %v has no OnEvent(Event) method", ptr.Type())
 	}
@@ -69,17 +69,17 @@ func buildListener(spec *terms.ListenerSpec) (Listener, error) {
 
 // deliver calls every listener in order; a panic in one is contained and
 // the next one is still called.
-func (h *hub) deliver(e Event) {
-	for _, l := range h.listeners {
+func (h *Hub) deliver(e terms.Event) {
+	for _, l := range h.Listeners {
 		h.deliverTo(l, e)
 	}
 }
 
 // deliverTo calls one listener, containing a panic.
-func (h *hub) deliverTo(l *heard, e Event) {
+func (h *Hub) deliverTo(l *Heard, e terms.Event) {
 	defer func() {
 		if r := recover(); r != nil {
-			h.panics.Add(1)
+			h.Panics.Add(1)
 			if l.loggedPanic.CompareAndSwap(false, true) {
 				slog.Error("async: the event listener panicked; further panics are only counted",
 					"listener", fmt.Sprintf("%T", l.Listener), "event", e.Type, "panic", r, "stack", string(debug.Stack()))
@@ -91,9 +91,9 @@ func (h *hub) deliverTo(l *heard, e Event) {
 
 // Close closes every listener that can be closed, and returns their
 // errors.
-func (h *hub) Close() error {
+func (h *Hub) Close() error {
 	var errs []error
-	for _, l := range h.listeners {
+	for _, l := range h.Listeners {
 		if c, ok := l.Listener.(io.Closer); ok {
 			errs = append(errs, c.Close())
 		}
@@ -101,10 +101,10 @@ func (h *hub) Close() error {
 	return errors.Join(errs...)
 }
 
-// events returns the transform's hub in this process, or nil without
+// Events returns the transform's hub in this process, or nil without
 // listeners. Like pool, it is looked up on every use so that a registry Reset
 // is seen at once.
-func (f *core) events() *hub {
+func (f *Core) Events() *Hub {
 	if len(f.Listeners) == 0 {
 		return nil
 	}
@@ -118,16 +118,16 @@ func (f *core) events() *hub {
 	return h
 }
 
-// event counts one event about element id of key (see countEvent) and
+// Event counts one event about element id of key (see countEvent) and
 // sends it, if there is a listener. fill sets the fields specific to the
 // event's type.
-func (f *core) event(typ EventType, key any, id string, attempt int, fill func(*Event)) {
+func (f *Core) Event(typ terms.EventType, key any, id string, attempt int, fill func(*terms.Event)) {
 	f.countEvent(typ)
-	h := f.events()
+	h := f.Events()
 	if h == nil {
 		return
 	}
-	e := Event{Type: typ, Transform: f.Name, Key: key, KeyText: fmt.Sprint(key), ElementID: hex.EncodeToString([]byte(id)), Attempt: attempt, Time: f.clock.Now()}
+	e := terms.Event{Type: typ, Transform: f.Name, Key: key, KeyText: fmt.Sprint(key), ElementID: hex.EncodeToString([]byte(id)), Attempt: attempt, Time: f.clock.Now()}
 	if fill != nil {
 		fill(&e)
 	}

@@ -1,4 +1,4 @@
-package async
+package worker
 
 // Encoding and decoding of keys and values with the input's coders, and the
 // element identity computed from them.
@@ -12,9 +12,9 @@ import (
 	"github.com/asyncbeam/asyncbeam/state"
 )
 
-// decodeKey decodes an encoded key for an event; on failure (which the
+// DecodeKey decodes an encoded key for an event; on failure (which the
 // transform's own encoding rules out) the event shows the raw bytes.
-func (f *core) decodeKey(kb string) any {
+func (f *Core) DecodeKey(kb string) any {
 	k, err := wrapped.Decode(f.keyDec, []byte(kb))
 	if err != nil {
 		return []byte(kb)
@@ -22,8 +22,8 @@ func (f *core) decodeKey(kb string) any {
 	return k
 }
 
-// decodeValue decodes the value of an element of key read from bag state.
-func (f *core) decodeValue(key any, vb []byte) (any, error) {
+// DecodeValue decodes the value of an element of key read from bag state.
+func (f *Core) DecodeValue(key any, vb []byte) (any, error) {
 	value, err := wrapped.Decode(f.valDec, vb)
 	if err != nil {
 		return nil, fmt.Errorf("async: decoding a value of key %v from bag state: %w", key, err)
@@ -31,9 +31,9 @@ func (f *core) decodeValue(key any, vb []byte) (any, error) {
 	return value, nil
 }
 
-// identify returns the element's ID within its key: what WithIDFn returns,
+// Identify returns the element's ID within its key: what WithIDFn returns,
 // or a hash of the encoded value.
-func (f *core) identify(value any, encoded []byte) (string, error) {
+func (f *Core) Identify(value any, encoded []byte) (string, error) {
 	if f.IDFn == nil {
 		return state.ValueID(encoded), nil
 	}

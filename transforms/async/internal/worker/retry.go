@@ -1,4 +1,4 @@
-package async
+package worker
 
 // The retry policy at run time: which failures are retried, in the worker
 // or later from bag state, and how attempts are counted.
@@ -12,11 +12,11 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 )
 
-// retryable says whether an element whose attempt failed with err, after
+// Retryable says whether an element whose attempt failed with err, after
 // attempts attempts in all, is retried, and if not because of a broken
 // predicate, why.
-func (f *core) retryable(kind string, attempts int, err error) (ok bool, why string) {
-	if kind == KindPermanent || attempts >= f.MaxAttempts {
+func (f *Core) Retryable(kind string, attempts int, err error) (ok bool, why string) {
+	if kind == terms.KindPermanent || attempts >= f.MaxAttempts {
 		return false, ""
 	}
 	if f.RetryIf == nil {
@@ -30,43 +30,43 @@ func (f *core) retryable(kind string, attempts int, err error) (ok bool, why str
 	return f.RetryIf.Func().Call([]any{err})[0].(bool), ""
 }
 
-// retryVerdict is the in-worker retry policy's decision to stop retrying an
+// RetryVerdict is the in-worker retry policy's decision to stop retrying an
 // element (declined), and why when its error does not say it (WithRetryIf
 // panicked). A task that ended on an error without one ended on an error
 // the policy never saw.
-type retryVerdict struct {
-	declined bool
-	why      string
+type RetryVerdict struct {
+	Declined bool
+	Why      string
 }
 
 // inWorkerRetry is the pool's retry policy for a task when RetryInWorker is
 // set (nil otherwise): the same decision and backoff as a retry through bag
 // state, counting the done attempts made before this task. A decision to
 // stop goes to el.verdict, where the final failure reads it.
-func (f *core) inWorkerRetry(el element) state.Retry {
+func (f *Core) inWorkerRetry(el Element) state.Retry {
 	if !f.RetryInWorker {
 		return nil
 	}
-	key, id, done, verdict := el.key, el.eid.ID, el.done, el.verdict
-	seed := el.eid.Base().Encode()
+	key, id, done, verdict := el.Key, el.ID.ID, el.Done, el.Verdict
+	seed := el.ID.Base().Encode()
 	return func(attempt int, err error) (time.Duration, bool) {
 		total := done + attempt
 		kind := terms.KindOf(err)
-		if ok, why := f.retryable(kind, total, err); !ok {
+		if ok, why := f.Retryable(kind, total, err); !ok {
 			if verdict != nil {
-				*verdict = retryVerdict{declined: true, why: why}
+				*verdict = RetryVerdict{Declined: true, Why: why}
 			}
 			return 0, false
 		}
-		delay := max(f.Backoff.Delay(total, seed), overloadWait(err))
-		f.event(EventRetrying, key, id, total, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, err.Error() })
+		delay := max(f.Backoff.Delay(total, seed), OverloadWait(err))
+		f.Event(terms.EventRetrying, key, id, total, func(e *terms.Event) { e.Delay, e.Kind, e.Error = delay, kind, err.Error() })
 		return delay, true
 	}
 }
 
-// recordAttempts adds the attempts of task t, the last of which failed with
+// RecordAttempts adds the attempts of task t, the last of which failed with
 // err, to the element's envelope env, and returns it with the error's kind.
-func (f *core) recordAttempts(env state.Envelope, t *state.Task, err error) (state.Envelope, string) {
+func (f *Core) RecordAttempts(env state.Envelope, t *state.Task, err error) (state.Envelope, string) {
 	kind := terms.KindOf(err)
 	env.Attempts += max(t.Attempts(), 1)
 	first, last := t.FirstStartedAt(), t.StartedAt()
@@ -83,9 +83,9 @@ func (f *core) recordAttempts(env state.Envelope, t *state.Task, err error) (sta
 
 // retryLater returns env, to be written back to bag state, due after its
 // backoff, or after the wait an overload answer (err) asked for if longer.
-func (f *core) retryLater(key any, kb []byte, env state.Envelope, kind string, err error) *state.Envelope {
-	delay := max(f.Backoff.Delay(env.Attempts, env.Element(string(kb)).Base().Encode()), overloadWait(err))
+func (f *Core) retryLater(key any, kb []byte, env state.Envelope, kind string, err error) *state.Envelope {
+	delay := max(f.Backoff.Delay(env.Attempts, env.Element(string(kb)).Base().Encode()), OverloadWait(err))
 	env.NextAttemptMs = f.clock.Now().Add(delay).UnixMilli()
-	f.event(EventRetrying, key, env.ID, env.Attempts, func(e *Event) { e.Delay, e.Kind, e.Error = delay, kind, env.LastError })
+	f.Event(terms.EventRetrying, key, env.ID, env.Attempts, func(e *terms.Event) { e.Delay, e.Kind, e.Error = delay, kind, env.LastError })
 	return &env
 }

@@ -1,4 +1,4 @@
-package async
+package worker
 
 // Enrich at run time: a lookup's answer joined to its record.
 
@@ -11,7 +11,7 @@ import (
 // joined turns an Enrich element's job, whose work and cache answer [A],
 // into one that outputs [join(record, A)]. It wraps the cache (f.cached),
 // so that the cache keeps answers, not one record's output.
-func (f *core) joined(el element, job state.Job) state.Job {
+func (f *Core) joined(el Element, job state.Job) state.Job {
 	e := f.User.Enrich
 	if e == nil {
 		return job
@@ -22,7 +22,7 @@ func (f *core) joined(el element, job state.Job) state.Job {
 		if err != nil {
 			return outs, err
 		}
-		return e.JoinAnswer(el.value, outs)
+		return e.JoinAnswer(el.Value, outs)
 	}
 	if lookup := job.Lookup; lookup != nil {
 		job.Lookup = func(ctx context.Context) state.Lookup {
@@ -30,7 +30,7 @@ func (f *core) joined(el element, job state.Job) state.Job {
 			if !l.Hit {
 				return l
 			}
-			outs, err := e.JoinAnswer(el.value, l.Outputs)
+			outs, err := e.JoinAnswer(el.Value, l.Outputs)
 			if err != nil {
 				return state.Lookup{Err: err}
 			}

@@ -1,4 +1,4 @@
-package async
+package worker
 
 // Publishing what happens off the bundle's goroutines (events counted on
 // the pool's goroutines, the guard's, the cache's and the batches' counts,
@@ -18,41 +18,42 @@ import (
 	"time"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
-// bundleTickets is a DoFn instance's open bundle, as the ledgers know it:
+// BundleTickets is a DoFn instance's open bundle, as the ledgers know it:
 // its ticket and the ledgers it took counts from.
-type bundleTickets struct {
+type BundleTickets struct {
 	mu      sync.Mutex // a cleanup releases from another goroutine
 	open    ledger.Ticket
 	touched []*ledger.Ledger
 }
 
-// newBundleTickets returns owner's tickets, released when owner (a DoFn
+// NewBundleTickets returns owner's tickets, released when owner (a DoFn
 // instance, which Beam Go drops after a failed bundle) is collected with a
 // bundle open.
-func newBundleTickets[T any](owner *T) *bundleTickets {
-	b := &bundleTickets{}
-	runtime.AddCleanup(owner, (*bundleTickets).release, b)
+func NewBundleTickets[T any](owner *T) *BundleTickets {
+	b := &BundleTickets{}
+	runtime.AddCleanup(owner, (*BundleTickets).Release, b)
 	return b
 }
 
-// begin opens a bundle, releasing one left open (an instance reused after
+// Begin opens a bundle, releasing one left open (an instance reused after
 // a failed bundle, which Beam Go does not do).
-func (b *bundleTickets) begin() {
+func (b *BundleTickets) Begin() {
 	if b == nil {
 		return
 	}
-	b.release()
+	b.Release()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.open = ledger.NewTicket()
 }
 
-// take takes for the open bundle what l holds of total that no bundle has
+// Take takes for the open bundle what l holds of total that no bundle has
 // (every count now, at once final, outside a bundle).
-func (b *bundleTickets) take(l *ledger.Ledger, total []int64) ([]int64, bool) {
+func (b *BundleTickets) Take(l *ledger.Ledger, total []int64) ([]int64, bool) {
 	if b == nil {
 		return l.Take(0, total)
 	}
@@ -68,14 +69,14 @@ func (b *bundleTickets) take(l *ledger.Ledger, total []int64) ([]int64, bool) {
 	return delta, any
 }
 
-// finish makes the open bundle's counts final: its FinishBundle returned
+// Finish makes the open bundle's counts final: its FinishBundle returned
 // without error.
-func (b *bundleTickets) finish() { b.end((*ledger.Ledger).Confirm) }
+func (b *BundleTickets) Finish() { b.end((*ledger.Ledger).Confirm) }
 
-// release gives the open bundle's counts back: it failed.
-func (b *bundleTickets) release() { b.end((*ledger.Ledger).Release) }
+// Release gives the open bundle's counts back: it failed.
+func (b *BundleTickets) Release() { b.end((*ledger.Ledger).Release) }
 
-func (b *bundleTickets) end(how func(*ledger.Ledger, ledger.Ticket)) {
+func (b *BundleTickets) end(how func(*ledger.Ledger, ledger.Ticket)) {
 	if b == nil {
 		return
 	}
@@ -118,9 +119,9 @@ func (t eventTally) vector() []int64 {
 
 // countEvent counts one event of type typ, if eventCounts counts its type
 // (see event, which calls it for every event).
-func (f *core) countEvent(typ EventType) {
+func (f *Core) countEvent(typ terms.EventType) {
 	switch typ {
-	case EventStarted, EventSucceeded, EventRetrying, EventRescheduled, EventProgress:
+	case terms.EventStarted, terms.EventSucceeded, terms.EventRetrying, terms.EventRescheduled, terms.EventProgress:
 	default:
 		return // counted where it is sent, with its bundle
 	}
@@ -128,22 +129,22 @@ func (f *core) countEvent(typ EventType) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch typ {
-	case EventStarted:
+	case terms.EventStarted:
 		c.total.started++
-	case EventSucceeded:
+	case terms.EventSucceeded:
 		c.total.succeeded++
-	case EventRetrying:
+	case terms.EventRetrying:
 		c.total.retried++
-	case EventRescheduled:
+	case terms.EventRescheduled:
 		c.total.rescheduled++
-	case EventProgress:
+	case terms.EventProgress:
 		c.total.progress++
 	}
 }
 
-// countAbandoned counts a task that a failing bundle dropped (cancelled),
+// CountAbandoned counts a task that a failing bundle dropped (cancelled),
 // for a later bundle to publish.
-func (f *core) countAbandoned() {
+func (f *Core) CountAbandoned() {
 	c := f.eventCounts()
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -153,7 +154,7 @@ func (f *core) countAbandoned() {
 // eventCounts returns this transform's event counts in this process, as
 // the instance last found them (countEvent runs for every event, on the
 // pool's goroutines), or from the registry.
-func (f *core) eventCounts() *eventCounts {
+func (f *Core) eventCounts() *eventCounts {
 	if f.last != nil {
 		if w := f.last.Load(); w != nil {
 			return w.counts
@@ -166,12 +167,12 @@ func (f *core) eventCounts() *eventCounts {
 // It looks the counts up in the registry, which keeps them there while the
 // transform publishes, and points the instance at them should they have
 // been dropped and made anew meanwhile (see worker).
-func (f *core) publishEvents(ctx context.Context) {
+func (f *Core) publishEvents(ctx context.Context) {
 	c := f.worker().counts
 	c.mu.Lock()
 	total := c.total.vector()
 	c.mu.Unlock()
-	d, any := f.tickets.take(c.ledger, total)
+	d, any := f.tickets.Take(c.ledger, total)
 	if !any {
 		return
 	}
@@ -183,15 +184,15 @@ func (f *core) publishEvents(ctx context.Context) {
 	}
 }
 
-// publish adds what happened off the bundle's goroutines since the last
+// Publish adds what happened off the bundle's goroutines since the last
 // callback to the Beam metrics, with a bundle's context.
-func (f *core) publish(ctx context.Context, pool *state.Pool) {
+func (f *Core) Publish(ctx context.Context, pool *state.Pool) {
 	f.publishSharedSometimes(ctx, pool)
 	if len(f.Listeners) == 0 {
 		return
 	}
-	if h := f.events(); h != nil {
-		if d, any := f.tickets.take(h.published, []int64{h.panics.Load()}); any {
+	if h := f.Events(); h != nil {
+		if d, any := f.tickets.Take(h.Published, []int64{h.Panics.Load()}); any {
 			f.metrics.ListenerPanics.Inc(ctx, d[0])
 		}
 	}
@@ -203,7 +204,7 @@ func (f *core) publish(ctx context.Context, pool *state.Pool) {
 // runs for every element and each looks its object up; and whenever no
 // call is unfinished, so that the last counts of a pipeline are published
 // by its last callback (each does nothing when no count changed).
-func (f *core) publishSharedSometimes(ctx context.Context, pool *state.Pool) {
+func (f *Core) publishSharedSometimes(ctx context.Context, pool *state.Pool) {
 	now := f.clock.Now()
 	if now.Sub(f.lastGuardPublish) < 100*time.Millisecond && pool.Unfinished() > 0 {
 		return
