@@ -1,8 +1,7 @@
 package worker
 
-// What every DoFn of the transform shares at run time: the per-instance
-// setup, and one element's way from prepare (encode, identify) through
-// submit to the call of the wrapped fn (work).
+// One element's way from prepare (encode, identify, priority) through
+// submit to the call of the wrapped fn (work), and its outputs' commit.
 
 import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
@@ -11,114 +10,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync/atomic"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 
 	"github.com/asyncbeam/asyncbeam/state"
-	"github.com/asyncbeam/asyncbeam/timers"
 )
-
-// Core is what every DoFn of the transform shares, in three parts by
-// lifetime: the configuration Beam ships to workers (config, as JSON), what
-// each DoFn instance rebuilds from it in Setup (instance), and, looked up in
-// the worker's registry on use, what lives once per worker process (the
-// Pool, the event hub, the guard, the result cache). What lives for one
-// bundle or one key's callback is the DoFns' (views, bundleRun, keyTurn).
-// The DoFns hold their state and timer fields themselves, because Beam looks
-// for them at the top level only.
-type Core struct {
-	terms.Config
-	instance
-}
-
-// instance is what one DoFn instance builds in Setup (or a test sets): none
-// of it is serialized. Its fields stay unexported: Beam registers a DoFn's
-// exported fields, embedded ones included, as schema types (instance.go
-// has the accessors).
-type instance struct {
-	clock    timers.Clock
-	metrics  *terms.Metrics
-	registry *state.Registry // nil: state.Default; tests model other workers
-	user     *wrapped.Fn
-	keyEnc   beam.ElementEncoder
-	keyDec   beam.ElementDecoder
-	valEnc   beam.ElementEncoder
-	valDec   beam.ElementDecoder
-	outEnc   beam.ElementEncoder // outputs, when the input carries windows
-	// lastEvict is when this instance last looked for work to evict; the
-	// scan is over the whole pool, so it runs at most once a second.
-	lastEvict time.Time
-	// lastGuardPublish is when this instance last published the guard's
-	// counts (publishSharedSometimes).
-	lastGuardPublish time.Time
-	// waitPeriod, when set, replaces the bundle path's waitPeriod (tests).
-	waitPeriod time.Duration
-	// last is the transform's per-process object as this instance last
-	// found it (worker.go), set in Setup: events are counted on the hot
-	// path, on the pool's goroutines, without a registry lookup.
-	last *atomic.Pointer[worker]
-	// tickets is this instance's open bundle as the publishing ledgers
-	// know it (publish.go); nil: publish as final at once (tests).
-	tickets *BundleTickets
-}
-
-// Setup makes sure the listeners (if any) can be built in this process,
-// reaches Redis if the cache requires it (Cache.RedisRequired), rebuilds the
-// wrapped fn, forwards its Setup, and prepares coders. What fails before
-// the wrapped fn's Setup leaves it unstarted, since it would want its
-// Teardown.
-func (f *Core) Setup(ctx context.Context) error {
-	if f.clock == nil {
-		f.clock = timers.System{}
-	}
-	f.last = &atomic.Pointer[worker]{}
-	if _, err := f.worker().hubOf(f); err != nil {
-		return err // the listeners cannot be built in this process
-	}
-	if err := f.requireRedis(ctx); err != nil {
-		return err
-	}
-	u, err := wrapped.Start(ctx, f.User)
-	if err != nil {
-		return err
-	}
-	f.user = u
-	f.metrics = terms.NewMetrics(f.Name)
-	f.tickets = NewBundleTickets(f)
-	f.PrepareCoders()
-	return nil
-}
-
-// reg is the registry that holds this transform's per-process objects.
-func (f *Core) reg() *state.Registry {
-	if f.registry == nil {
-		return state.Default
-	}
-	return f.registry
-}
-
-// Pool returns this transform's Pool in this process. It is looked up on
-// every use rather than kept, so that a registry Reset (a simulated worker
-// restart) is seen at once.
-func (f *Core) Pool() (*state.Pool, error) {
-	cfg := f.PoolConfig(f.clock.Now, batchConfig(&f.Config))
-	cfg.Gate = gateOf(f.Config, f.clock, f.registry)
-	return f.reg().Shared(f.ID, cfg)
-}
-
-// gateOf builds the pool's gate from a core that shares nothing with a DoFn
-// instance: the pool lives as long as the process, and a gate that held the
-// instance would keep it from being collected (and its bundle tickets from
-// being released: publish.go).
-func gateOf(c terms.Config, clock timers.Clock, reg *state.Registry) func() state.Gate {
-	return func() state.Gate {
-		g := &Core{Config: c, instance: instance{clock: clock, registry: reg}}
-		return g.newGate()
-	}
-}
 
 // Prepare encodes one input element (kb: its key, if already encoded),
 // takes its window from it when the input carries windows, and computes its
@@ -158,49 +56,6 @@ func (f *Core) Prepare(key, value any, kb []byte, ts beam.EventTime) (Element, e
 	}
 	return Element{ID: state.ElementID{Key: string(kb), Window: win, ID: id}, Key: key, Value: value, ValueBytes: vb, Timestamp: ts, Priority: prio}, nil
 }
-
-// Carry takes apart and makes the values that carry an element's window
-// across the global-window DoFns. Their type is the front's (windowed),
-// whose name is in the job graph, so the front sets Carry in its init.
-var Carry struct {
-	Open func(v any) (window string, value []byte, ok bool)
-	Wrap func(window string, value []byte) any
-}
-
-// Element is one element about to be started.
-type Element struct {
-	// ID names the element (its key encoded with the input's coder, its
-	// window, its ID, and on unbounded input where its key's state accepted
-	// it); owner is the pool owner of its task, set when it is accepted.
-	ID         state.ElementID
-	Owner      string
-	Key, Value any
-	// ValueBytes is the value encoded with the input's coder, ts the event time.
-	ValueBytes []byte
-	Timestamp  beam.EventTime
-	// Done is how many attempts of the element failed before (from bag
-	// state, or in its bundle before an eviction). rescheduled marks an
-	// element whose earlier start this worker lost or never had, started
-	// again (EventRescheduled): on unbounded input a pending element of bag
-	// state with no retry due and no task here (a restart, a moved key, an
-	// eviction, a failed callback's work), on bounded input one evicted
-	// from its bundle. A due retry (after EventRetrying) and a queued
-	// element's first start (after EventAccepted) are not.
-	Done        int
-	Priority    int
-	Rescheduled bool
-	// Previous is the error of the element's last attempt before (from
-	// bag state), for the pool's gate; nil for a new element.
-	Previous error
-	// Verdict receives the in-worker retry policy's decision to stop
-	// (RetryInWorker; nil otherwise), so that a declined retry is not
-	// decided again; an error the policy never saw is decided in
-	// finalFailure.
-	Verdict *RetryVerdict
-}
-
-// Task is the key of the element's task in the pool.
-func (el Element) Task() state.TaskKey { return state.TaskKey{Owner: el.Owner, Element: el.ID} }
 
 // emitOutputs emits one element's outputs with its timestamp (Unix ms),
 // each wrapped with the element's window when the input carries windows.
@@ -344,12 +199,4 @@ func callWithin[R any](ctx context.Context, limit time.Duration, call func(conte
 		return none, &terms.TimeoutError{Limit: limit, Err: err}
 	}
 	return result, err
-}
-
-// Teardown forwards Teardown to the wrapped fn once its running calls end.
-func (f *Core) Teardown(ctx context.Context) error {
-	if f.user == nil {
-		return nil
-	}
-	return f.user.Close(ctx)
 }
