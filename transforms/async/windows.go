@@ -63,7 +63,7 @@ type windowed struct {
 	Value  []byte
 }
 
-// init tells the machinery how a value carries its window (see carry).
+// init tells the machinery how a value carries its window (see worker.Carry).
 func init() {
 	worker.Carry.Open = func(v any) (string, []byte, bool) {
 		w, ok := v.(windowed)

@@ -16,7 +16,7 @@ import (
 
 // Config is the part of every DoFn of the transform that Beam serializes:
 // exported fields only, set once at construction and never changed by a
-// worker (see core for what lives per instance, per process and per bundle).
+// worker (see worker.Core for what lives per instance, per process and per bundle).
 type Config struct {
 	// ID names the transform's shared Pool in each worker process.
 	ID string
@@ -77,7 +77,7 @@ type Config struct {
 func (c *Config) Cadence() timers.Cadence { return timers.NewCadence(c.CallbackFrequency) }
 
 // staleAfter is how long a key may go without a callback on this worker
-// before the worker drops its work (see core.evictIdle).
+// before the worker drops its work (see worker.Core.EvictIdle).
 func (c *Config) StaleAfter() time.Duration { return c.Cadence().StaleAfter }
 
 // PoolConfig is the shared pool's configuration, batching as batch says: it remembers a key

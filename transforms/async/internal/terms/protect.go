@@ -31,7 +31,7 @@ func (p Protection) ThrottleK() float64 {
 	return guard.ThrottleK(p.OverloadThreshold)
 }
 
-// Far above: parallelismWarning speaks when the service refuses more than
+// Far above: worker.ParallelismWarning speaks when the service refuses more than
 // WarnRefusedShare of its answers for load, while the fixed parallelism is
 // at least warnFactor times the calls it accepts at once and the calls at
 // the service when it refused were at least warnCrowd times those (it

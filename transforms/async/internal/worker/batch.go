@@ -19,7 +19,7 @@ type BatchItem struct {
 	F  *Core
 	El Element
 	// After takes the element's answer and gives back its outcome: the
-	// result cache's (see cached), or nil. A value for the shared cache is
+	// result cache's (see Cached), or nil. A value for the shared cache is
 	// handed to store, to be written with the request's others.
 	After func(ctx context.Context, attempt int, answer func() ([]any, error), store func(cache.Entry)) ([]any, error)
 }

@@ -20,8 +20,8 @@ import (
 
 // Prepare encodes one input element (kb: its key, if already encoded),
 // takes its window from it when the input carries windows, and computes its
-// value's ID (see identify) and its priority. On unbounded input the ID is
-// made unique among its key's elements at acceptance (see acceptedID).
+// value's ID (see Identify) and its priority. On unbounded input the ID is
+// made unique among its key's elements at acceptance (the stream's acceptedID).
 func (f *Core) Prepare(key, value any, kb []byte, ts beam.EventTime) (Element, error) {
 	if kb == nil {
 		var err error

@@ -74,7 +74,8 @@ type Element struct {
 	ID         state.ElementID
 	Owner      string
 	Key, Value any
-	// ValueBytes is the value encoded with the input's coder, ts the event time.
+	// ValueBytes is the value encoded with the input's coder; Timestamp is
+	// its event time.
 	ValueBytes []byte
 	Timestamp  beam.EventTime
 	// Done is how many attempts of the element failed before (from bag
@@ -93,8 +94,8 @@ type Element struct {
 	Previous error
 	// Verdict receives the in-worker retry policy's decision to stop
 	// (RetryInWorker; nil otherwise), so that a declined retry is not
-	// decided again; an error the policy never saw is decided in
-	// finalFailure.
+	// decided again; an error the policy never saw is decided in the
+	// bounded path's finalFailure.
 	Verdict *RetryVerdict
 }
 

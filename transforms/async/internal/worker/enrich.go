@@ -9,7 +9,7 @@ import (
 )
 
 // joined turns an Enrich element's job, whose work and cache answer [A],
-// into one that outputs [join(record, A)]. It wraps the cache (f.cached),
+// into one that outputs [join(record, A)]. It wraps the cache (f.Cached),
 // so that the cache keeps answers, not one record's output.
 func (f *Core) joined(el Element, job state.Job) state.Job {
 	e := f.User.Enrich

@@ -13,7 +13,7 @@ import (
 
 // AfterFailure decides the outcome of element env of key whose task t finished
 // with err after one attempt: a retry through bag state (see retry.go), or
-// a final failure (failedForGood).
+// a final failure (FailedForGood).
 func (f *Core) AfterFailure(key any, kb []byte, env state.Envelope, t *state.Task, err error) (terms.Outcome, error) {
 	next, kind := f.RecordAttempts(env, t, err)
 	retry, why := f.Retryable(kind, next.Attempts, err)

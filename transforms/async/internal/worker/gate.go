@@ -28,7 +28,7 @@ type Guarded struct {
 	// mu orders publications, so that the limit gauge ends at the last.
 	mu             sync.Mutex
 	limitPublished bool
-	warned         bool // parallelismWarning logged
+	warned         bool // ParallelismWarning logged
 }
 
 // ParallelismWarning is what to tell a user whose fixed parallelism p is

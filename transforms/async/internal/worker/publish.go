@@ -118,7 +118,7 @@ func (t eventTally) vector() []int64 {
 }
 
 // countEvent counts one event of type typ, if eventCounts counts its type
-// (see event, which calls it for every event).
+// (see Event, which calls it for every event).
 func (f *Core) countEvent(typ terms.EventType) {
 	switch typ {
 	case terms.EventStarted, terms.EventSucceeded, terms.EventRetrying, terms.EventRescheduled, terms.EventProgress:

@@ -285,7 +285,7 @@ func (f *Core) EncodeOutputs(outs []any) ([]byte, error) {
 	return b, nil
 }
 
-// decodeOutputs is encodeOutputs reversed.
+// decodeOutputs is EncodeOutputs reversed.
 func (f *Core) decodeOutputs(b []byte) ([]any, error) {
 	dec := beam.NewElementDecoder(f.cachedType())
 	r := bytes.NewReader(b)

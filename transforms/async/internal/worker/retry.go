@@ -42,7 +42,7 @@ type RetryVerdict struct {
 // inWorkerRetry is the pool's retry policy for a task when RetryInWorker is
 // set (nil otherwise): the same decision and backoff as a retry through bag
 // state, counting the done attempts made before this task. A decision to
-// stop goes to el.verdict, where the final failure reads it.
+// stop goes to el.Verdict, where the final failure reads it.
 func (f *Core) inWorkerRetry(el Element) state.Retry {
 	if !f.RetryInWorker {
 		return nil
