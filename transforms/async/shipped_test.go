@@ -17,9 +17,9 @@ import (
 )
 
 // TestDoFnsShipOnlyTheirConfig: Beam ships a DoFn as the JSON of its
-// exported fields. Each of the transform's DoFns ships the config and its
-// state and timer fields, and nothing that an instance builds in Setup,
-// even when that is set (a clock, a registry, coders).
+// exported fields. Each of the transform's DoFns ships every field of the
+// config and its state and timer fields, and nothing that an instance
+// builds in Setup, even when that is set (a clock, a registry, coders).
 func TestDoFnsShipOnlyTheirConfig(t *testing.T) {
 	_, s := beam.NewPipelineWithRoot()
 	set, err := resolve(nil)
@@ -42,7 +42,13 @@ func TestDoFnsShipOnlyTheirConfig(t *testing.T) {
 		"keyedBundleFn": newKeyedBundleFn(c),
 		"escrowFn":      newEscrowFn(c),
 	} {
-		for _, k := range jsonKeys(t, fn) {
+		keys := jsonKeys(t, fn)
+		for _, k := range config {
+			if !contains(keys, k) {
+				t.Errorf("%s does not ship the config's field %q", name, k)
+			}
+		}
+		for _, k := range keys {
 			if !contains(config, k) && !isStateOrTimer(fn, k) {
 				t.Errorf("%s ships field %q; want only the config's fields and its state and timers", name, k)
 			}
