@@ -13,7 +13,6 @@ import (
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // TestDoFnsShipOnlyTheirConfig: Beam ships a DoFn as the JSON of its
@@ -22,14 +21,7 @@ import (
 // builds in Setup, even when that is set (a clock, a registry, coders).
 func TestDoFnsShipOnlyTheirConfig(t *testing.T) {
 	_, s := beam.NewPipelineWithRoot()
-	set, err := resolve(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := newConfig(s.Scope("async.ParDo").String(), wrapped.Spec{}, stringKey, stringKey, set, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := defaultConfig(t, s)
 	config := jsonKeys(t, cfg)
 	c := worker.Core{Config: cfg}
 	c.SetClock(timers.System{})

@@ -1,6 +1,7 @@
 package async
 
 import (
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 
@@ -24,6 +25,15 @@ func TestChainedTransformsTimerFamilies(t *testing.T) {
 // s and returns their timer families.
 func streamFamilies(t *testing.T, s beam.Scope) [2]string {
 	t.Helper()
+	cfg := defaultConfig(t, s)
+	c := worker.Core{Config: cfg}
+	return [2]string{newStreamFn(c).Commit.Family, newEscrowFn(c).Drain.Family}
+}
+
+// defaultConfig is the config of a transform in scope s over string keys
+// and values, built with no options.
+func defaultConfig(t *testing.T, s beam.Scope) terms.Config {
+	t.Helper()
 	set, err := resolve(nil)
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +42,5 @@ func streamFamilies(t *testing.T, s beam.Scope) [2]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := worker.Core{Config: cfg}
-	return [2]string{newStreamFn(c).Commit.Family, newEscrowFn(c).Drain.Family}
+	return cfg
 }
