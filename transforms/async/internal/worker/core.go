@@ -15,10 +15,10 @@ import (
 )
 
 // Core is what every DoFn of the transform shares, in three parts by
-// lifetime: the configuration Beam ships to workers (config, as JSON), what
-// each DoFn instance rebuilds from it in Setup (instance), and, looked up in
-// the worker's registry on use, what lives once per worker process (the
-// Pool, the event hub, the guard, the result cache). What lives for one
+// lifetime: the configuration Beam ships to workers (terms.Config, as
+// JSON), what each DoFn instance rebuilds from it in Setup (instance), and,
+// looked up in the worker's registry on use, what lives once per worker
+// process (the Pool, the event hub, the guard, the result cache). What lives for one
 // bundle or one key's callback is the DoFns' (views, bundleRun, keyTurn).
 // The DoFns hold their state and timer fields themselves, because Beam looks
 // for them at the top level only.
