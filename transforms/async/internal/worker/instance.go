@@ -29,7 +29,12 @@ func (f *Core) Metrics() *terms.Metrics { return f.metrics }
 
 // Registry is the registry that holds the transform's per-process objects:
 // state.Default unless SetRegistry gave another.
-func (f *Core) Registry() *state.Registry { return f.reg() }
+func (f *Core) Registry() *state.Registry {
+	if f.registry == nil {
+		return state.Default
+	}
+	return f.registry
+}
 
 // SetRegistry makes the instance keep its per-process objects in r (tests
 // model other workers so).
@@ -93,21 +98,13 @@ func (f *Core) Setup(ctx context.Context) error {
 	return nil
 }
 
-// reg is the registry that holds this transform's per-process objects.
-func (f *Core) reg() *state.Registry {
-	if f.registry == nil {
-		return state.Default
-	}
-	return f.registry
-}
-
 // Pool returns this transform's Pool in this process. It is looked up on
 // every use rather than kept, so that a registry Reset (a simulated worker
 // restart) is seen at once.
 func (f *Core) Pool() (*state.Pool, error) {
 	cfg := f.PoolConfig(f.clock.Now, batchConfig(&f.Config))
 	cfg.Gate = gateOf(f.Config, f.clock, f.registry)
-	return f.reg().Shared(f.ID, cfg)
+	return f.Registry().Shared(f.ID, cfg)
 }
 
 // gateOf builds the pool's gate from a core that shares nothing with a DoFn

@@ -124,7 +124,7 @@ func (w *worker) Close() error {
 // restart) is seen at once; the instance keeps the last one it found for
 // the counts taken on the pool's goroutines (see eventCounts).
 func (f *Core) worker() *worker {
-	v, _ := f.reg().SharedValue(f.ID, func() (any, error) { return newWorker(), nil })
+	v, _ := f.Registry().SharedValue(f.ID, func() (any, error) { return newWorker(), nil })
 	w := v.(*worker)
 	if f.last != nil && f.last.Load() != w {
 		f.last.Store(w)
