@@ -49,6 +49,10 @@ type Cadence struct {
 	// Forget is how long a worker remembers a key that holds no work
 	// there (its arrivals, see busyWithin), max(4C, 4 s).
 	Forget time.Duration
+	// FirstLead is the least time ahead of a timer set at an element
+	// before any bundle of the worker has ended (Plan): twice busyWithin,
+	// at most backstopCap.
+	FirstLead time.Duration
 	// GuardCap bounds the runner's guard (Runner.Guard), StaleAfter/2: a
 	// guard that long already means the runner is far behind, and the
 	// key's callbacks must come within StaleAfter, or its work is dropped.
@@ -65,7 +69,7 @@ func NewCadence(c time.Duration) Cadence {
 	busy := min(max(2*grid, 500*time.Millisecond), 2*time.Second)
 	floor := max(c/2, 250*time.Millisecond)
 	stale := max(20*c, 30*time.Second)
-	return Cadence{
+	cad := Cadence{
 		Frequency:     c,
 		Grid:          grid,
 		busyWithin:    busy,
@@ -77,6 +81,8 @@ func NewCadence(c time.Duration) Cadence {
 		Forget:        max(4*c, 4*time.Second),
 		GuardCap:      stale / 2,
 	}
+	cad.FirstLead = min(2*busy, cad.backstopCap)
+	return cad
 }
 
 // OnGrid returns the first instant of the commit grid strictly after t.

@@ -24,7 +24,10 @@
 // its key's bundles must move out by itself, and come back once the runner
 // is quick again. The same reading carries how long the worker's bundles
 // last: keys' timers then go on a coarser step of the grid, so that the
-// runner delivers fewer, fuller timer bundles.
+// runner delivers fewer, fuller timer bundles; and a busy key's timer goes
+// past its next bundle, judged from the longest recent bundle and the one
+// in progress ([Facts].BundleAge), since the guard learns of a timer put back
+// only once its bundle has ended.
 //
 // [Clock] is the time source; [Manual] is a clock that tests move by hand.
 package timers

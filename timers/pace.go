@@ -22,6 +22,23 @@ type Runner struct {
 	// the step of keys' timers (Cadence.step). (The overrun's decay
 	// reads the same durations weighted by their lengths: see Pace.)
 	bundle time.Duration
+	// longest is how long the transform's longest recent bundle on this
+	// worker lasted: a decaying maximum of bundle durations, as overrun
+	// is of overruns (zero before one has ended). A runner hands a stage
+	// all its waiting elements in one bundle, so under a backlog the
+	// next bundle lasts about as long as the last (Cadence.nextBundle).
+	longest time.Duration
+	// ended says a bundle of the transform has ended on this worker since
+	// Since: until then nothing tells how long its bundles last
+	// (Cadence.FirstLead).
+	ended bool
+	// busyShare is the share of elements of keys the worker had seen
+	// before that came as a busy key's (Cadence.Busy): a moving share,
+	// each element weighing a sixty-fourth; returned says there was one
+	// since Since. It tells whether a key the worker has not seen yet is
+	// likely one whose next element comes soon (Cadence.Plan).
+	busyShare float64
+	returned  bool
 	// Since is when the worker began setting timers without a pause of
 	// Cadence.Forget (zero: none yet): when its stream started, or resumed
 	// after its keys' arrivals were forgotten. Until it has set timers for
@@ -48,8 +65,10 @@ type Plan struct {
 }
 
 // Pace records, for one transform on one worker, the timers its keys set
-// and whether the key's bundles kept them from firing, and reads the
-// result as a Runner. Its figure is a decaying maximum: a new sample above
+// and whether the key's bundles kept them from firing, how long its
+// bundles last, and whether keys that come back come busy (Returned), and
+// reads the result as a Runner. Its overrun, like its longest bundle, is a
+// decaying maximum: a new sample above
 // it replaces it, and it halves for every four lengths of the bundle in
 // progress at a random instant (bundle durations weighted by their
 // durations, so that a run of tiny timer bundles does not hide a few long
@@ -62,10 +81,14 @@ type Plan struct {
 type Pace struct {
 	mu      sync.Mutex
 	overrun decaying
+	longest decaying        // bundle durations: Runner.longest
 	spans   spans           // bundle durations: Runner.bundle, and the overrun's beat
 	plans   map[string]Plan // key -> its timer in force, as this worker set it
 	swept   time.Time
 	since   time.Time // see Runner.Since
+	ended   bool      // see Runner.ended
+	share   float64   // see Runner.busyShare
+	shared  bool      // see Runner.returned
 	last    time.Time // when Planned was last called
 }
 
@@ -79,8 +102,13 @@ func (p *Pace) Planned(key string, at, now time.Time, c Cadence) {
 		p.plans = map[string]Plan{}
 	}
 	p.plans[key] = Plan{At: at, Set: now}
-	if p.since.IsZero() || now.Sub(p.last) > c.Forget {
+	switch {
+	case p.since.IsZero():
 		p.since = now
+	case now.Sub(p.last) > c.Forget:
+		// A stream that resumes after a pause: what the worker learnt of
+		// its bundles and keys before tells nothing now.
+		p.since, p.ended, p.shared = now, false, false
 	}
 	p.last = now
 	if now.Sub(p.swept) >= c.StaleAfter {
@@ -91,6 +119,22 @@ func (p *Pace) Planned(key string, at, now time.Time, c Cadence) {
 			}
 		}
 	}
+}
+
+// Returned records an element of a key the worker had seen before, and
+// whether it came as a busy key's (Cadence.Busy).
+func (p *Pace) Returned(busy bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	x := 0.0
+	if busy {
+		x = 1
+	}
+	if !p.shared {
+		p.share, p.shared = x, true
+		return
+	}
+	p.share += (x - p.share) / 64
 }
 
 // InForce returns the plan of key's timer that Planned last recorded, and
@@ -112,7 +156,8 @@ func (p *Pace) Drop(key string) {
 }
 
 // BundleEnded records a bundle that began at began and ended at now (its
-// duration enters Runner.bundle unless began is zero), with
+// duration enters Runner.bundle and Runner.longest, and Runner.ended is
+// set, unless began is zero), with
 // the plans that were in force for its keys when it touched them (see
 // InForce). Each plan due before now could not fire while its key was in
 // the bundle, and is an overrun of now minus when it was set, counted as
@@ -129,12 +174,16 @@ func (p *Pace) Drop(key string) {
 func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.overrun.fold(now, p.spans.beat()) // the time since the last bundle passed at the beat as it was
+	beat := p.spans.beat()
+	p.overrun.fold(now, beat) // the time since the last bundle passed at the beat as it was
+	p.longest.fold(now, beat)
 	switch d := now.Sub(began); {
 	case began.IsZero() || d < 0:
 		began = now // unknown: no duration, and staleness from the bundle's end
 	default:
 		p.spans.add(d)
+		p.longest.observe(now, d)
+		p.ended = true
 	}
 	for _, pl := range inForce {
 		if !pl.At.Before(now) || pl.Set.IsZero() || began.Sub(pl.At) > most {
@@ -148,7 +197,8 @@ func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Durat
 func (p *Pace) Runner(now time.Time) Runner {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return Runner{overrun: p.overrun.at(now, p.spans.beat()), bundle: p.spans.mean(), Since: p.since}
+	beat := p.spans.beat()
+	return Runner{overrun: p.overrun.at(now, beat), bundle: p.spans.mean(), longest: p.longest.at(now, beat), ended: p.ended, busyShare: p.share, returned: p.shared, Since: p.since}
 }
 
 // decaying is a maximum that halves for every four beats that pass without

@@ -213,3 +213,65 @@ func TestPaceBundle(t *testing.T) {
 		t.Errorf("bundle after one with no start = %v, want 90ms (not counted)", got)
 	}
 }
+
+// TestPaceLongest: the longest recent bundle is a decaying maximum: a
+// longer bundle replaces it at once, shorter ones leave it, and it wears
+// off once bundles have stayed short for many of their lengths.
+func TestPaceLongest(t *testing.T) {
+	var p Pace
+	t0 := time.Unix(100, 0)
+	if got := p.Runner(t0).longest; got != 0 {
+		t.Errorf("longest before any bundle = %v, want 0", got)
+	}
+	now := t0
+	end := func(d time.Duration) {
+		p.BundleEnded(now, now.Add(d), nil, time.Minute)
+		now = now.Add(d)
+	}
+	end(80 * ms)
+	end(300 * ms)
+	if got := p.Runner(now).longest; got != 300*ms {
+		t.Errorf("longest after bundles of 80 and 300 ms = %v, want 300ms", got)
+	}
+	end(50 * ms)
+	if got := p.Runner(now).longest; got < 250*ms || got > 300*ms {
+		t.Errorf("longest 50 ms after a bundle of 300 ms = %v, want between 250ms and 300ms", got)
+	}
+	for i := 0; i < 400; i++ {
+		end(10 * ms)
+	}
+	if got := p.Runner(now).longest; got > 20*ms {
+		t.Errorf("longest after 400 bundles of 10 ms = %v, want at most 20ms (worn off)", got)
+	}
+}
+
+// TestPaceReturned: the busy share starts at the first element of a key
+// that came back, then moves by a sixty-fourth per element; a worker that
+// starts setting timers anew after Forget forgets it, and that a bundle
+// has ended.
+func TestPaceReturned(t *testing.T) {
+	var p Pace
+	c := NewCadence(100 * ms)
+	t0 := time.Unix(100, 0)
+	if r := p.Runner(t0); r.returned || r.ended {
+		t.Errorf("a new Pace: returned %v, ended %v; want neither", r.returned, r.ended)
+	}
+	p.Planned("k", t0.Add(time.Second), t0, c)
+	p.Returned(true)
+	if r := p.Runner(t0); !r.returned || r.busyShare != 1 {
+		t.Errorf("after one busy key's element: returned %v, share %v; want true, 1", r.returned, r.busyShare)
+	}
+	p.Returned(false)
+	if got, want := p.Runner(t0).busyShare, 1-1.0/64; got != want {
+		t.Errorf("after a quiet key's element: share %v, want %v", got, want)
+	}
+	p.BundleEnded(t0, t0.Add(50*ms), nil, time.Minute)
+	if !p.Runner(t0).ended {
+		t.Error("after a bundle ended: ended false, want true")
+	}
+	later := t0.Add(c.Forget + time.Second)
+	p.Planned("k", later.Add(time.Second), later, c)
+	if r := p.Runner(later); r.returned || r.ended {
+		t.Errorf("after a pause longer than Forget: returned %v, ended %v; want neither", r.returned, r.ended)
+	}
+}

@@ -34,6 +34,8 @@ type Facts struct {
 	Pool Load
 	// Runner is the runner's pace as this worker has seen it.
 	Runner Runner
+	// BundleAge is how long the callback's bundle has run so far.
+	BundleAge time.Duration
 }
 
 // Load is what the planner reads of the shared pool.
@@ -52,24 +54,30 @@ type Load struct {
 
 // busy reports whether the key's next element is expected before its
 // timer would fire, so that its own next bundle commits it: its elements
-// come within c.busyWithin, or within the runner's guard (Runner.Guard) if
-// that is longer (a timer set nearer than the guard is one the runner has
-// lately had to put back). At an element, the time since the key's
-// previous one is under that; at a timer, the gap between its latest two
-// is, and the latest came under it ago. A quiet key's timer that finds its
-// work still running is so not taken for a busy one because of the element
-// that set it.
+// come within c.busyWithin, or within the runner's guard (Runner.Guard) or
+// two bundles (bundleLength) if those are longer (a timer set nearer than
+// the guard is one the runner has lately had to put back; elements in
+// consecutive bundles come as far apart as bundles last). At an element,
+// the time since the key's previous one is under that; at a timer, the gap
+// between its latest two is, and the latest came under it ago. A quiet
+// key's timer that finds its work still running is so not taken for a
+// busy one because of the element that set it.
 func (c Cadence) busy(f Facts) bool {
 	if f.Seen.IsZero() {
 		return false
 	}
-	within := max(c.busyWithin, f.Runner.Guard(c))
+	within := max(c.busyWithin, f.Runner.Guard(c), 2*c.bundleLength(f))
 	since := f.Now.Sub(f.Seen)
 	if f.AtElement {
 		return since < within
 	}
 	return f.Gaps > 0 && f.Gap < within && since < within
 }
+
+// Busy reports whether the planner takes the callback's key for a busy
+// one (see Plan); a worker tells its Pace of each element of a key it had
+// seen (Pace.Returned).
+func (c Cadence) Busy(f Facts) bool { return c.busy(f) }
 
 // newcomer reports whether the callback is an element of a key with no
 // earlier one on this worker (Seen zero), with no element waiting for room
@@ -110,6 +118,43 @@ func (c Cadence) backstop(meanGap time.Duration) time.Duration {
 	return min(max(c.BackstopFloor, 3*meanGap), c.backstopCap)
 }
 
+// bundleLength is how long the worker's bundles last, as far as it can
+// tell: the longer of the callback's bundle so far (Facts.BundleAge) and
+// the longest recent one (Runner.longest), at most a quarter of
+// c.GuardCap.
+func (c Cadence) bundleLength(f Facts) time.Duration {
+	return min(max(f.BundleAge, f.Runner.longest), c.GuardCap/4)
+}
+
+// nextBundle is how far ahead a busy key's timer must be for its next
+// bundle to have ended by then: four bundle lengths (bundleLength), at
+// most c.GuardCap. A runner hands a stage its waiting elements in one
+// bundle, so under a backlog the next bundle follows this one and lasts
+// about as long; four lengths cover the rest of this bundle and the whole
+// next one while bundles grow by up to half each (1.5 + 1.5² < 4). A
+// timer that falls due before its key's bundle ends is one the runner puts
+// back: prism v2.77 in a loop that takes the CPU the bundles need, so they
+// run longer, more elements wait, and the next bundles are longer still.
+// The overrun guard (Runner.Guard) learns of that only once a bundle has
+// ended, and the bundles outgrow it.
+func (c Cadence) nextBundle(f Facts) time.Duration {
+	return 4 * c.bundleLength(f)
+}
+
+// firstLead is how far ahead a timer set at an element must be while no
+// bundle of the worker has ended since it began setting timers
+// (Runner.ended; Runner.Since), when nothing tells how long bundles last,
+// nor which keys are busy: c.FirstLead. Over 1,000 keys on prism's job
+// server, three first bundles ran at once, and keys' timers half a second
+// out fell due inside the keys' second bundles, where prism put them back
+// in its loop.
+func (c Cadence) firstLead(f Facts) time.Duration {
+	if f.Runner.ended || !f.AtElement {
+		return 0
+	}
+	return c.FirstLead
+}
+
 // longCallWait is how far ahead a quiet key's timer looks again, at least,
 // when every element it must come back for is in a call that has run for
 // at least runningFor: a quarter of that time (a call that has run that
@@ -122,14 +167,19 @@ func (c Cadence) longCallWait(runningFor time.Duration) time.Duration {
 
 // Plan returns when the key's commit timer comes, on the commit grid (or
 // at a retry's due time) and never sooner than the runner's guard
-// (Runner.Guard) allows: a timer that falls due while its key is in a
-// bundle is one the runner must put back, and a runner that does so in a
-// loop (prism) starves the bundles that would commit the key. The caller
-// sets no timer for a key that holds nothing.
+// (Runner.Guard) allows, nor, at an element before any bundle of the
+// worker has ended, than c.FirstLead (firstLead): a timer that falls
+// due while its key is in a bundle is one the runner must put back, and a
+// runner that does so in a loop (prism) starves the bundles that would
+// commit the key. The caller sets no timer for a key that holds nothing.
 //
 //   - A busy key (busy) is committed by its own bundles; its timer is a
-//     backstop for when they stop, backstop ahead, rounded up to the
-//     grid's instants a step apart. So is a newcomer's (newcomer). A
+//     backstop for when they stop, backstop ahead and past the key's
+//     next bundle (nextBundle), rounded up to the grid's instants a step
+//     apart. So is a newcomer's (newcomer), past the next bundle too
+//     unless the elements of keys that came back to the worker lately
+//     came mostly as quiet keys' (Pace.Returned): a newcomer among busy
+//     keys is likely busy, one among sparse keys likely not. A
 //     backstop waits anyway, so it shares the coarser instants that quiet
 //     keys' timers use while bundles are long: on the fine grid, the
 //     backstops of many keys' first elements (every element, over 10,000
@@ -143,12 +193,17 @@ func (c Cadence) longCallWait(runningFor time.Duration) time.Duration {
 //     finished waits a grid step; one that finds every element in a long
 //     call waits longCallWait.
 //   - A retry that is due earlier brings the timer forward to it, a busy
-//     key's too (no later element of the key may come to start it).
+//     key's too (no later element of the key may come to start it), but
+//     not sooner than the guard or c.FirstLead allows.
 func (c Cadence) Plan(f Facts) time.Time {
-	guard := f.Runner.Guard(c)
+	guard := max(f.Runner.Guard(c), c.firstLead(f))
 	soonest := f.Now.Add(max(minRearm, guard))
-	if c.busy(f) || c.newcomer(f) {
-		next := NextRound(f.Now.Add(max(c.backstop(f.MeanGap), guard)), c.step(f.Runner), 0)
+	if busy := c.busy(f); busy || c.newcomer(f) {
+		lead := max(c.backstop(f.MeanGap), guard)
+		if busy || !f.Runner.returned || f.Runner.busyShare >= 0.5 {
+			lead = max(lead, c.nextBundle(f))
+		}
+		next := NextRound(f.Now.Add(lead), c.step(f.Runner), 0)
 		return retryFirst(next, f.RetryDue, soonest)
 	}
 	var next time.Time

@@ -1,6 +1,7 @@
 package timers
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -20,6 +21,9 @@ func TestNewCadence(t *testing.T) {
 		got := NewCadence(tc.c)
 		if got.Grid != tc.grid || got.busyWithin != tc.busy || got.BackstopFloor != tc.floor || got.StaleAfter != tc.stale || got.Forget != tc.f {
 			t.Errorf("NewCadence(%v) = %+v; want grid %v, busy within %v, floor %v, stale %v, forget %v", tc.c, got, tc.grid, tc.busy, tc.floor, tc.stale, tc.f)
+		}
+		if got.FirstLead != min(2*tc.busy, got.backstopCap) {
+			t.Errorf("NewCadence(%v).FirstLead = %v, want twice the busy threshold, at most the backstop's cap (%v)", tc.c, got.FirstLead, min(2*tc.busy, got.backstopCap))
 		}
 		if got.backstopCap != max(2*time.Second, got.BackstopFloor) || got.longCallCap != tc.c || got.GuardCap != got.StaleAfter/2 {
 			t.Errorf("NewCadence(%v) = %+v; want the backstop capped at max(2 s, floor), long calls at C, the guard at StaleAfter/2", tc.c, got)
@@ -111,6 +115,8 @@ func TestPlan(t *testing.T) {
 	}
 	pool := Load{Expected: 20 * ms, PerWave: 64}
 	cases := []planCase{
+		{"quiet key in the worker's first bundle: FirstLead",
+			quietAt(Facts{Now: now, Active: 1, Pool: pool}), grid(c.FirstLead)},
 		{"quiet key, one call started: the grid step after the call's expected end",
 			quietAt(Facts{Now: now, Active: 1, Pool: pool}), grid(20 * ms)},
 		{"quiet key behind three waves of unfinished work",
@@ -139,6 +145,30 @@ func TestPlan(t *testing.T) {
 				f.MeanGap, f.Runner.bundle = 300*ms, 300*ms
 				return f
 			}(), at(1400 * ms)}, // 900 ms on is 1001.0 s: the next 500 ms instant (250 ms: +1.15 s; 1 s: +1.9 s)
+		{"busy key late in a bundle that has run 300 ms: past four times that, where its next bundle has ended",
+			func() Facts {
+				f := busyAt(Facts{Now: now, Active: 3, Pool: pool, BundleAge: 300 * ms})
+				f.Runner.bundle = 10 * ms
+				return f
+			}(), grid(1200 * ms)},
+		{"busy key early in a bundle, the longest recent one 400 ms: past four times that",
+			func() Facts {
+				f := busyAt(Facts{Now: now, Active: 3, Pool: pool, BundleAge: 10 * ms})
+				f.Runner.bundle, f.Runner.longest = 10*ms, 400*ms
+				return f
+			}(), grid(1600 * ms)},
+		{"busy key under a backlog whose bundles last an hour: the guard's cap",
+			func() Facts {
+				f := busyAt(Facts{Now: now, Active: 3, Pool: pool, BundleAge: 10 * ms})
+				f.Runner.bundle, f.Runner.longest = time.Hour, time.Hour
+				return f
+			}(), NextRound(now.Add(c.GuardCap), c.Frequency, 0)}, // bundles that long put timers on the step of C
+		{"busy: elements 700 ms apart while the longest recent bundle lasted 400 ms (within two bundles): the backstop, capped",
+			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{bundle: 10 * ms, longest: 400 * ms}}, grid(c.backstopCap)},
+		{"quiet: elements 700 ms apart while the longest recent bundle lasted 300 ms (further than two bundles): on the grid",
+			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{bundle: 10 * ms, longest: 300 * ms}}, grid(20 * ms)},
+		{"quiet: elements 3 s apart while the longest recent bundle lasted 300 ms: on the grid",
+			quietAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{bundle: 10 * ms, longest: 300 * ms}}), grid(20 * ms)},
 		{"busy key with a retry due before its backstop: the retry",
 			busyAt(Facts{Now: now, Active: 1, RetryDue: at(200 * ms), Pool: pool}), at(200 * ms)},
 		{"busy key with a retry due after its backstop: the backstop",
@@ -189,6 +219,9 @@ type planCase struct {
 func checkPlans(t *testing.T, c Cadence, now time.Time, cases []planCase) {
 	t.Helper()
 	for _, tc := range cases {
+		if !strings.Contains(tc.name, "first bundle") {
+			tc.f.Runner.ended = true // a bundle of the worker has ended (see unknownBundles)
+		}
 		if got := c.Plan(tc.f); !got.Equal(tc.want) {
 			t.Errorf("%s: Plan = +%v, want +%v", tc.name, got.Sub(now), tc.want.Sub(now))
 		}
@@ -204,21 +237,32 @@ func TestPlanNewcomer(t *testing.T) {
 	at := func(d time.Duration) time.Time { return now.Add(d) }
 	grid := func(d time.Duration) time.Time { return c.OnGrid(now.Add(d)) }
 	pool := Load{Expected: 20 * ms, PerWave: 64}
+	ended := Runner{bundle: 10 * ms, longest: 10 * ms, ended: true} // the worker's bundles have lasted 10 ms
 	cases := []planCase{
 		{"a newcomer (no element before) is planned as a busy key: the backstop's floor",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool}, grid(c.BackstopFloor)},
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: ended}, grid(c.BackstopFloor)},
+		{"a newcomer in the worker's first bundle, whose length nothing tells yet: FirstLead",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, BundleAge: 5 * ms}, grid(c.FirstLead)},
+		{"a newcomer 300 ms into the worker's first bundle: four times that, past FirstLead",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, BundleAge: 300 * ms}, grid(1200 * ms)},
+		{"a newcomer while the keys that came back came busy: past four times the longest recent bundle",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{bundle: 20 * ms, longest: 100 * ms, returned: true, busyShare: 0.9}}, grid(400 * ms)},
+		{"a newcomer while the keys that came back came quiet (sparse keys): the backstop's floor",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{bundle: 20 * ms, longest: 100 * ms, returned: true, busyShare: 0.1}}, grid(c.BackstopFloor)},
 		{"a newcomer while the runner's guard is 1 s: the guard",
 			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{overrun: 500 * ms}}, grid(time.Second)},
 		{"a newcomer to a worker that has set timers for less than Forget: the backstop's floor",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Since: at(-c.Forget + ms)}}, grid(c.BackstopFloor)},
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{bundle: 10 * ms, longest: 10 * ms, Since: at(-c.Forget + ms)}}, grid(c.BackstopFloor)},
 		{"a key not seen by a worker that has set timers for Forget: quiet",
 			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{Since: at(-c.Forget)}}, grid(20 * ms)},
 		{"a newcomer while the pool holds half its places: quiet, on the grid",
 			Facts{Now: now, AtElement: true, Active: 1, Pool: Load{Expected: 20 * ms, PerWave: 64, Held: 2048, Capacity: 4096}}, grid(20 * ms)},
 		{"a newcomer while the pool holds less than half its places: the backstop's floor",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: Load{Expected: 20 * ms, PerWave: 64, Held: 2047, Capacity: 4096}}, grid(c.BackstopFloor)},
+			Facts{Now: now, AtElement: true, Active: 1, Pool: Load{Expected: 20 * ms, PerWave: 64, Held: 2047, Capacity: 4096}, Runner: ended}, grid(c.BackstopFloor)},
 		{"a newcomer while bundles last 60 ms: the backstop's floor on the 100 ms step",
-			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{bundle: 60 * ms}}, at(300 * ms)}, // 250 ms on, on 100 ms (the fine grid: +275 ms; quiet: +100 ms)
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{bundle: 60 * ms, longest: 60 * ms}}, at(300 * ms)}, // 250 ms on, on 100 ms (the fine grid: +275 ms; quiet: +100 ms)
+		{"a newcomer while the longest recent bundle lasted 100 ms: past four times that",
+			Facts{Now: now, AtElement: true, Active: 1, Pool: pool, Runner: Runner{bundle: 20 * ms, longest: 100 * ms}}, grid(400 * ms)},
 	}
 	checkPlans(t, c, now, cases)
 }

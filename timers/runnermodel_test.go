@@ -226,6 +226,7 @@ func (r modelRun) run() modelResult {
 			}
 			f := timers.Facts{Now: start, AtElement: atElement, Seen: seen, Gaps: k.arrivals.Gaps, Gap: k.arrivals.Gap, MeanGap: k.arrivals.MeanGap,
 				Active: len(k.results), Pool: timers.Load{Expected: r.latency, Unfinished: unfinish, Held: unfinish, PerWave: r.mode.p}}
+			f.Runner = timers.BlindRunner()
 			if r.feedback {
 				f.Runner = pace.Runner(start)
 			}

@@ -340,8 +340,12 @@ func (f *timerOnlyStream) ProcessElement(ts beam.EventTime, sp beamstate.Provide
 		timerOnlyArrivals.setHolds(k, true)
 	}
 	a := f.arrived[k]
-	at := cad.Plan(timers.Facts{Now: now, AtElement: true, Seen: last, Gaps: a.Gaps, Gap: a.Gap, MeanGap: a.MeanGap,
-		Active: 1, Runner: timerOnlyPace.Runner(now)})
+	facts := timers.Facts{Now: now, AtElement: true, Seen: last, Gaps: a.Gaps, Gap: a.Gap, MeanGap: a.MeanGap,
+		Active: 1, Runner: timerOnlyPace.Runner(now), BundleAge: now.Sub(f.began)}
+	if !last.IsZero() {
+		timerOnlyPace.Returned(cad.Busy(facts))
+	}
+	at := cad.Plan(facts)
 	timerOnlyPace.Planned(k, at, now, cad)
 	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(f.holds[k].ToTime()))
 	return f.Pending.Add(sp, v)

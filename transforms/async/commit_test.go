@@ -975,6 +975,33 @@ func TestLateTimerFindsItsResult(t *testing.T) {
 	}
 }
 
+// TestFirstBundleTimer: until a bundle of the transform has ended on the
+// worker, nothing tells how long its bundles last, and an element's timer
+// is at least timers.Cadence.FirstLead ahead; once one has ended, a
+// newcomer's is the backstop's floor ahead again (TestNewcomerTimer).
+func TestFirstBundleTimer(t *testing.T) {
+	const c = 100 * time.Millisecond
+	cad := timers.NewCadence(c)
+	h := newHarness(t, &gated{Name: testName(t)}, stringKey, WithCallbackFrequency(c))
+	f := h.stream()
+	f.StartBundle(context.Background(), nil, nil, nil) // not h.process: no bundle has ended
+	if err := f.ProcessElement(context.Background(), mtime.FromTime(h.clock.Now()), h.st("a"), h.tm("a"), "a", 1, h.emitter("a"), h.fail, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.tm("a").take(); got.Before(h.clock.Now().Add(cad.FirstLead)) {
+		t.Errorf("an element in the worker's first bundle set its timer %v ahead, want at least FirstLead (%v)", got.Sub(h.clock.Now()), cad.FirstLead)
+	}
+	if err := f.FinishBundle(context.Background(), nil, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.process(f, "b", 1)
+	if got, ok := h.tm("b").take(); !ok || !got.Equal(cad.OnGrid(h.clock.Now().Add(cad.BackstopFloor))) {
+		t.Errorf("a newcomer after the worker's first bundle ended set its timer %v ahead (set: %v), want the grid step after the backstop's floor (%v)", got.Sub(h.clock.Now()), ok, cad.BackstopFloor)
+	}
+	openAll(testName(t), "a", 2)
+	openAll(testName(t), "b", 2)
+}
+
 // TestNewcomerTimer: at a short C, on a worker that has set timers for
 // less than Cadence.Forget, a key's first element sets a busy key's timer
 // (the backstop's floor ahead, on the grid) while the pool holds less than

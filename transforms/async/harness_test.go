@@ -485,10 +485,17 @@ func (h *harness) tm(key any) *memTimers {
 }
 
 // process feeds one element to f, in a bundle of its own, at the clock's
-// time. What its commit emits is kept for the key's next fire.
+// time. What its commit emits is kept for the key's next fire. A bundle of
+// the transform has ended just before, at once on the manual clock and
+// with no timer in force, so the element's timer is planned as the
+// runner's pace says, not with timers.Cadence.FirstLead
+// (TestFirstBundleTimer).
 func (h *harness) process(f *streamFn, key any, v int) {
 	h.t.Helper()
 	ts := mtime.FromTime(h.clock.Now())
+	if p, err := h.c.Pool(); err == nil {
+		p.Pace().BundleEnded(h.clock.Now(), h.clock.Now(), nil, time.Minute)
+	}
 	f.StartBundle(context.Background(), nil, nil, nil)
 	if err := f.ProcessElement(context.Background(), ts, h.st(key), h.tm(key), key, v, h.emitter(key), h.fail, nil); err != nil {
 		h.t.Fatalf("ProcessElement(%v, %d): %v", key, v, err)

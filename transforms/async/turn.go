@@ -167,7 +167,7 @@ func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
 	if f.Batch != nil {
 		perWave *= f.Batch.Size
 	}
-	at := f.Cadence().Plan(timers.Facts{
+	facts := timers.Facts{
 		Now:         now,
 		AtElement:   element,
 		Seen:        v.seen,
@@ -181,7 +181,12 @@ func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
 		RetryDue:    v.res.dueNext,
 		Pool:        timers.Load{Expected: pool.ExpectedLatency(), Unfinished: pool.Unfinished(), Held: pool.Len(), Capacity: f.Held, PerWave: perWave},
 		Runner:      pace.Runner(now),
-	})
+		BundleAge:   now.Sub(f.views.began),
+	}
+	if element && !v.seen.IsZero() {
+		pace.Returned(f.Cadence().Busy(facts))
+	}
+	at := f.Cadence().Plan(facts)
 	pace.Planned(v.owner, at, now, f.Cadence())
 	if f.TimersSilenced() {
 		return
