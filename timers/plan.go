@@ -55,9 +55,9 @@ type Load struct {
 // busy reports whether the key's next element is expected before its
 // timer would fire, so that its own next bundle commits it: its elements
 // come within c.busyWithin, or within the runner's guard (Runner.Guard) or
-// two bundles (bundleLength) if those are longer (a timer set nearer than
-// the guard is one the runner has lately had to put back; elements in
-// consecutive bundles come as far apart as bundles last). At an element,
+// the key's next bundle (nextBundle) if those are longer (a timer set
+// nearer than the guard is one the runner has lately had to put back; a
+// key with elements that far apart is in its next bundle). At an element,
 // the time since the key's previous one is under that; at a timer, the gap
 // between its latest two is, and the latest came under it ago. A quiet
 // key's timer that finds its work still running is so not taken for a
@@ -66,7 +66,7 @@ func (c Cadence) busy(f Facts) bool {
 	if f.Seen.IsZero() {
 		return false
 	}
-	within := max(c.busyWithin, f.Runner.Guard(c), 2*c.bundleLength(f))
+	within := max(c.busyWithin, f.Runner.Guard(c), c.nextBundle(f))
 	since := f.Now.Sub(f.Seen)
 	if f.AtElement {
 		return since < within

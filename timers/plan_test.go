@@ -163,10 +163,10 @@ func TestPlan(t *testing.T) {
 				f.Runner.bundle, f.Runner.longest = time.Hour, time.Hour
 				return f
 			}(), NextRound(now.Add(c.GuardCap), c.Frequency, 0)}, // bundles that long put timers on the step of C
-		{"busy: elements 700 ms apart while the longest recent bundle lasted 400 ms (within two bundles): the backstop, capped",
-			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{bundle: 10 * ms, longest: 400 * ms}}, grid(c.backstopCap)},
-		{"quiet: elements 700 ms apart while the longest recent bundle lasted 300 ms (further than two bundles): on the grid",
-			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{bundle: 10 * ms, longest: 300 * ms}}, grid(20 * ms)},
+		{"busy: elements 700 ms apart while the longest recent bundle lasted 200 ms (within four bundles): the backstop, capped",
+			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{bundle: 10 * ms, longest: 200 * ms}}, grid(c.backstopCap)},
+		{"quiet: elements 700 ms apart while the longest recent bundle lasted 150 ms (further than four bundles): on the grid",
+			Facts{Now: now, AtElement: true, Seen: at(-700 * ms), Gaps: 4, Gap: 700 * ms, MeanGap: 700 * ms, Active: 1, Pool: pool, Runner: Runner{bundle: 10 * ms, longest: 150 * ms}}, grid(20 * ms)},
 		{"quiet: elements 3 s apart while the longest recent bundle lasted 300 ms: on the grid",
 			quietAt(Facts{Now: now, Active: 1, Pool: pool, Runner: Runner{bundle: 10 * ms, longest: 300 * ms}}), grid(20 * ms)},
 		{"busy key with a retry due before its backstop: the retry",
