@@ -79,17 +79,17 @@ type Plan struct {
 // dozen of them, at any callback frequency. The zero value is ready to
 // use; a Pace is safe for concurrent use.
 type Pace struct {
-	mu      sync.Mutex
-	overrun decaying
-	longest decaying        // bundle durations: Runner.longest
-	spans   spans           // bundle durations: Runner.bundle, and the overrun's beat
-	plans   map[string]Plan // key -> its timer in force, as this worker set it
-	swept   time.Time
-	since   time.Time // see Runner.Since
-	ended   bool      // see Runner.ended
-	share   float64   // see Runner.busyShare
-	shared  bool      // see Runner.returned
-	last    time.Time // when Planned was last called
+	mu        sync.Mutex
+	overrun   decaying
+	longest   decaying        // bundle durations: Runner.longest
+	spans     spans           // bundle durations: Runner.bundle, and the overrun's beat
+	plans     map[string]Plan // key -> its timer in force, as this worker set it
+	swept     time.Time
+	since     time.Time // see Runner.Since
+	ended     bool      // see Runner.ended
+	busyShare float64   // see Runner.busyShare
+	returned  bool      // see Runner.returned
+	last      time.Time // when Planned was last called
 }
 
 // Planned records that key's timer was set at now for at, under cadence c.
@@ -108,7 +108,7 @@ func (p *Pace) Planned(key string, at, now time.Time, c Cadence) {
 	case now.Sub(p.last) > c.Forget:
 		// A stream that resumes after a pause: what the worker learnt of
 		// its bundles and keys before tells nothing now.
-		p.since, p.ended, p.shared = now, false, false
+		p.since, p.ended, p.returned = now, false, false
 	}
 	p.last = now
 	if now.Sub(p.swept) >= c.StaleAfter {
@@ -130,11 +130,11 @@ func (p *Pace) Returned(busy bool) {
 	if busy {
 		x = 1
 	}
-	if !p.shared {
-		p.share, p.shared = x, true
+	if !p.returned {
+		p.busyShare, p.returned = x, true
 		return
 	}
-	p.share += (x - p.share) / 64
+	p.busyShare += (x - p.busyShare) / 64
 }
 
 // InForce returns the plan of key's timer that Planned last recorded, and
@@ -198,7 +198,7 @@ func (p *Pace) Runner(now time.Time) Runner {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	beat := p.spans.beat()
-	return Runner{overrun: p.overrun.at(now, beat), bundle: p.spans.mean(), longest: p.longest.at(now, beat), ended: p.ended, busyShare: p.share, returned: p.shared, Since: p.since}
+	return Runner{overrun: p.overrun.at(now, beat), bundle: p.spans.mean(), longest: p.longest.at(now, beat), ended: p.ended, busyShare: p.busyShare, returned: p.returned, Since: p.since}
 }
 
 // decaying is a maximum that halves for every four beats that pass without

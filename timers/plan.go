@@ -133,7 +133,7 @@ func (c Cadence) bundleLength(f Facts) time.Duration {
 // about as long; four lengths cover the rest of this bundle and the whole
 // next one while bundles grow by up to half each (1.5 + 1.5² < 4). A
 // timer that falls due before its key's bundle ends is one the runner puts
-// back: prism v2.77 in a loop that takes the CPU the bundles need, so they
+// back: prism (v2.77, v2.78) in a loop that takes the CPU the bundles need, so they
 // run longer, more elements wait, and the next bundles are longer still.
 // The overrun guard (Runner.Guard) learns of that only once a bundle has
 // ended, and the bundles outgrow it.
