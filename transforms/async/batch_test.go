@@ -1,10 +1,6 @@
 package async
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +13,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 	"github.com/asyncbeam/asyncbeam/transforms/cache"
 )
 

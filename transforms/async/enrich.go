@@ -7,13 +7,13 @@ package async
 // or cached.
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"fmt"
 	"reflect"
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // defaultEnrichCache is the cache Enrich uses without WithCache: each

@@ -5,15 +5,15 @@ package async
 // delivers them with panics contained.
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // inspectListeners checks the Listeners given to WithListener and returns

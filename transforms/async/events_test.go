@@ -1,8 +1,6 @@
 package async
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
-
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // recorder is a Listener that keeps the events it sees per Name, so that a

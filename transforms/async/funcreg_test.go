@@ -1,8 +1,6 @@
 package async
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"context"
 	"reflect"
 	"slices"
@@ -14,6 +12,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/reflectx"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // DoFn structs whose register lines TestDoFnLines checks; init registers

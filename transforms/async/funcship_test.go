@@ -1,8 +1,6 @@
 package async
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // splitErrs is a function with a []error result, which Beam's function

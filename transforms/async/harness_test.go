@@ -1,10 +1,6 @@
 package async
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"context"
 	"errors"
 	"fmt"
@@ -23,6 +19,9 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // memState is an in-memory state.Provider for one key: bag state only.

@@ -1,11 +1,11 @@
 package async
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 type orderKey struct {

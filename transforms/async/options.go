@@ -4,16 +4,16 @@ package async
 // retry.go) or priority (priority.go), their defaults and validation.
 
 import (
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-	"github.com/google/uuid"
-
 	"errors"
 	"fmt"
 	"reflect"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+	"github.com/google/uuid"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
 )
 

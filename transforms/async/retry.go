@@ -28,15 +28,14 @@ package async
 // failed commit without a failure output.
 
 import (
-	"math"
-
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // Permanent marks err as permanent: the element is not retried, whatever the

@@ -4,12 +4,12 @@ package async
 // over failure records that a bundle has committed.
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"context"
 	"fmt"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // revertFn calls the wrapped DoFn's Revert method for each failure record

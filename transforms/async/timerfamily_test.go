@@ -1,13 +1,13 @@
 package async
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"testing"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // TestChainedTransformsTimerFamilies: two async transforms of one scope

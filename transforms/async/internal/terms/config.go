@@ -4,14 +4,13 @@ package terms
 // construction, shipped to every worker inside the DoFn as JSON.
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // Config is the part of every DoFn of the transform that Beam serializes:

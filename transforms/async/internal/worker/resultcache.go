@@ -1,8 +1,6 @@
 package worker
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -14,7 +12,9 @@ import (
 	"sync/atomic"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
+
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 	"github.com/asyncbeam/asyncbeam/transforms/cache"
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
