@@ -230,6 +230,15 @@ func EncodeBatch(encoded [][]byte) []byte {
 	return appendBatch(append(buf, tagBatch), encoded)
 }
 
+// EncodeElements returns one bag entry holding encoded envelopes: the
+// envelope itself when there is one, else EncodeBatch's entry.
+func EncodeElements(encoded [][]byte) []byte {
+	if len(encoded) == 1 {
+		return encoded[0]
+	}
+	return EncodeBatch(encoded)
+}
+
 // EncodeWithSummary returns one bag entry holding several encoded envelopes
 // and the key's queue summary: its tag byte, the summary's length as a
 // uvarint and its bytes, then the envelopes as EncodeBatch lays them out

@@ -129,6 +129,8 @@ func TestEntryRoundTrip(t *testing.T) {
 	}{
 		{"batch", EncodeBatch(raws), members, nil},
 		{"single", raws[1], members[1:2], nil},
+		{"elements", EncodeElements(raws), members, nil},
+		{"one element", EncodeElements(raws[1:2]), members[1:2], nil},
 		{"empty batch", EncodeBatch(nil), nil, nil},
 		{"summary", q.Encode(), nil, &q},
 		{"batch with summary", EncodeWithSummary(raws, q), members, &q},

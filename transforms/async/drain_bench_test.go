@@ -7,6 +7,8 @@ import (
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/drain"
 )
 
 // BenchmarkDrainRecord measures the end-of-input drain's cost per element
@@ -22,32 +24,32 @@ import (
 // element.
 func BenchmarkDrainRecord(b *testing.B) {
 	for _, backlog := range []int{10, 1_000, 10_000} {
-		for _, drain := range []bool{false, true} {
-			b.Run(fmt.Sprintf("backlog=%d/drain=%s", backlog, map[bool]string{false: "off", true: "on"}[drain]), func(b *testing.B) {
-				benchDrainRecord(b, backlog, drain)
+		for _, withDrain := range []bool{false, true} {
+			b.Run(fmt.Sprintf("backlog=%d/drain=%s", backlog, map[bool]string{false: "off", true: "on"}[withDrain]), func(b *testing.B) {
+				benchDrainRecord(b, backlog, withDrain)
 			})
 		}
 	}
 }
 
-func benchDrainRecord(b *testing.B, backlog int, drain bool) {
+func benchDrainRecord(b *testing.B, backlog int, withDrain bool) {
 	name := runName(b)
 	opts := []Option{WithParallelism(1), WithMaxItemsToBuffer(1), WithMaxItemsHeld(1)}
-	if drain {
+	if withDrain {
 		opts = append(opts, WithEndOfInputDrain())
 	}
 	h := newHarness(b, &gated{Name: name}, stringKey, opts...)
 	f, ctx := h.stream(), context.Background()
 	e, est, etm := newEscrowFn(h.c), &memState{}, &memTimers{}
-	var first escrowRecord // the key's first record, which names its incarnation
+	var first drain.Record // the key's first record, which names its incarnation
 	apply := func(raw []byte) {
 		if err := e.ProcessElement(ctx, est, etm, "a", raw, nil, nil); err != nil {
 			b.Fatal(err)
 		}
 	}
 	escrow := func(_ beam.EventTime, _ beam.X, raw []byte) {
-		if first.body == nil {
-			first, _ = decodeRecord(raw)
+		if first.Body == nil {
+			first, _ = drain.DecodeRecord(raw)
 		}
 		apply(raw)
 	}
@@ -62,18 +64,18 @@ func benchDrainRecord(b *testing.B, backlog int, drain bool) {
 	}
 	var nonce uint64
 	var hold mtime.Time
-	if drain {
-		b0 := newEscrowBook()
-		if err := b0.applyBody(first.body); err != nil || len(b0.held) != 1 {
+	if withDrain {
+		b0 := drain.NewBook()
+		if err := b0.ApplyBody(first.Body); err != nil || len(b0.Held) != 1 {
 			b.Fatalf("the key's first record: %v", err)
 		}
-		nonce, hold = b0.held[0].Nonce, first.hold
+		nonce, hold = b0.Held[0].Nonce, first.Hold
 	}
 	b.ReportAllocs()
 	for n := int64(1); b.Loop(); n++ {
 		process(backlog + int(n))
-		if drain { // the commit of the n-th element accepted
-			apply(encodeRecord(nextOrdinal(), hold, nil, []escrowID{{Nonce: nonce, Seq: n}}))
+		if withDrain { // the commit of the n-th element accepted
+			apply(drain.EncodeRecord(drain.NextOrdinal(), hold, nil, []drain.ID{{Nonce: nonce, Seq: n}}))
 		}
 	}
 	b.StopTimer()

@@ -9,10 +9,10 @@ package async
 // record per key callback to a second keyed output: the elements it
 // accepted, those it committed (emitted, or failed for good), the key's
 // hold after the callback (the earliest event time of its pending and
-// queued elements, or none) and an ordinal (nextOrdinal) that orders the
+// queued elements, or none) and an ordinal (drain.NextOrdinal) that orders the
 // records of a key. escrowFn, a second stateful DoFn keyed alike, keeps
 // each key's escrowed elements minus its released ones as a log in one bag
-// (escrowlog.go), and a summary in another (escrowsummary.go). An
+// (internal/drain), and a summary in another. An
 // event-time timer near the global window's end (drainFiring) is held where
 // the summary says, and set again only when that moves. The timer fires
 // only once the input watermark has passed the end of time and streamFn's
@@ -25,10 +25,10 @@ package async
 // A record costs the same whatever the key holds: it reads the summary,
 // appends its body to the log, and rewrites the summary. The log is read
 // only by the drain, by the first record of a key, by every record once a
-// drain has run (errDrainedTwice), by a record without a hold (an earlier
+// drain has run (drain.ErrDrainedTwice), by a record without a hold (an earlier
 // version's), and by a rewrite as the book it amounts to, which the
 // summary's counts call for once cancelled pairs weigh enough
-// (escrowSummary.compactDue): a rewrite reads at most a few elements per
+// (drain.Summary.CompactDue): a rewrite reads at most a few elements per
 // element appended since the last one.
 //
 // The timer is held at the hold of the newest record applied (by ordinal); a
@@ -61,6 +61,8 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/drain"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
@@ -71,28 +73,15 @@ const (
 	drainFamily    = "asyncDrain"
 )
 
-// errDrainedTwice fails the job rather than let it go on silently when the
-// stream commits an element the drain ran: the runner fired the drain's
-// event-time timer before the watermark reached it, against the Beam model
-// (an event-time timer fires once the input watermark passes it, and a
-// pending timer upstream holds that watermark at its output timestamp).
-// Beam Python's FnApiRunner (apache-beam 2.77) does so
-// (integration/watermark_test.go): it runs both DoFns in the stage of an
-// unbounded source, whose input watermark is at its maximum from the first
-// bundle.
-var errDrainedTwice = errors.New("the end-of-input drain ran an element that the stream then accepted or committed again, so its outputs may be emitted twice: " +
-	"this runner fired the drain's event-time timer before the watermark reached it, while the stream still held the element " +
-	"(Beam Python's portable job service does, for stateful DoFns in an unbounded source's stage); run the transform without async.WithEndOfInputDrain() on this runner")
-
 // escrowFn keeps, per key, the elements streamFn accepted and has not
 // committed, and at the end of input runs those that remain (see the file's
 // comment).
 type escrowFn struct {
 	bundleFn
-	// Escrow is the key's log (entry kinds in escrowlog.go): escrowed
+	// Escrow is the key's log (entry kinds in internal/drain): escrowed
 	// elements, releases, and the elements a drain ran.
 	Escrow beamstate.Bag[[]byte]
-	// EscrowSummary holds one entry, the key's escrowSummary. A bag, not
+	// EscrowSummary holds one entry, the key's drain.Summary. A bag, not
 	// a value state: Beam Go keeps a value in a bag all the same, and bags
 	// are what every runner this package supports has run.
 	EscrowSummary beamstate.Bag[[]byte]
@@ -123,7 +112,7 @@ func (f *escrowFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, b
 // rewrites it as its book. It sets the drain timer where the hold moved,
 // or clears it when nothing is to be held.
 func (f *escrowFn) ProcessElement(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, raw []byte, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) error {
-	rec, err := decodeRecord(raw)
+	rec, err := drain.DecodeRecord(raw)
 	if err != nil {
 		return fmt.Errorf("async: an escrow record of key %v this version cannot read: %w", key, err)
 	}
@@ -131,30 +120,30 @@ func (f *escrowFn) ProcessElement(ctx context.Context, sp beamstate.Provider, tp
 	if err != nil {
 		return err
 	}
-	appends := found && !sum.drained && rec.hasHold
+	appends := found && !sum.Drained && rec.HasHold
 	if appends {
-		sum.add(rec)
+		sum.Add(rec)
 	} else {
-		sum.newer(rec)
+		sum.Newer(rec)
 	}
-	if appends && !sum.compactDue() {
-		if err := f.Escrow.Add(sp, rec.logEntry()); err != nil {
+	if appends && !sum.CompactDue() {
+		if err := f.Escrow.Add(sp, rec.LogEntry()); err != nil {
 			return fmt.Errorf("async: adding to bag state: %w", err)
 		}
-		f.hold(tp, &sum, sum.newestHold)
+		f.hold(tp, &sum, sum.NewestHold)
 		return f.writeSummary(sp, sum)
 	}
 	b, err := f.read(sp)
 	if err != nil {
 		return err
 	}
-	if err := b.applyBody(rec.body); err != nil {
-		if errors.Is(err, errDrainedTwice) {
+	if err := b.ApplyBody(rec.Body); err != nil {
+		if errors.Is(err, drain.ErrDrainedTwice) {
 			return fmt.Errorf("async: key %v: %w", key, err)
 		}
 		return fmt.Errorf("async: an escrow record of key %v this version cannot read: %w", key, err)
 	}
-	return f.rewrite(sp, tp, b, sum, found, sum.drained || !rec.hasHold)
+	return f.rewrite(sp, tp, b, sum, found, sum.Drained || !rec.HasHold)
 }
 
 // rewrite replaces the key's log with its book b, and the summary with sum
@@ -163,14 +152,14 @@ func (f *escrowFn) ProcessElement(ctx context.Context, sp beamstate.Provider, tp
 // record has told one since the drain, or ever), at the book's earliest
 // held element; at none when nothing is held. found says a summary is
 // stored.
-func (f *escrowFn) rewrite(sp beamstate.Provider, tp beamtimers.Provider, b *escrowBook, sum escrowSummary, found, byBook bool) error {
-	if b.entries > 0 {
+func (f *escrowFn) rewrite(sp beamstate.Provider, tp beamtimers.Provider, b *drain.Book, sum drain.Summary, found, byBook bool) error {
+	if b.Entries > 0 {
 		if err := f.Escrow.Clear(sp); err != nil {
 			return fmt.Errorf("async: clearing bag state: %w", err)
 		}
 	}
-	if b.empty() {
-		f.hold(tp, &sum, holdNone)
+	if b.Empty() {
+		f.hold(tp, &sum, drain.HoldNone)
 		if !found {
 			return nil
 		}
@@ -179,18 +168,18 @@ func (f *escrowFn) rewrite(sp beamstate.Provider, tp beamtimers.Provider, b *esc
 		}
 		return nil
 	}
-	for _, e := range b.compacted() {
+	for _, e := range b.Compacted() {
 		if err := f.Escrow.Add(sp, e); err != nil {
 			return fmt.Errorf("async: adding to bag state: %w", err)
 		}
 	}
-	sum.held, sum.early, sum.escrowed, sum.released = int64(len(b.held)), int64(len(b.early)), 0, 0
-	want := sum.newestHold
+	sum.Held, sum.Early, sum.Escrowed, sum.Released = int64(len(b.Held)), int64(len(b.Early)), 0, 0
+	want := sum.NewestHold
 	switch {
-	case len(b.held) == 0:
-		want = holdNone
+	case len(b.Held) == 0:
+		want = drain.HoldNone
 	case byBook:
-		want = b.earliest()
+		want = b.Earliest()
 	}
 	f.hold(tp, &sum, want)
 	return f.writeSummary(sp, sum)
@@ -198,40 +187,40 @@ func (f *escrowFn) rewrite(sp beamstate.Provider, tp beamtimers.Provider, b *esc
 
 // hold sets or clears the drain timer so that it is held at want, and
 // records that in sum.
-func (f *escrowFn) hold(tp beamtimers.Provider, sum *escrowSummary, want mtime.Time) {
-	set, clear := timerChange(sum.timer, want)
+func (f *escrowFn) hold(tp beamtimers.Provider, sum *drain.Summary, want mtime.Time) {
+	set, clear := drain.TimerChange(sum.Timer, want)
 	switch {
 	case set:
 		f.Drain.Set(tp, drainFiring(want).ToTime(), beamtimers.WithOutputTimestamp(want.ToTime()))
 	case clear:
 		f.Drain.Clear(tp)
 	}
-	sum.timer = want
+	sum.Timer = want
 }
 
 // readSummary reads the key's summary; found is false when there is none.
-func (f *escrowFn) readSummary(sp beamstate.Provider) (sum escrowSummary, found bool, err error) {
+func (f *escrowFn) readSummary(sp beamstate.Provider) (sum drain.Summary, found bool, err error) {
 	entries, ok, err := f.EscrowSummary.Read(sp)
 	switch {
 	case err != nil:
 		return sum, false, fmt.Errorf("async: reading bag state: %w", err)
 	case !ok || len(entries) == 0:
-		return newSummary(), false, nil
+		return drain.NewSummary(), false, nil
 	case len(entries) > 1:
 		return sum, false, fmt.Errorf("async: bag state %q holds %d entries; want one", summaryStateID, len(entries))
 	}
-	if sum, err = decodeSummary(entries[0]); err != nil {
+	if sum, err = drain.DecodeSummary(entries[0]); err != nil {
 		return sum, false, fmt.Errorf("async: bag state %q: %w", summaryStateID, err)
 	}
 	return sum, true, nil
 }
 
 // writeSummary replaces the key's summary.
-func (f *escrowFn) writeSummary(sp beamstate.Provider, sum escrowSummary) error {
+func (f *escrowFn) writeSummary(sp beamstate.Provider, sum drain.Summary) error {
 	if err := f.EscrowSummary.Clear(sp); err != nil {
 		return fmt.Errorf("async: clearing bag state: %w", err)
 	}
-	if err := f.EscrowSummary.Add(sp, sum.encode()); err != nil {
+	if err := f.EscrowSummary.Add(sp, sum.Encode()); err != nil {
 		return fmt.Errorf("async: adding to bag state: %w", err)
 	}
 	return nil
@@ -239,22 +228,22 @@ func (f *escrowFn) writeSummary(sp beamstate.Provider, sum escrowSummary) error 
 
 // read reads the key's book from its log: the drained entry first, so that
 // an escrow or release of a drained element is refused in any read order.
-func (f *escrowFn) read(sp beamstate.Provider) (*escrowBook, error) {
-	b := newEscrowBook()
+func (f *escrowFn) read(sp beamstate.Provider) (*drain.Book, error) {
+	b := drain.NewBook()
 	entries, _, err := f.Escrow.Read(sp)
 	if err != nil {
 		return nil, fmt.Errorf("async: reading bag state: %w", err)
 	}
-	b.entries = len(entries)
+	b.Entries = len(entries)
 	for _, drainedFirst := range []bool{true, false} {
 		for _, raw := range entries {
 			if len(raw) == 0 {
 				return nil, fmt.Errorf("async: bag state %q holds an empty entry", escrowStateID)
 			}
-			if (raw[0] == entryDrained) != drainedFirst {
+			if (raw[0] == drain.EntryDrained) != drainedFirst {
 				continue
 			}
-			if err := b.apply(raw); err != nil {
+			if err := b.Apply(raw); err != nil {
 				return nil, fmt.Errorf("async: bag state %q: %w", escrowStateID, err)
 			}
 		}

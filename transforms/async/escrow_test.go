@@ -1,15 +1,12 @@
 package async
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"sort"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +16,8 @@ import (
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/drain"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 // escrowStep is one key callback of streamFn: the seqs it accepted
@@ -50,10 +49,10 @@ func escrowEnvs(seqs []int64) ([]state.Envelope, [][]byte) {
 	return envs, raws
 }
 
-func escrowIDs(seqs []int64) []escrowID {
-	var ids []escrowID
+func escrowIDs(seqs []int64) []drain.ID {
+	var ids []drain.ID
 	for _, s := range seqs {
-		ids = append(ids, escrowID{Nonce: 7, Seq: s})
+		ids = append(ids, drain.ID{Nonce: 7, Seq: s})
 	}
 	return ids
 }
@@ -61,7 +60,7 @@ func escrowIDs(seqs []int64) []escrowID {
 // record is the step's record, with the key's hold after it.
 func (st escrowStep) record(hold mtime.Time) []byte {
 	_, raws := escrowEnvs(st.escrow)
-	return encodeRecord(uint64(st.ord), hold, raws, escrowIDs(st.release))
+	return drain.EncodeRecord(uint64(st.ord), hold, raws, escrowIDs(st.release))
 }
 
 // timestamp is the record's timestamp, as keyTurn.store gives it.
@@ -106,9 +105,9 @@ func play(steps []escrowStep) history {
 	return h
 }
 
-// hold is the earliest event time pending, or holdNone.
+// hold is the earliest event time pending, or drain.HoldNone.
 func (h history) hold() mtime.Time {
-	first := holdNone
+	first := drain.HoldNone
 	for s := range h.pending {
 		first = min(first, mtime.Time(eventTime(s)))
 	}
@@ -164,17 +163,17 @@ func (k *escrowKey) named(t *testing.T) int {
 	for _, e := range k.st.bags[escrowStateID] {
 		raw := e.([]byte)
 		switch raw[0] {
-		case entryEscrow:
+		case drain.EntryEscrow:
 			n += len(mustDecode(raw[1:]).Envelopes)
-		case entryRecord:
-			acc, _, ids, err := splitBody(raw[1:])
-			c, err2 := countIDs(ids)
+		case drain.EntryRecord:
+			acc, _, ids, err := drain.SplitBody(raw[1:])
+			c, err2 := drain.CountIDs(ids)
 			if err != nil || err2 != nil {
 				t.Fatalf("a log entry: %v, %v", err, err2)
 			}
 			n += int(acc) + c
 		default:
-			c, err := countIDs(raw[1:])
+			c, err := drain.CountIDs(raw[1:])
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,10 +190,10 @@ func (k *escrowKey) book(t *testing.T) (held, early []int64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, env := range b.held {
+	for _, env := range b.Held {
 		held = append(held, env.Seq)
 	}
-	for id := range b.early {
+	for id := range b.Early {
 		early = append(early, id.Seq)
 	}
 	sort.Slice(held, func(i, j int) bool { return held[i] < held[j] })
@@ -203,36 +202,36 @@ func (k *escrowKey) book(t *testing.T) (held, early []int64) {
 }
 
 // summary reads the key's summary back; false: none is stored.
-func (k *escrowKey) summary(t *testing.T) (escrowSummary, bool) {
+func (k *escrowKey) summary(t *testing.T) (drain.Summary, bool) {
 	t.Helper()
 	entries := k.st.bags[summaryStateID]
 	switch len(entries) {
 	case 0:
-		return escrowSummary{}, false
+		return drain.Summary{}, false
 	case 1:
-		sum, err := decodeSummary(entries[0].([]byte))
+		sum, err := drain.DecodeSummary(entries[0].([]byte))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return sum, true
 	}
 	t.Fatalf("the summary bag holds %d entries; want at most one", len(entries))
-	return escrowSummary{}, false
+	return drain.Summary{}, false
 }
 
-// timerHold is the drain timer's hold, or holdNone when none is set.
+// timerHold is the drain timer's hold, or drain.HoldNone when none is set.
 func (k *escrowKey) timerHold() mtime.Time {
 	if last, ok := k.tm.lastSet(); ok && !last.Clear {
 		return last.HoldTimestamp
 	}
-	return holdNone
+	return drain.HoldNone
 }
 
 // TestEscrowFnRecords applies streamFn's records to escrowFn and reads its
 // state back: what is held, which releases wait for their escrows, the
 // drain timer's hold, how long the log is, and whether a summary is kept.
 // A key whose log holds nothing keeps no state; pairs stay in the log
-// until they weigh enough (escrowSummary.compactDue).
+// until they weigh enough (drain.Summary.CompactDue).
 func TestEscrowFnRecords(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
@@ -243,12 +242,12 @@ func TestEscrowFnRecords(t *testing.T) {
 	}{
 		{"escrowed, not released", []escrowStep{{escrow: []int64{1, 2}}}, []int64{1, 2}, nil, 1001, 1},
 		{"escrowed, then released", []escrowStep{{escrow: []int64{1, 2, 3}}, {release: []int64{1}}}, []int64{2, 3}, nil, 1002, 2},
-		{"all released: no state", []escrowStep{{escrow: []int64{1, 2}}, {release: []int64{1, 2}}}, nil, nil, holdNone, 0},
-		{"released, its escrow not arrived", []escrowStep{{ord: 2, release: []int64{4}}}, nil, []int64{4}, holdNone, 1},
+		{"all released: no state", []escrowStep{{escrow: []int64{1, 2}}, {release: []int64{1, 2}}}, nil, nil, drain.HoldNone, 0},
+		{"released, its escrow not arrived", []escrowStep{{ord: 2, release: []int64{4}}}, nil, []int64{4}, drain.HoldNone, 1},
 		{"an early release cancels its escrow", []escrowStep{{ord: 2, release: []int64{4}}, {ord: 1, escrow: []int64{3, 4}}}, []int64{3}, nil, 1003, 2},
 		{"an escrow copy is held once", []escrowStep{{escrow: []int64{1}}, {escrow: []int64{1, 2}}}, []int64{1, 2}, nil, 1001, 2},
-		{"a release twice is one", []escrowStep{{escrow: []int64{1}}, {release: []int64{1}}, {release: []int64{1}}}, nil, []int64{1}, holdNone, 1},
-		{"accepted and committed in one callback: no state", []escrowStep{{escrow: []int64{1}, release: []int64{1}}}, nil, nil, holdNone, 0},
+		{"a release twice is one", []escrowStep{{escrow: []int64{1}}, {release: []int64{1}}, {release: []int64{1}}}, nil, []int64{1}, drain.HoldNone, 1},
+		{"accepted and committed in one callback: no state", []escrowStep{{escrow: []int64{1}, release: []int64{1}}}, nil, nil, drain.HoldNone, 0},
 		{"pairs stay while they weigh little", []escrowStep{
 			{escrow: []int64{1}}, {escrow: []int64{2}, release: []int64{1}}, {escrow: []int64{3}, release: []int64{2}},
 			{escrow: []int64{4}, release: []int64{3}}, {escrow: []int64{5}, release: []int64{4}},
@@ -265,7 +264,7 @@ func TestEscrowFnRecords(t *testing.T) {
 				t.Errorf("held %v, early releases %v; want %v, %v", held, early, tc.held, tc.early)
 			}
 			if hold := k.timerHold(); hold != tc.hold {
-				t.Errorf("drain timer held at %d; want %d (%d: cleared or never set)", hold, tc.hold, holdNone)
+				t.Errorf("drain timer held at %d; want %d (%d: cleared or never set)", hold, tc.hold, drain.HoldNone)
 			}
 			if n := k.logLen(); n != tc.logLen {
 				t.Errorf("log holds %d entries; want %d", n, tc.logLen)
@@ -283,7 +282,7 @@ func TestEscrowFnRecords(t *testing.T) {
 // held that was pending at the newest record applied, and the watermark
 // it and the records in flight make is no later than any element left at
 // the end; the log names at most twice its book, or its book and
-// 2 × compactFloor. Once all have arrived the hold is exact, the book is
+// 2 × drain.CompactFloor. Once all have arrived the hold is exact, the book is
 // what the key holds, and a key left empty has no state and no timer.
 func TestEscrowFnAnyOrder(t *testing.T) {
 	for seed := uint64(1); seed <= 300; seed++ {
@@ -314,15 +313,15 @@ func TestEscrowFnAnyOrder(t *testing.T) {
 				t.Fatalf("seed %d step %d: %v", seed, i, err)
 			}
 			held, early := k.book(t)
-			if named, limit := k.named(t), max(2*(len(held)+len(early)), len(held)+len(early)+2*compactFloor); named > limit {
+			if named, limit := k.named(t), max(2*(len(held)+len(early)), len(held)+len(early)+2*drain.CompactFloor); named > limit {
 				t.Fatalf("seed %d step %d: log names %d elements for %d held and %d early; want at most %d", seed, i, named, len(held), len(early), limit)
 			}
 			hold := k.timerHold()
 			if sum, ok := k.summary(t); ok {
 				for _, s := range held {
-					pendingThen := h.escrowedAt[s] <= int(sum.newest) && (h.releasedAt[s] == 0 || h.releasedAt[s] > int(sum.newest))
+					pendingThen := h.escrowedAt[s] <= int(sum.Newest) && (h.releasedAt[s] == 0 || h.releasedAt[s] > int(sum.Newest))
 					if pendingThen && hold > mtime.Time(eventTime(s)) {
-						t.Fatalf("seed %d step %d: drain timer held at %d, after element %d (%d) held and pending at the newest record %d", seed, i, hold, s, eventTime(s), sum.newest)
+						t.Fatalf("seed %d step %d: drain timer held at %d, after element %d (%d) held and pending at the newest record %d", seed, i, hold, s, eventTime(s), sum.Newest)
 					}
 				}
 			}
@@ -357,7 +356,7 @@ func TestEscrowFnAnyOrder(t *testing.T) {
 // escrowed: what its records read of escrowFn's state per record does not
 // grow with the backlog (a read of the summary, and rewrites whose cost
 // spreads over the records since the last), and its log stays within twice
-// its book, or its book and 2 × compactFloor.
+// its book, or its book and 2 × drain.CompactFloor.
 func TestEscrowRecordReadsFlat(t *testing.T) {
 	perRecord := map[int]float64{}
 	for _, backlog := range []int{10, 1_000, 10_000} {
@@ -379,7 +378,7 @@ func TestEscrowRecordReadsFlat(t *testing.T) {
 		for i := int64(0); i < int64(records); i++ {
 			step(escrowStep{escrow: []int64{int64(backlog) + i}, release: []int64{i}}, eventTime(i+1))
 			if backlog <= 1_000 {
-				if named, limit := k.named(t), max(2*backlog, backlog+2*compactFloor); named > limit {
+				if named, limit := k.named(t), max(2*backlog, backlog+2*drain.CompactFloor); named > limit {
 					t.Fatalf("backlog %d, record %d: log names %d elements; want at most %d", backlog, i, named, limit)
 				}
 			}
@@ -407,38 +406,38 @@ func TestEscrowRecordReadsFlat(t *testing.T) {
 // drain ran is refused with the cause, whichever order the log's entries
 // are read in.
 func TestEscrowBookReleaseOfDrained(t *testing.T) {
-	b := newEscrowBook()
-	b.drained[escrowID{7, 2}] = true
-	if err := b.release([]escrowID{{7, 1}}); err != nil {
+	b := drain.NewBook()
+	b.Drained[drain.ID{Nonce: 7, Seq: 2}] = true
+	if err := b.Release([]drain.ID{{Nonce: 7, Seq: 1}}); err != nil {
 		t.Errorf("release of an element not drained: %v; want nil", err)
 	}
-	if err := b.release([]escrowID{{7, 2}}); err != errDrainedTwice {
+	if err := b.Release([]drain.ID{{Nonce: 7, Seq: 2}}); err != drain.ErrDrainedTwice {
 		t.Errorf("release of a drained element: %v; want errDrainedTwice", err)
 	}
 	envs, raws := escrowEnvs([]int64{2})
-	if err := b.escrow(envs, raws); err != errDrainedTwice {
+	if err := b.Escrow(envs, raws); err != drain.ErrDrainedTwice {
 		t.Errorf("escrow of a drained element: %v; want errDrainedTwice", err)
 	}
 	// A log whose drained entry is read after the escrow of a drained
 	// element: read must refuse it too.
 	for _, reversed := range []bool{false, true} {
 		for name, escrowEntry := range map[string][]byte{
-			"escrow entry": append([]byte{entryEscrow}, oneEntry(raws)...),
-			"record entry": mustRecord(t, escrowStep{ord: 1, escrow: []int64{2}}.record(holdNone)).logEntry(),
+			"escrow entry": append([]byte{drain.EntryEscrow}, state.EncodeElements(raws)...),
+			"record entry": mustRecord(t, escrowStep{ord: 1, escrow: []int64{2}}.record(drain.HoldNone)).LogEntry(),
 		} {
 			k := newEscrowKey(t)
 			k.st.reversed = reversed
-			k.st.bags = map[string][]any{escrowStateID: {escrowEntry, idsEntry(entryDrained, []escrowID{{7, 2}})}}
-			if _, err := k.f.read(k.st); !errors.Is(err, errDrainedTwice) {
+			k.st.bags = map[string][]any{escrowStateID: {escrowEntry, drain.IDsEntry(drain.EntryDrained, []drain.ID{{Nonce: 7, Seq: 2}})}}
+			if _, err := k.f.read(k.st); !errors.Is(err, drain.ErrDrainedTwice) {
 				t.Errorf("%s, reversed %v: reading a log that escrows a drained element: %v; want errDrainedTwice", name, reversed, err)
 			}
 		}
 	}
 }
 
-func mustRecord(t *testing.T, raw []byte) escrowRecord {
+func mustRecord(t *testing.T, raw []byte) drain.Record {
 	t.Helper()
-	r, err := decodeRecord(raw)
+	r, err := drain.DecodeRecord(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -446,7 +445,7 @@ func mustRecord(t *testing.T, raw []byte) escrowRecord {
 }
 
 // TestEscrowFnDrainedTwice: once a drain has run, a record that commits
-// or accepts an element it ran fails the key (errDrainedTwice).
+// or accepts an element it ran fails the key (drain.ErrDrainedTwice).
 func TestEscrowFnDrainedTwice(t *testing.T) {
 	for name, late := range map[string]escrowStep{"release": {ord: 3, release: []int64{2}}, "escrow": {ord: 3, escrow: []int64{2}}} {
 		t.Run(name, func(t *testing.T) {
@@ -463,7 +462,7 @@ func TestEscrowFnDrainedTwice(t *testing.T) {
 			if err := k.f.FinishBundle(ctx, discard, discardFailure); err != nil {
 				t.Fatal(err)
 			}
-			if err := k.apply(late.record(holdNone)); !errors.Is(err, errDrainedTwice) {
+			if err := k.apply(late.record(drain.HoldNone)); !errors.Is(err, drain.ErrDrainedTwice) {
 				t.Errorf("after the drain, record %+v: %v; want errDrainedTwice", late, err)
 			}
 		})
@@ -473,74 +472,20 @@ func TestEscrowFnDrainedTwice(t *testing.T) {
 func discard(beam.EventTime, beam.Z)         {}
 func discardFailure(beam.EventTime, Failure) {}
 
-// TestEscrowBookAnyReadOrder: the book a log makes is the same whatever
-// order its entries are read in, and with entries repeated (a record
-// applied twice while its pair is still in the log): each element is
-// escrowed, released, both, or neither.
-func TestEscrowBookAnyReadOrder(t *testing.T) {
-	for seed := uint64(1); seed <= 300; seed++ {
-		r := rand.New(rand.NewPCG(seed, 2))
-		var log [][]byte
-		for i := 0; i < 1+r.IntN(12); i++ {
-			var seqs, more []int64
-			for j := 0; j < 1+r.IntN(3); j++ {
-				seqs, more = append(seqs, int64(r.IntN(6))), append(more, int64(r.IntN(6)))
-			}
-			switch r.IntN(3) {
-			case 0:
-				_, raws := escrowEnvs(seqs)
-				log = append(log, append([]byte{entryEscrow}, oneEntry(raws)...))
-			case 1:
-				log = append(log, idsEntry(entryRelease, escrowIDs(seqs)))
-			default:
-				log = append(log, mustRecord(t, escrowStep{ord: 1, escrow: seqs, release: more}.record(holdNone)).logEntry())
-			}
-		}
-		bookOf := func(entries [][]byte) (held, early []int64) {
-			b := newEscrowBook()
-			for _, raw := range entries {
-				if err := b.apply(raw); err != nil {
-					t.Fatalf("seed %d: %v", seed, err)
-				}
-			}
-			for _, env := range b.held {
-				held = append(held, env.Seq)
-			}
-			for _, id := range b.earlyIDs() {
-				early = append(early, id.Seq)
-			}
-			sort.Slice(held, func(i, j int) bool { return held[i] < held[j] })
-			return held, early
-		}
-		wantHeld, wantEarly := bookOf(log)
-		shuffled := append([][]byte(nil), log...)
-		r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
-		var doubled [][]byte
-		for _, raw := range log {
-			doubled = append(doubled, raw, raw)
-		}
-		for name, entries := range map[string][][]byte{"shuffled": shuffled, "each twice": doubled} {
-			if held, early := bookOf(entries); !reflect.DeepEqual(held, wantHeld) || !reflect.DeepEqual(early, wantEarly) {
-				t.Errorf("seed %d, %s: held %v, early %v; want %v, %v (as read in order)", seed, name, held, early, wantHeld, wantEarly)
-			}
-		}
-	}
-}
-
 // TestEscrowFnEarlyReleaseOutlivesDrain: the drain keeps the early
 // releases in the log beside the drained elements, so an escrow of a
 // released element that comes after the drain is cancelled, not held for
 // a second drain (an output twice).
 func TestEscrowFnEarlyReleaseOutlivesDrain(t *testing.T) {
 	k := newEscrowKey(t)
-	if err := k.apply(escrowStep{ord: 2, release: []int64{5}}.record(holdNone)); err != nil {
+	if err := k.apply(escrowStep{ord: 2, release: []int64{5}}.record(drain.HoldNone)); err != nil {
 		t.Fatal(err)
 	}
 	if err := k.f.OnTimer(context.Background(), k.st, k.tm, "a", beamtimers.Context{Family: k.f.Drain.Family}, nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	k.tm.forget()
-	if err := k.apply(escrowStep{ord: 1, escrow: []int64{5}}.record(holdNone)); err != nil {
+	if err := k.apply(escrowStep{ord: 1, escrow: []int64{5}}.record(drain.HoldNone)); err != nil {
 		t.Fatal(err)
 	}
 	if held, early := k.book(t); len(held)+len(early) != 0 {
@@ -548,165 +493,6 @@ func TestEscrowFnEarlyReleaseOutlivesDrain(t *testing.T) {
 	}
 	if last, ok := k.tm.lastSet(); ok && !last.Clear {
 		t.Errorf("drain timer %+v; want none set", last)
-	}
-}
-
-// TestEscrowRecordRoundTrip: a record reads back as written (its header,
-// counts, and a body that applies as its elements), a record cut short is
-// refused, and one of the earlier layout (no ordinal, no hold) reads as
-// such.
-func TestEscrowRecordRoundTrip(t *testing.T) {
-	envs, raws := escrowEnvs([]int64{3, 4})
-	ids := []escrowID{{1, 1}, {1<<63 + 5, 1 << 40}, {3, 0}}
-	oldLayout := func(accepted [][]byte, committed []escrowID) []byte { // the layout before ordinals and holds
-		var part []byte
-		if len(accepted) > 0 {
-			part = oneEntry(accepted)
-		}
-		b := appendUvarint(nil, uint64(len(part)))
-		return appendIDs(append(b, part...), committed)
-	}
-	for _, tc := range []struct {
-		name string
-		raws [][]byte
-		ids  []escrowID
-	}{{"both", raws, ids}, {"accepted only", raws, nil}, {"committed only", nil, ids}, {"one accepted", raws[:1], nil}} {
-		for _, old := range []bool{false, true} {
-			raw := encodeRecord(1<<62+3, 12345, tc.raws, tc.ids)
-			if old {
-				raw = oldLayout(tc.raws, tc.ids)
-			}
-			r, err := decodeRecord(raw)
-			if err != nil {
-				t.Fatalf("%s, old %v: %v", tc.name, old, err)
-			}
-			wantOrd, wantHold := uint64(1<<62+3), mtime.Time(12345)
-			if old {
-				wantOrd, wantHold = 0, holdNone
-			}
-			if r.hasHold == old || r.ordinal != wantOrd || r.hold != wantHold || r.accepted != int64(len(tc.raws)) || r.released != int64(len(tc.ids)) {
-				t.Errorf("%s, old %v: header %+v; want ordinal %d, hold %d, hasHold %v, %d accepted, %d released", tc.name, old, r, wantOrd, wantHold, !old, len(tc.raws), len(tc.ids))
-			}
-			b := newEscrowBook()
-			if err := b.apply(r.logEntry()); err != nil {
-				t.Fatalf("%s, old %v: applying its log entry: %v", tc.name, old, err)
-			}
-			if want := envs[:len(tc.raws)]; len(b.held)+len(tc.ids) != len(tc.raws)+len(b.early) || (len(tc.ids) == 0 && !reflect.DeepEqual(b.held, want)) {
-				t.Errorf("%s, old %v: held %v, early %v; want %v held, %v released", tc.name, old, b.held, b.early, want, tc.ids)
-			}
-			if _, err := decodeRecord(raw[:len(raw)-1]); err == nil {
-				t.Errorf("%s, old %v: a record cut short decoded without error", tc.name, old)
-			}
-		}
-	}
-}
-
-func appendUvarint(b []byte, v uint64) []byte {
-	for v >= 0x80 {
-		b = append(b, byte(v)|0x80)
-		v >>= 7
-	}
-	return append(b, byte(v))
-}
-
-// TestEscrowSummaryRoundTrip: a summary reads back as written; anything
-// else is refused.
-func TestEscrowSummaryRoundTrip(t *testing.T) {
-	for _, s := range []escrowSummary{
-		newSummary(),
-		{newest: 1 << 62, newestHold: -5, timer: mtime.MinTimestamp, drained: true, held: 1, early: 2, escrowed: 1 << 40, released: 3},
-	} {
-		got, err := decodeSummary(s.encode())
-		if err != nil || got != s {
-			t.Errorf("decodeSummary(encode(%+v)) = %+v, %v; want it back", s, got, err)
-		}
-		b := s.encode()
-		for _, bad := range [][]byte{nil, b[:len(b)-1], append(append([]byte(nil), b...), 0), append([]byte{2}, b[1:]...), append([]byte{1, 2}, b[2:]...)} {
-			if _, err := decodeSummary(bad); err == nil {
-				t.Errorf("decodeSummary(%x) = nil error; want one", bad)
-			}
-		}
-	}
-}
-
-// TestCompactDue: the log is rewritten once the cancelled pairs it may
-// hold weigh more than a quarter of it, and are compactFloor or more, or
-// may be all of it.
-func TestCompactDue(t *testing.T) {
-	for _, tc := range []struct {
-		name                            string
-		held, early, escrowed, released int64
-		want                            bool
-	}{
-		{"nothing appended", 100, 5, 0, 0, false},
-		{"escrows only: no pair", 0, 0, 1000, 0, false},
-		{"releases of early ones only: no pair", 0, 0, 0, 1000, false},
-		{"may all cancel, below the floor", 3, 0, 0, 3, true},
-		{"accepted and committed at once", 0, 0, 1, 1, true},
-		{"one pair, more left", 1, 0, 1, 1, false},
-		{"a hot key at half its backlog", 1000, 0, 500, 500, false},
-		{"a hot key past half its backlog", 1000, 0, 501, 501, true},
-		{"past a quarter but under the floor", 10, 0, compactFloor - 1, compactFloor - 1, false},
-		{"at the floor", 10, 0, compactFloor, compactFloor, true},
-		{"early ones met by escrows", 0, 100, 100, 0, true},
-		{"pairs bounded by what was appended", 1000, 1000, 1, 1, false},
-	} {
-		s := escrowSummary{held: tc.held, early: tc.early, escrowed: tc.escrowed, released: tc.released}
-		if got := s.compactDue(); got != tc.want {
-			t.Errorf("%s: compactDue(%+v) = %v; want %v", tc.name, s, got, tc.want)
-		}
-	}
-}
-
-// TestTimerChange: the drain timer is set when its hold moves, cleared
-// when nothing is to be held, and left alone otherwise.
-func TestTimerChange(t *testing.T) {
-	for _, tc := range []struct {
-		inForce, want mtime.Time
-		set, clear    bool
-	}{
-		{holdNone, holdNone, false, false},
-		{holdNone, 5, true, false},
-		{5, 5, false, false},
-		{5, 7, true, false},
-		{7, 5, true, false},
-		{5, holdNone, false, true},
-	} {
-		if set, clear := timerChange(tc.inForce, tc.want); set != tc.set || clear != tc.clear {
-			t.Errorf("timerChange(%d, %d) = set %v, clear %v; want %v, %v", tc.inForce, tc.want, set, clear, tc.set, tc.clear)
-		}
-	}
-}
-
-// TestNextOrdinal: ordinals increase strictly, across goroutines too.
-func TestNextOrdinal(t *testing.T) {
-	const n, per = 8, 1000
-	got := make([][]uint64, n)
-	var wg sync.WaitGroup
-	for g := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range per {
-				got[g] = append(got[g], nextOrdinal())
-			}
-		}()
-	}
-	wg.Wait()
-	seen := map[uint64]bool{}
-	for g := range n {
-		for i, o := range got[g] {
-			if i > 0 && o <= got[g][i-1] {
-				t.Fatalf("goroutine %d: ordinal %d after %d; want greater", g, o, got[g][i-1])
-			}
-			if seen[o] {
-				t.Fatalf("ordinal %d given twice", o)
-			}
-			seen[o] = true
-		}
-	}
-	if o := nextOrdinal(); o < uint64(time.Now().Add(-time.Hour).UnixNano()) {
-		t.Errorf("ordinal %d; want about the wall clock in ns", o)
 	}
 }
 
@@ -790,32 +576,32 @@ func TestEscrowReleasesDroppedCopies(t *testing.T) {
 	for _, v := range []int{1, 2, 4} {
 		book.open(gateID(name, "a", v))
 	}
-	escrowed := newEscrowBook()
-	var last escrowRecord
+	escrowed := drain.NewBook()
+	var last drain.Record
 	records := 0
 	escrow := func(_ beam.EventTime, key beam.X, raw []byte) {
 		records++
-		r, err := decodeRecord(raw)
+		r, err := drain.DecodeRecord(raw)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !r.hasHold || r.ordinal <= last.ordinal {
-			t.Errorf("record %d: ordinal %d after %d, hasHold %v; want a greater ordinal and a hold", records, r.ordinal, last.ordinal, r.hasHold)
+		if !r.HasHold || r.Ordinal <= last.Ordinal {
+			t.Errorf("record %d: ordinal %d after %d, hasHold %v; want a greater ordinal and a hold", records, r.Ordinal, last.Ordinal, r.HasHold)
 		}
 		last = r
-		if err := escrowed.applyBody(r.body); err != nil {
+		if err := escrowed.ApplyBody(r.Body); err != nil {
 			t.Fatal(err)
 		}
 	}
 	// checkHold compares the last record's hold with the key's timer,
 	// which plan sets after store sent the record.
 	checkHold := func() {
-		want := holdNone
+		want := drain.HoldNone
 		if tm, ok := h.tm("a").lastSet(); ok && h.st("a").size() > 0 {
 			want = tm.HoldTimestamp
 		}
-		if last.hold != want {
-			t.Errorf("record %d carries hold %d; want the key's %d", records, last.hold, want)
+		if last.Hold != want {
+			t.Errorf("record %d carries hold %d; want the key's %d", records, last.Hold, want)
 		}
 	}
 	f := h.stream()
@@ -846,14 +632,14 @@ func TestEscrowReleasesDroppedCopies(t *testing.T) {
 	if records == 0 {
 		t.Fatal("no escrow record sent")
 	}
-	if len(escrowed.held) != 0 {
+	if len(escrowed.Held) != 0 {
 		var seqs []int64
-		for _, env := range escrowed.held {
+		for _, env := range escrowed.Held {
 			seqs = append(seqs, env.Seq)
 		}
 		t.Errorf("the drain would hold seqs %v after the key emptied (outputs %v); want none", seqs, out)
 	}
-	if last.hold != holdNone {
-		t.Errorf("the last record carries hold %d; want none (the key is empty)", last.hold)
+	if last.Hold != drain.HoldNone {
+		t.Errorf("the last record carries hold %d; want none (the key is empty)", last.Hold)
 	}
 }

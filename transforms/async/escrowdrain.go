@@ -17,6 +17,7 @@ import (
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/drain"
 )
 
 // drainSpan is the width of the band below the global window's end where
@@ -64,42 +65,42 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 	if err != nil {
 		return err
 	}
-	sum.timer = holdNone // it fired
+	sum.Timer = drain.HoldNone // it fired
 	// The drained elements stay named in the log, which the runner
 	// collects with the window, and so do the early releases. Where the
 	// runner honours the watermark every record has arrived before this
 	// timer fires; one that fires it early (Beam Python's job service) can
 	// bring records after it: an escrow or release of a drained element
-	// then fails the job (errDrainedTwice), and an escrow of a released
+	// then fails the job (drain.ErrDrainedTwice), and an escrow of a released
 	// one is cancelled, not drained again.
-	if b.entries > 0 {
+	if b.Entries > 0 {
 		if err := f.Escrow.Clear(sp); err != nil {
 			return fmt.Errorf("async: clearing bag state: %w", err)
 		}
 	}
-	if len(b.held) > 0 || b.drainedRaw != nil {
-		ids := make([]escrowID, 0, len(b.held)+len(b.drained))
-		for id := range b.drained {
+	if len(b.Held) > 0 || b.DrainedRaw != nil {
+		ids := make([]drain.ID, 0, len(b.Held)+len(b.Drained))
+		for id := range b.Drained {
 			ids = append(ids, id)
 		}
-		for _, env := range b.held {
-			ids = append(ids, idOf(env))
+		for _, env := range b.Held {
+			ids = append(ids, drain.IDOf(env))
 		}
-		sortIDs(ids)
-		if err := f.Escrow.Add(sp, idsEntry(entryDrained, ids)); err != nil {
+		drain.SortIDs(ids)
+		if err := f.Escrow.Add(sp, drain.IDsEntry(drain.EntryDrained, ids)); err != nil {
 			return fmt.Errorf("async: adding to bag state: %w", err)
 		}
-		sum.drained = true
+		sum.Drained = true
 	}
-	early := b.earlyIDs()
+	early := b.EarlyIDs()
 	if len(early) > 0 {
-		if err := f.Escrow.Add(sp, idsEntry(entryRelease, early)); err != nil {
+		if err := f.Escrow.Add(sp, drain.IDsEntry(drain.EntryRelease, early)); err != nil {
 			return fmt.Errorf("async: adding to bag state: %w", err)
 		}
 	}
-	sum.held, sum.early, sum.escrowed, sum.released = 0, int64(len(early)), 0, 0
+	sum.Held, sum.Early, sum.Escrowed, sum.Released = 0, int64(len(early)), 0, 0
 	switch {
-	case sum.drained || len(early) > 0:
+	case sum.Drained || len(early) > 0:
 		if err := f.writeSummary(sp, sum); err != nil {
 			return err
 		}
@@ -108,7 +109,7 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 			return fmt.Errorf("async: clearing bag state: %w", err)
 		}
 	}
-	return f.drain(ctx, key, b.held, emit, fail)
+	return f.drain(ctx, key, b.Held, emit, fail)
 }
 
 // drain commits held, the elements of key that the stream never committed.

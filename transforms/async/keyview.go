@@ -17,6 +17,7 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/drain"
 )
 
 // Names of the two bags, as they appear in the job graph.
@@ -99,7 +100,7 @@ type keyView struct {
 	// drain's records.
 	escrowing              bool
 	toEscrow               [][]byte
-	released               []escrowID
+	released               []drain.ID
 	escrowMin, releasedMin int64
 }
 
@@ -264,7 +265,7 @@ func (v *keyView) release(env state.Envelope) {
 	if len(v.released) == 0 || env.EventTimeMs < v.releasedMin {
 		v.releasedMin = env.EventTimeMs
 	}
-	v.released = append(v.released, idOf(env))
+	v.released = append(v.released, drain.IDOf(env))
 }
 
 // releaseCopy notes for the callback's record to the drain a copy dropped
@@ -273,7 +274,7 @@ func (v *keyView) release(env state.Envelope) {
 // copy accepted as an element of its own was escrowed, and leaves the key
 // here.
 func (v *keyView) releaseCopy(dropped, kept state.Envelope) {
-	if idOf(dropped) != idOf(kept) {
+	if drain.IDOf(dropped) != drain.IDOf(kept) {
 		v.release(dropped)
 	}
 }
@@ -355,7 +356,7 @@ func inOrder(entries []*pending) []*pending {
 func (v *keyView) outputTimestamp() time.Time { return v.hold().ToTime() }
 
 // hold is the earliest event time of the key's pending and queued
-// elements, or mtime.MaxTimestamp when it has none (holdNone).
+// elements, or mtime.MaxTimestamp when it has none (drain.HoldNone).
 func (v *keyView) hold() mtime.Time {
 	first := int64(mtime.MaxTimestamp)
 	for _, p := range v.entries {

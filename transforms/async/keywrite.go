@@ -56,7 +56,7 @@ func (v *keyView) addPending(ks keyState, encoded [][]byte, summary bool) error 
 	var entry []byte
 	switch {
 	case !summary:
-		entry = oneEntry(encoded)
+		entry = state.EncodeElements(encoded)
 	case len(encoded) == 0:
 		entry = v.nextSummary().Encode()
 	default:
@@ -81,7 +81,7 @@ func (v *keyView) nextSummary() state.QueueSummary {
 func (v *keyView) writeQueue(ks keyState) error {
 	if !v.queueChanged {
 		if len(v.toQueue) > 0 {
-			if err := ks.queue.Add(ks.sp, oneEntry(raws(v.toQueue))); err != nil {
+			if err := ks.queue.Add(ks.sp, state.EncodeElements(raws(v.toQueue))); err != nil {
 				return fmt.Errorf("async: adding to bag state: %w", err)
 			}
 		}
@@ -95,19 +95,10 @@ func (v *keyView) writeQueue(ks keyState) error {
 	if len(v.queued) == 0 {
 		return nil
 	}
-	if err := ks.queue.Add(ks.sp, oneEntry(raws(v.queued))); err != nil {
+	if err := ks.queue.Add(ks.sp, state.EncodeElements(raws(v.queued))); err != nil {
 		return fmt.Errorf("async: rewriting bag state: %w", err)
 	}
 	return nil
-}
-
-// oneEntry is encoded elements as one bag entry: the element itself when
-// there is one, else a batch.
-func oneEntry(encoded [][]byte) []byte {
-	if len(encoded) == 1 {
-		return encoded[0]
-	}
-	return state.EncodeBatch(encoded)
 }
 
 func raws(ps []*pending) [][]byte {

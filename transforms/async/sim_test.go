@@ -95,10 +95,6 @@ package async
 // goroutine is left.
 
 import (
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-
 	"context"
 	"flag"
 	"fmt"
@@ -124,6 +120,9 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
 )
 
 var (
@@ -1318,11 +1317,11 @@ func (w *streamWorld) drain() {
 		}
 		set := e.timer != nil
 		switch {
-		case len(b.held) > 0 && !set:
-			w.violation("the drain holds %d elements of key %s but no timer", len(b.held), key)
-		case len(b.held) > 0 && !w.s.model.dropsLateTimers:
-			w.violation("the drain holds %d elements of key %s on a model whose timers commit every element", len(b.held), key)
-		case len(b.held) == 0 && set:
+		case len(b.Held) > 0 && !set:
+			w.violation("the drain holds %d elements of key %s but no timer", len(b.Held), key)
+		case len(b.Held) > 0 && !w.s.model.dropsLateTimers:
+			w.violation("the drain holds %d elements of key %s on a model whose timers commit every element", len(b.Held), key)
+		case len(b.Held) == 0 && set:
 			w.violation("the drain holds nothing of key %s but its timer is set", key)
 		}
 		if !set {
@@ -1373,7 +1372,7 @@ func (w *streamWorld) drain() {
 		e.st = st
 		e.timer = nil // fired; set again only if the drain set it
 		e.setTimer(tm)
-		if left, err := w.escrowInstance().read(e.st); err != nil || len(left.held)+len(left.early) != 0 {
+		if left, err := w.escrowInstance().read(e.st); err != nil || len(left.Held)+len(left.Early) != 0 {
 			w.violation("the drain left the state of key %s holding elements or releases (err %v)", key, err)
 		}
 		w.drained += len(c.commits)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/drain"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
@@ -145,7 +146,7 @@ func (k *keyTurn) store() error {
 		if len(v.toEscrow) > 0 && (len(v.released) == 0 || v.escrowMin < at) {
 			at = v.escrowMin
 		}
-		k.escrow(beam.EventTime(at), v.key, encodeRecord(nextOrdinal(), v.hold(), v.toEscrow, v.released))
+		k.escrow(beam.EventTime(at), v.key, drain.EncodeRecord(drain.NextOrdinal(), v.hold(), v.toEscrow, v.released))
 	}
 	v.toEscrow, v.released = nil, nil
 	return nil
