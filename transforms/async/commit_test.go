@@ -17,6 +17,7 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/stream"
 )
 
 var stringKey = reflect.TypeOf("")
@@ -752,10 +753,10 @@ func TestOneBagWritePerCallback(t *testing.T) {
 		{"timer that commits the last", func() []string { finish(3); return mustFire(t, h, f, "a") }, 0, 1, []int{3}, nil},
 	} {
 		checkCommitted(t, h, step.name, step.do(), step.committed)
-		if adds, clears := h.st("a").writes(pendingStateID); adds != step.adds || clears != step.clears {
+		if adds, clears := h.st("a").writes(stream.PendingStateID); adds != step.adds || clears != step.clears {
 			t.Errorf("%s: %d adds and %d clears of the pending bag, want %d and %d", step.name, adds, clears, step.adds, step.clears)
 		}
-		if adds, clears := h.st("a").writes(queuedStateID); adds+clears != 0 {
+		if adds, clears := h.st("a").writes(stream.QueuedStateID); adds+clears != 0 {
 			t.Errorf("%s: %d adds and %d clears of the queue bag, want none", step.name, adds, clears)
 		}
 		if pending := values(t, h, h.st("a").envelopes()); !reflect.DeepEqual(pending, step.pending) {
@@ -799,7 +800,7 @@ func TestOneBagWritePerCallbackWithQueue(t *testing.T) {
 		for _, bag := range []struct {
 			id   string
 			want writes
-		}{{pendingStateID, step.pending}, {queuedStateID, step.queue}} {
+		}{{stream.PendingStateID, step.pending}, {stream.QueuedStateID, step.queue}} {
 			var got writes
 			if got.adds, got.clears = h.st("a").writes(bag.id); got != bag.want {
 				t.Errorf("%s: %d adds and %d clears of bag %s, want %d and %d", step.name, got.adds, got.clears, bag.id, bag.want.adds, bag.want.clears)
@@ -874,81 +875,6 @@ func values(t *testing.T, h *harness, envs []state.Envelope) []int {
 		out = append(out, v.(int))
 	}
 	return out
-}
-
-// TestQueueSummariesStayBounded: a callback that starts queued elements
-// without committing any (room freed by other keys) appends a new queue
-// summary to the pending bag; superseded ones are compacted away once they
-// outnumber the elements, so a key with a long backlog does not read a
-// growing bag at each callback. That holds whether the summaries were read
-// back (one bundle each) or written by this bundle's own earlier callbacks
-// of the key (one bundle for all).
-func TestQueueSummariesStayBounded(t *testing.T) {
-	for _, tc := range []struct {
-		name      string
-		oneBundle bool
-	}{{"one bundle each", false}, {"all in one bundle", true}} {
-		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, &gated{Name: testName(t)}, stringKey)
-			f := h.stream()
-			most := 0
-			f.views = views{}
-			for i := 1; i <= 30; i++ {
-				if !tc.oneBundle {
-					f.views = views{}
-				}
-				k, err := f.open(context.Background(), h.st("a"), "a", false, nil, nil, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				k.v.queue.Count, k.v.summaryChanged = int64(30-i), true
-				if err := k.store(); err != nil {
-					t.Fatal(err)
-				}
-				most = max(most, h.st("a").summaries())
-			}
-			if most > 9 {
-				t.Errorf("the pending bag held up to %d queue summaries over 30 callbacks; want at most 9 (compacted at max(8, elements))", most)
-			}
-		})
-	}
-}
-
-// TestNewestQueueSummaryWins: of the queue summaries in a key's pending bag
-// the one written last counts, in whatever order the runner reads the bag
-// (Beam does not promise one): each carries a serial number one above the
-// summary it supersedes.
-func TestNewestQueueSummaryWins(t *testing.T) {
-	for _, reversed := range []bool{false, true} {
-		t.Run(fmt.Sprintf("reversed=%v", reversed), func(t *testing.T) {
-			h := newHarness(t, &gated{Name: testName(t)}, stringKey)
-			f := h.stream()
-			st := h.st("a")
-			open := func() *keyTurn {
-				t.Helper()
-				f.views = views{} // one bundle each
-				k, err := f.open(context.Background(), st, "a", false, nil, nil, nil)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return k
-			}
-			for _, count := range []int64{5, 4, 3} { // one bundle each, no compaction
-				k := open()
-				k.v.queue.Count, k.v.summaryChanged = count, true
-				if err := k.store(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if n := st.summaries(); n != 3 {
-				t.Fatalf("the pending bag holds %d queue summaries, want 3 (the test needs them uncompacted)", n)
-			}
-			st.reversed = reversed
-			if k := open(); k.v.queue.Count != 3 {
-				t.Errorf("the key's view reads a queue of %d elements, want 3 (the last summary written)", k.v.queue.Count)
-			}
-		})
-	}
 }
 
 // TestLateTimerFindsItsResult: a key whose timer comes later than the stale

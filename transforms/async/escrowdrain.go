@@ -115,7 +115,7 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 // drain commits held, the elements of key that the stream never committed.
 // At the end of input (on such a runner) every record has arrived, so they
 // are of the key's last incarnation, whose order is its seq. An element
-// whose stream call (its task: owner the key, as commit.go looks it up)
+// whose stream call (its task: owner the key, as internal/stream looks it up)
 // finished on this worker with success is adopted; a stream call still
 // running, or failed, is removed, and the element runs in this bundle. So
 // does one this worker never ran. This bundle's elements then take the
@@ -171,7 +171,7 @@ func succeeded(t *state.Task) bool {
 }
 
 // streamTask reports whether t is a call of the unbounded path: its owner
-// is its element's key (commit.go), where a bundle's calls are owned by
+// is its element's key (internal/stream), where a bundle's calls are owned by
 // the bundle.
 func streamTask(t *state.Task) bool { return t.Key.Owner == t.Key.Element.Key }
 

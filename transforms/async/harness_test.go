@@ -19,6 +19,7 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/stream"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
@@ -112,7 +113,7 @@ func (m *memState) summaries() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	n := 0
-	for _, raw := range m.bags[pendingStateID] {
+	for _, raw := range m.bags[stream.PendingStateID] {
 		if mustDecode(raw).Summary != nil {
 			n++
 		}
@@ -126,7 +127,7 @@ func (m *memState) filter(keep func(state.Envelope) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var out []any
-	for _, raw := range m.bags[pendingStateID] {
+	for _, raw := range m.bags[stream.PendingStateID] {
 		entry := mustDecode(raw)
 		var kept [][]byte
 		for i, env := range entry.Envelopes {
@@ -143,14 +144,14 @@ func (m *memState) filter(keep func(state.Envelope) bool) {
 			out = append(out, state.EncodeBatch(kept))
 		}
 	}
-	m.bags[pendingStateID] = out
+	m.bags[stream.PendingStateID] = out
 }
 
 // envelopes decodes every pending element, in bag order.
-func (m *memState) envelopes() []state.Envelope { return m.decode(pendingStateID) }
+func (m *memState) envelopes() []state.Envelope { return m.decode(stream.PendingStateID) }
 
 // queued decodes every queued element, in bag order.
-func (m *memState) queued() []state.Envelope { return m.decode(queuedStateID) }
+func (m *memState) queued() []state.Envelope { return m.decode(stream.QueuedStateID) }
 
 func (m *memState) decode(bag string) []state.Envelope {
 	m.mu.Lock()

@@ -11,12 +11,14 @@ import (
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
+
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/stream"
 )
 
 // The package registers its own DoFn, so a worker that is a separate process
 // can rebuild it. Users register only their wrapped fn (see TryParDo).
 func init() {
-	register.DoFn9x1[context.Context, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), escrowEmit, error](&streamFn{})
+	register.DoFn9x1[context.Context, beam.EventTime, beamstate.Provider, beamtimers.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), stream.EscrowEmit, error](&streamFn{})
 	register.DoFn7x1[context.Context, beamstate.Provider, beamtimers.Provider, beam.X, []byte, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&escrowFn{})
 	register.DoFn6x1[context.Context, beam.EventTime, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&bundleFn{})
 	register.DoFn7x1[context.Context, beam.EventTime, beamstate.Provider, beam.X, beam.Y, func(beam.EventTime, beam.Z), func(beam.EventTime, Failure), error](&keyedBundleFn{})

@@ -14,7 +14,7 @@ package async
 // Where, on unbounded input (streamFn). The task ends with its error. The
 // key's next callback counts the attempts into the element's envelope and
 // writes it back to bag state with the time of its next attempt; a callback
-// of the key at or after that time starts it again (commit.go). A waiting
+// of the key at or after that time starts it again (internal/stream). A waiting
 // retry holds no slot, no place and no memory, and survives a worker
 // restart.
 //

@@ -120,6 +120,7 @@ import (
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/stream"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
@@ -1401,7 +1402,7 @@ func (w *streamWorld) whileClockMoves(fn func() error) error {
 
 func (w *streamWorld) checkState() {
 	for key, k := range w.keys {
-		if n := len(k.bags[pendingStateID]) + len(k.bags[queuedStateID]); n != 0 {
+		if n := len(k.bags[stream.PendingStateID]) + len(k.bags[stream.QueuedStateID]); n != 0 {
 			w.violation("key %s: bag state holds %d entries at the end", key, n)
 		}
 	}

@@ -1,37 +1,70 @@
-package async
+package stream
 
-// What one bundle of the stateful DoFn (streamFn) knows of a key's state:
-// its pending elements (of every window: the DoFn runs in the global window,
-// see windows.go), read once at the bundle's first touch of the key and then
-// kept exact by applying the bundle's own changes, which write writes back.
+// What a Path keeps: the DoFn's bags and timer, and what one bundle knows
+// of each key's state: its pending elements (of every window: the DoFn
+// runs in the global window, see the front's windows.go), read once at the
+// bundle's first touch of the key (keyread.go) and then kept exact by
+// applying the bundle's own changes, which write writes back (keywrite.go).
 
 import (
-	"context"
-	"fmt"
 	"math/rand/v2"
 	"sort"
 	"time"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
+	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/drain"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // Names of the two bags, as they appear in the job graph.
 const (
-	// pendingStateID holds the elements the worker holds (started,
+	// PendingStateID holds the elements the worker holds (started,
 	// finished, or waiting out a retry's backoff), and the summary of the
 	// queued ones.
-	pendingStateID = "asyncPending"
-	// queuedStateID holds the elements that found no room (see
+	PendingStateID = "asyncPending"
+	// QueuedStateID holds the elements that found no room (see
 	// WithMaxItemsHeld), until a callback of their key has room to start
 	// them. Keeping them apart means a callback reads and rewrites only what
 	// the worker holds, never the backlog of an overloaded key.
-	queuedStateID = "asyncQueued"
+	QueuedStateID = "asyncQueued"
 )
+
+// CommitFamily begins the name of streamFn's processing-time timer
+// family; the transform's TimerSuffix ends it.
+const CommitFamily = "asyncCommit"
+
+// EscrowEmit is streamFn's third output: per key callback, the records of
+// the end-of-input drain (package drain), keyed by the callback's key.
+type EscrowEmit = func(beam.EventTime, beam.X, []byte)
+
+// Path runs a streamFn's callbacks: the key's lifecycle steps
+// (turn.go) over the DoFn's bags and timer. Committing from ProcessElement
+// too is what keeps a busy key moving: a runner does not fire the timer of
+// a key that is in a bundle in progress (prism defers it), so under steady
+// input a key's timer could wait until the input stops, while its
+// ProcessElement holds the same state and commits atomically with its
+// bundle just the same.
+type Path struct {
+	*worker.Core
+	// pending, queued and commit are the DoFn's (see streamFn).
+	pending, queued *beamstate.Bag[[]byte]
+	commit          *beamtimers.ProcessingTime
+
+	views     views     // this bundle's keys
+	lastSweep time.Time // see sweepUnbuffered
+}
+
+// New runs the callbacks of a DoFn with core c, bags pending and
+// queued (see PendingStateID, QueuedStateID) and timer commit.
+func New(c *worker.Core, pending, queued *beamstate.Bag[[]byte], commit *beamtimers.ProcessingTime) *Path {
+	return &Path{Core: c, pending: pending, queued: queued, commit: commit}
+}
 
 // keyState is the state of one key that a callback may write:
 // the two bags, and nothing else per key (even the order of WithOrdered lives
@@ -94,7 +127,7 @@ type keyView struct {
 	plan    timers.Plan
 	planned bool
 	// toEscrow and released make this callback's record for the drain
-	// (escrow.go): elements accepted, and elements committed; escrowMin and
+	// (package drain): elements accepted, and elements committed; escrowMin and
 	// releasedMin their earliest event times. store sends and resets them.
 	// Kept only when escrowing (WithEndOfInputDrain), the one gate of the
 	// drain's records.
@@ -117,123 +150,17 @@ type views struct {
 	began time.Time
 }
 
-// view returns the bundle's view of key, reading the pending bag on the
-// bundle's first touch (which also shows the pool the key is alive here).
-func (f *streamFn) view(ctx context.Context, pool *state.Pool, vs *views, ks keyState, key any, element bool) (*keyView, error) {
-	kb, err := f.EncodeKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("async: encoding key %v: %w", key, err)
-	}
-	owner := string(kb)
-	if v := vs.byOwner[owner]; v != nil {
-		if element && !v.arrived {
-			// The bundle's first touch of the key was its timer: its first
-			// element is an arrival all the same.
-			_, v.arrivals = pool.Touch(owner, true)
-			v.arrived = true
-		}
-		return v, nil
-	}
-	v := &keyView{owner: owner, key: key, kb: kb, byID: map[state.ElementID]*pending{}, arrived: element, escrowing: f.Drain}
-	before, after := pool.Touch(owner, element)
-	v.seen, v.arrivals = before.Last, after
-	v.plan, v.planned = pool.Pace().InForce(owner)
-	copies, err := f.readBag(ctx, ks.bag, ks.sp, v, v.add)
-	if err != nil {
-		return nil, err
-	}
-	v.changed = copies // the bag holds copies: rewrite it
-	vs.byOwner[owner] = v
-	return v, nil
-}
-
-// readBag reads one of the key's bags, handing each element to keep. Of
-// several entries of one identity the first is kept (a later one with more
-// attempts replaces it: a retry written back); the others are copies,
-// counted as deduplicated. The current queue summary goes to v. It reports
-// whether the bag held more than keep was given: copies, or an entry
-// replaced, so that the bag is rewritten.
-func (f *streamFn) readBag(ctx context.Context, bag *beamstate.Bag[[]byte], sp beamstate.Provider, v *keyView, keep func(*pending)) (copies bool, err error) {
-	raws, _, err := bag.Read(sp)
-	if err != nil {
-		return false, fmt.Errorf("async: reading bag state: %w", err)
-	}
-	seen := map[state.ElementID]*pending{}
-	for _, raw := range raws {
-		entry, err := state.DecodeEntry(raw)
-		if err != nil {
-			return copies, fmt.Errorf("async: bag state %q holds an entry this version cannot read: %w", bag.Key, err)
-		}
-		if q := entry.Summary; q != nil {
-			if q.Serial >= v.queue.Serial {
-				v.queue = *q
-			}
-			v.maxSeq = max(v.maxSeq, q.HighSeq)
-			if v.nonce == 0 {
-				v.nonce = q.Nonce
-			}
-			v.summaries++
-		}
-		for i, env := range entry.Envelopes {
-			p := &pending{raw: entry.Raws[i], env: env}
-			id := env.Element(v.owner).Base()
-			if old := seen[id]; old != nil || v.byID[id] != nil {
-				if old != nil && env.Attempts > old.env.Attempts {
-					v.releaseCopy(old.env, env)
-					*old = *p
-				} else {
-					kept := old
-					if kept == nil {
-						kept = v.byID[id]
-					}
-					v.releaseCopy(env, kept.env)
-					f.Metrics().Deduplicated.Inc(ctx, 1)
-					f.Event(EventDeduplicated, v.key, env.ID, 0, nil)
-				}
-				copies = true
-				continue
-			}
-			seen[id] = p
-			keep(p)
-		}
-	}
-	return copies, nil
-}
-
-// readQueue reads the queued elements, once per bundle, with those this
-// bundle queued and has not written yet. Copies of elements already pending
-// or queued are dropped (the queue bag is then rewritten).
-func (f *streamFn) readQueue(ctx context.Context, ks keyState, v *keyView) error {
-	if v.queueRead {
-		return nil
-	}
-	v.queueRead = true
-	dropped := false
-	ids := map[state.ElementID]*pending{}
-	keep := func(p *pending) {
-		id := p.env.Element(v.owner).Base()
-		if kept := ids[id]; kept != nil || v.byID[id] != nil {
-			if kept == nil {
-				kept = v.byID[id]
-			}
-			v.releaseCopy(p.env, kept.env)
-			f.Metrics().Deduplicated.Inc(ctx, 1)
-			f.Event(EventDeduplicated, v.key, p.env.ID, 0, nil)
-			dropped = true
-			return
-		}
-		ids[id] = p
-		v.queued = append(v.queued, p)
-	}
-	copies, err := f.readBag(ctx, ks.queue, ks.sp, v, keep)
-	for _, p := range v.toQueue {
-		keep(p)
-	}
-	if copies || dropped || len(v.toQueue) > 0 {
-		v.queueChanged = true // the bag lacks what was queued, or holds copies
-	}
-	v.toQueue = nil
-	return err
+// commitResult is what a commit leaves for the key's next callback.
+type commitResult struct {
+	queued         int       // elements waiting in bag state for room
+	waitingRetries int       // elements waiting out their backoff
+	waitingTurn    int       // finished results waiting behind an earlier element (WithOrdered)
+	dueNext        time.Time // when the first of those is due (zero: none)
+	// running counts the key's elements whose calls are running here, and
+	// shortestRun is how long the most recent of those calls has run (see
+	// timers.Cadence.Plan).
+	running     int
+	shortestRun time.Duration
 }
 
 func (v *keyView) add(p *pending) {

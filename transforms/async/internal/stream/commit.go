@@ -1,4 +1,4 @@
-package async
+package stream
 
 // The exactly-once step of a key's turn (keyTurn.commitOnce): a callback that
 // holds a key's state emits the outputs of its finished elements and removes
@@ -12,21 +12,9 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
-
-// commitResult is what a commit leaves for the key's next callback.
-type commitResult struct {
-	queued         int       // elements waiting in bag state for room
-	waitingRetries int       // elements waiting out their backoff
-	waitingTurn    int       // finished results waiting behind an earlier element (WithOrdered)
-	dueNext        time.Time // when the first of those is due (zero: none)
-	// running counts the key's elements whose calls are running here, and
-	// shortestRun is how long the most recent of those calls has run (see
-	// timers.Cadence.Plan).
-	running     int
-	shortestRun time.Duration
-}
 
 // commit commits every finished element of the view's key: outputs of
 // successes are emitted with their elements' timestamps and windows (and,
@@ -343,7 +331,7 @@ func (k *keyTurn) cancelStale() {
 		if !pending[t.Key.Element] {
 			k.pool.Remove(t)
 			k.fn.Metrics().Cancelled.Inc(k.ctx, 1)
-			k.fn.Event(EventCancelled, k.v.key, t.Key.Element.ID, t.Attempts(), nil)
+			k.fn.Event(terms.EventCancelled, k.v.key, t.Key.Element.ID, t.Attempts(), nil)
 		}
 	}
 }
@@ -354,4 +342,19 @@ func earliest(a, b time.Time) time.Time {
 		return b
 	}
 	return a
+}
+
+// commitOnce commits the key's finished elements and starts what can start (see
+// commit): at the key's first callback in a bundle, and at its timer
+// (timer) even after a ProcessElement of the bundle did; a timer also
+// cancels the key's local work for elements no longer pending (cancelStale).
+// What it leaves (commitResult) is what plan reads.
+func (k *keyTurn) commitOnce(timer bool) error {
+	if k.v.committed && !timer {
+		return nil
+	}
+	k.v.committed = true
+	res, err := k.commit(timer)
+	k.v.res = res
+	return err
 }

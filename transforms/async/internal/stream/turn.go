@@ -1,10 +1,10 @@
-package async
+package stream
 
 // A key's lifecycle in one callback of the stateful DoFn (streamFn): every
 // callback opens the key, commits what has finished, accepts its element (a
 // ProcessElement), stores the changes in the key's bags and plans the key's
-// timer, in that order. streamFn's ProcessElement and OnTimer are these
-// steps; commit.go has what settling does, keyview.go the bags' format.
+// timer, in that order. Path's ProcessElement and OnTimer are these steps;
+// commit.go has what committing does, keyview.go the bags' format.
 
 import (
 	"context"
@@ -17,35 +17,36 @@ import (
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/timers"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/drain"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
 // keyTurn is one key in one callback: the key's bags (the state the
 // callback may write), the transform's pool in this process, the bundle's
 // view of the key, and the callback's outputs. It lives for one callback;
-// the view lives for the bundle (streamFn.views).
+// the view lives for the bundle (Path.views).
 type keyTurn struct {
-	fn   *streamFn
+	fn   *Path
 	ctx  context.Context
 	pool *state.Pool
 	bags keyState
 	v    *keyView
 	emit func(beam.EventTime, beam.Z)
-	fail func(beam.EventTime, Failure)
-	// escrow receives the drain's records (escrow.go); store sends them only
+	fail func(beam.EventTime, terms.Failure)
+	// escrow receives the drain's records (package drain); store sends them only
 	// when the view is escrowing (WithEndOfInputDrain).
-	escrow escrowEmit
+	escrow EscrowEmit
 }
 
 // open is every callback's first step (element: a ProcessElement): the
 // bundle's view of the key, which reads its pending bag at the bundle's
 // first touch of the key (see view).
-func (f *streamFn) open(ctx context.Context, sp beamstate.Provider, key any, element bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure), escrow escrowEmit) (*keyTurn, error) {
+func (f *Path) open(ctx context.Context, sp beamstate.Provider, key any, element bool, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, terms.Failure), escrow EscrowEmit) (*keyTurn, error) {
 	pool, err := f.Pool()
 	if err != nil {
 		return nil, err
 	}
-	k := &keyTurn{fn: f, ctx: ctx, pool: pool, bags: keyState{bag: &f.Pending, queue: &f.Queued, sp: sp}, emit: emit, fail: fail, escrow: escrow}
+	k := &keyTurn{fn: f, ctx: ctx, pool: pool, bags: keyState{bag: f.pending, queue: f.queued, sp: sp}, emit: emit, fail: fail, escrow: escrow}
 	if f.views.byOwner == nil {
 		f.views.byOwner = map[string]*keyView{}
 	}
@@ -60,21 +61,6 @@ func (k *keyTurn) fired() {
 	k.v.planned = false
 }
 
-// commitOnce commits the key's finished elements and starts what can start (see
-// commit): at the key's first callback in a bundle, and at its timer
-// (timer) even after a ProcessElement of the bundle did; a timer also
-// cancels the key's local work for elements no longer pending (cancelStale).
-// What it leaves (commitResult) is what plan reads.
-func (k *keyTurn) commitOnce(timer bool) error {
-	if k.v.committed && !timer {
-		return nil
-	}
-	k.v.committed = true
-	res, err := k.commit(timer)
-	k.v.res = res
-	return err
-}
-
 // accept takes one element into the key, unless it is a copy of a pending
 // element (isCopy: pending when the bundle began, or started from the queue
 // by this bundle's commitOnce; only with WithIDFn can an element be a copy). It
@@ -87,10 +73,10 @@ func (k *keyTurn) accept(el worker.Element, isCopy bool) error {
 	nonce, seq := v.nextSeq()
 	f.acceptedID(&el, seq)
 	f.Metrics().Accepted.Inc(ctx, 1)
-	f.Event(EventAccepted, el.Key, el.ID.ID, 0, nil)
+	f.Event(terms.EventAccepted, el.Key, el.ID.ID, 0, nil)
 	if isCopy || v.byID[el.ID.Base()] != nil {
 		f.Metrics().Deduplicated.Inc(ctx, 1)
-		f.Event(EventDeduplicated, el.Key, el.ID.ID, 0, nil)
+		f.Event(terms.EventDeduplicated, el.Key, el.ID.ID, 0, nil)
 		return nil
 	}
 	env := state.Envelope{ID: el.ID.ID, EventTimeMs: int64(el.Timestamp), Value: el.ValueBytes, Seq: seq, Window: el.ID.Window, Nonce: nonce}
@@ -125,7 +111,7 @@ func (k *keyTurn) accept(el worker.Element, isCopy bool) error {
 // place by the bundle's retry (same state, same elements), which so finds
 // its call running or finished on this worker and takes it over (see
 // state.ElementID).
-func (f *streamFn) acceptedID(el *worker.Element, seq int64) {
+func (f *Path) acceptedID(el *worker.Element, seq int64) {
 	if f.IDFn == nil {
 		el.ID.ID += string(binary.AppendVarint(nil, int64(el.Timestamp)))
 		el.ID = el.ID.Occurrence(seq)
@@ -134,7 +120,7 @@ func (f *streamFn) acceptedID(el *worker.Element, seq int64) {
 
 // store writes the bundle's changes to the key's bags (keyView.write), and
 // sends the callback's record of accepted and committed elements to the
-// drain (escrow.go) with them, with the key's hold after the callback and
+// drain (package drain) with them, with the key's hold after the callback and
 // the record's ordinal.
 func (k *keyTurn) store() error {
 	if err := k.v.write(k.bags); err != nil {
@@ -192,5 +178,5 @@ func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
 	if f.TimersSilenced() {
 		return
 	}
-	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(v.outputTimestamp()))
+	f.commit.Set(tp, at, beamtimers.WithOutputTimestamp(v.outputTimestamp()))
 }
