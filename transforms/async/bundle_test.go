@@ -246,7 +246,7 @@ func TestBundleFailureReleasesItsWork(t *testing.T) {
 			// FinishBundle waited for a:3 for ever).
 			book.open(gateID(testName(t), "a", 1))
 			p, _ := h.c.Pool()
-			tasks := p.ForOwner(f.run.id)
+			tasks := p.ForOwner(f.path().BundleID())
 			if err := tc.fail(f, ctx); err == nil {
 				t.Fatal("the bundle did not fail")
 			}
@@ -393,7 +393,7 @@ func TestBundleOrderedFailureThenSameValue(t *testing.T) {
 	}
 	p, _ := h.c.Pool()
 	for deadline := time.Now().Add(10 * time.Second); len(fails) == 0 && time.Now().Before(deadline); {
-		if err := f.flush(ctx, f.run, emit, fail); err != nil { // as the next ProcessElement would
+		if err := f.path().FlushNow(ctx, emit, fail); err != nil { // as the next ProcessElement would
 			t.Fatal(err)
 		}
 		time.Sleep(time.Millisecond)
@@ -411,7 +411,7 @@ func TestBundleOrderedFailureThenSameValue(t *testing.T) {
 			t.Fatal(err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("FinishBundle hangs with %d elements unresolved (pool %d tasks)", f.run.undecided(), p.Len())
+		t.Fatalf("FinishBundle hangs with %d elements unresolved (pool %d tasks)", f.path().Undecided(), p.Len())
 	}
 	if want := []string{"a:0#0", "a:1#0"}; !reflect.DeepEqual(outs, want) || len(fails) != 1 {
 		t.Errorf("outputs %v, failures %d; want %v in order and one failure", outs, len(fails), want)
@@ -496,7 +496,7 @@ func TestBundleEvictionKeepsFailedAttempts(t *testing.T) {
 	p, _ := h.c.Pool()
 	deadline := time.Now().Add(10 * time.Second)
 	for { // the first attempt failed; the task waits 100 hours for its second
-		ts := p.ForOwner(f.run.id)
+		ts := p.ForOwner(f.path().BundleID())
 		if len(ts) == 1 && ts[0].Attempts() == 1 && ts[0].Status() == state.Waiting { // Waiting after an attempt: for the retry
 			break
 		}
@@ -569,9 +569,7 @@ func TestBundleOrderedEvictedKeepsTheBound(t *testing.T) {
 	p := evictStale(t, h, 2)
 	deadline := time.Now().Add(10 * time.Second)
 	for { // both calls return on their cancellation: interrupted, to start again
-		f.run.mu.Lock()
-		n := len(f.run.done)
-		f.run.mu.Unlock()
+		n := f.path().Finished()
 		if n == 2 {
 			break
 		}

@@ -7,7 +7,7 @@ package async
 // no call, so it spends no rate, budget or concurrency; a follower gives
 // back its slot and place while it waits. Either way the element's task
 // finishes with its outputs as if it had called, and is committed exactly
-// once through the same path as every other (internal/stream, bundle.go): a
+// once through the same path as every other (internal/stream, internal/bounded): a
 // cache changes which calls are made, never what is committed or how
 // often.
 //

@@ -17,6 +17,7 @@ import (
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/bounded"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/drain"
 )
 
@@ -134,8 +135,8 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 	if err != nil {
 		return fmt.Errorf("async: encoding key %v: %w", key, err)
 	}
-	owner, run := string(kb), f.run
-	run.endOfInput = true
+	run := f.path()
+	owner, pool := string(kb), run.EndOfInput()
 	for _, env := range held {
 		value, err := f.drainedValue(key, env)
 		if err != nil {
@@ -143,14 +144,14 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 		}
 		f.Metrics().Drained.Inc(ctx, 1)
 		ts := beam.EventTime(env.EventTimeMs)
-		if t := run.pool.Lookup(state.TaskKey{Owner: owner, Element: env.Element(owner)}); t != nil {
-			if succeeded(t) {
-				if err := f.adopt(ctx, ts, key, value, env.Attempts, t); err != nil {
+		if t := pool.Lookup(state.TaskKey{Owner: owner, Element: env.Element(owner)}); t != nil {
+			if bounded.Succeeded(t) {
+				if err := run.Adopt(ctx, ts, key, value, env.Attempts, t); err != nil {
 					return err
 				}
 				continue
 			}
-			run.pool.Remove(t)
+			pool.Remove(t)
 			f.Metrics().Cancelled.Inc(ctx, 1)
 			f.Event(EventCancelled, key, env.ID, t.Attempts(), nil)
 		}
@@ -159,38 +160,6 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 		}
 	}
 	return nil
-}
-
-// succeeded reports whether t finished with its element's outputs.
-func succeeded(t *state.Task) bool {
-	if t.Status() != state.Finished || t.Interrupted() {
-		return false
-	}
-	_, err := t.Result()
-	return err == nil
-}
-
-// streamTask reports whether t is a call of the unbounded path: its owner
-// is its element's key (internal/stream), where a bundle's calls are owned by
-// the bundle.
-func streamTask(t *state.Task) bool { return t.Key.Owner == t.Key.Element.Key }
-
-// reclaim makes room for an element of a drain (run.endOfInput) when the
-// pool has none. At the end of input no key of the stream is called back:
-// its calls still held will never be committed, and its keys' waits for
-// room will never take a place. So the waits end, and the stream's calls
-// not finished with success go; its finished results, which their keys'
-// drains adopt, go one at a time and only when nothing of this bundle is
-// left to free a place.
-func (f *bundleFn) reclaim(ctx context.Context, run *bundleRun) {
-	if run.pool.HasRoom(run.id) {
-		return
-	}
-	evicted := run.pool.Reclaim(func(t *state.Task) bool { return streamTask(t) && !succeeded(t) }, 0)
-	if !run.pool.HasRoom(run.id) && !run.holdsPlaces() {
-		evicted = append(evicted, run.pool.Reclaim(streamTask, 1)...)
-	}
-	f.ReportEvicted(ctx, evicted)
 }
 
 // drainedValue is the input value of an escrowed element, as bundleFn

@@ -292,7 +292,7 @@ func (w *bundleWorld) run(b simBundle, silentAt, panicAt, crashAt int) (r bundle
 	if err := f.StartBundle(ctx, c.emit, c.fail); err != nil {
 		return r
 	}
-	runID = f.run.id
+	runID = f.path().BundleID()
 	for i, e := range b.elems {
 		if i == silentAt {
 			return r // the bundle failed elsewhere in its stage; the DoFn is never told

@@ -1,9 +1,9 @@
-package async
+package bounded
 
-// The DoFn for bounded input, where the bundle is the unit of commit and
-// retry: outputs are emitted by the bundle that accepted their elements, and
-// nothing is written to state. It runs in the global window, each element
-// with its own window (windows.go).
+// The bounded path, where the bundle is the unit of commit and retry:
+// outputs are emitted by the bundle that accepted their elements, and
+// nothing is written to state. Its DoFn runs in the global window, each
+// element with its own window (the front's windows.go).
 
 import (
 	"context"
@@ -11,66 +11,15 @@ import (
 	"time"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	"github.com/google/uuid"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
-// bundleFn runs bounded input. On bounded input a runner commits a bundle's
-// outputs with the consumption of its input, and retries a failed bundle as
-// a whole, so an element whose call finishes inside its bundle needs no bag
-// entry: ProcessElement starts it on the shared pool and emits every result
-// of the bundle that has finished since (each with its own element's
-// timestamp and window), and FinishBundle waits for the rest. When
-// WithMaxItemsHeld elements are held, ProcessElement waits for a place,
-// emitting this bundle's results as they finish; that bounds the memory
-// whatever the size of the bundle.
-//
-// A bundle that fails is never resumed: Beam Go drops the DoFn instance of a
-// failed bundle and never calls its Teardown. So the bundle releases its
-// work itself when it fails: when one of its methods returns an error, and
-// when an emit panics (that is how a failure of a later step in the same
-// fused stage reaches it). A bundle that fails without a sign to it (an
-// earlier step of its stage failed) leaves its work to eviction for room.
-//
-// It is stateless, so runners neither group its input by key nor shuffle
-// it; keyedBundleFn is the variant for WithOrdered and WithIDFn.
-type bundleFn struct {
-	worker.Core
-	run *bundleRun
-}
-
-// keyedBundleFn is bundleFn for WithOrdered and WithIDFn: it declares a bag
-// it never uses, which makes runners treat it as stateful and hand each
-// key's elements, in one sequence, to one bundle at a time (Dataflow groups
-// them by key), so the order of a key is the order of one bundle, and copies
-// of one element pending at once meet in one bundle.
-type keyedBundleFn struct {
-	bundleFn
-	// Group is declared, never read or written.
-	Group beamstate.Bag[[]byte]
-}
-
-// newBundleFn makes the DoFn; a bundle has no later callback to write a
-// retry back to, so retries wait in the worker.
-func newBundleFn(c worker.Core) *bundleFn {
-	c.RetryInWorker = true
-	return &bundleFn{Core: c}
-}
-
-func newKeyedBundleFn(c worker.Core) *keyedBundleFn {
-	return &keyedBundleFn{bundleFn: *newBundleFn(c), Group: beamstate.MakeBagState[[]byte]("asyncGroup")}
-}
-
-// ProcessElement of keyedBundleFn is bundleFn's; the state provider is unused.
-func (f *keyedBundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, _ beamstate.Provider, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	return f.bundleFn.ProcessElement(ctx, ts, key, value, emit, fail)
-}
-
 // StartBundle begins a bundle.
-func (f *bundleFn) StartBundle(ctx context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure)) error {
+func (f *Path) StartBundle(ctx context.Context) error {
 	if f.run != nil { // not seen in Beam Go, which drops a failed bundle's instance; kept for other harnesses
 		f.run.abandon(ctx, f)
 	}
@@ -89,7 +38,7 @@ func (f *bundleFn) StartBundle(ctx context.Context, _ func(beam.EventTime, beam.
 
 // ProcessElement emits what has finished, then starts the element, waiting
 // for a place if WithMaxItemsHeld elements are held.
-func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (err error) {
+func (f *Path) ProcessElement(ctx context.Context, ts beam.EventTime, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, terms.Failure)) (err error) {
 	run := f.run
 	defer f.releaseOnFailure(ctx, run, &err)
 	if err := f.flush(ctx, run, emit, fail); err != nil {
@@ -105,10 +54,10 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 	el.Verdict = &worker.RetryVerdict{}
 	f.Metrics().Accepted.Inc(ctx, 1)
 	it := run.accept(el, f.IDFn != nil, f.Ordered)
-	f.Event(EventAccepted, key, it.el.ID.ID, 0, nil)
+	f.Event(terms.EventAccepted, key, it.el.ID.ID, 0, nil)
 	if it.copyOf != nil { // WithIDFn: a copy of a pending element is one element with it
 		f.Metrics().Deduplicated.Inc(ctx, 1)
-		f.Event(EventDeduplicated, key, it.el.ID.ID, 0, nil)
+		f.Event(terms.EventDeduplicated, key, it.el.ID.ID, 0, nil)
 		return nil
 	}
 	return f.start(ctx, run, it, emit, fail)
@@ -116,7 +65,7 @@ func (f *bundleFn) ProcessElement(ctx context.Context, ts beam.EventTime, key be
 
 // start starts one element of the bundle on the pool, waiting for a place
 // while emitting what finishes meanwhile.
-func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+func (f *Path) start(ctx context.Context, run *bundleRun, it *bundleItem, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, terms.Failure)) error {
 	it.el.Owner = run.id
 	for {
 		if run.endOfInput { // the stream's calls will never be committed
@@ -153,32 +102,6 @@ func (f *bundleFn) start(ctx context.Context, run *bundleRun, it *bundleItem, em
 	}
 }
 
-// adopt takes into the bundle an element whose call t, of the unbounded
-// path, finished with success on this worker (the end-of-input drain,
-// escrowdrain.go), as ProcessElement takes an element but with t as its
-// task: its outputs are emitted with the bundle's results (with
-// WithOrdered in their turn), and it is neither accepted nor called again.
-// attempts counts the element's failed attempts before t.
-func (f *bundleFn) adopt(ctx context.Context, ts beam.EventTime, key, value any, attempts int, t *state.Task) (err error) {
-	run := f.run
-	defer f.releaseOnFailure(ctx, run, &err)
-	el, err := f.Prepare(key, value, nil, ts)
-	if err != nil {
-		return err
-	}
-	el.Done, el.Verdict = attempts, &worker.RetryVerdict{}
-	it := run.accept(el, f.IDFn != nil, f.Ordered)
-	if it.copyOf != nil { // WithIDFn: one element with a pending one, which serves it
-		run.pool.Remove(t)
-		f.Metrics().Deduplicated.Inc(ctx, 1)
-		f.Event(EventDeduplicated, key, it.el.ID.ID, 0, nil)
-		return nil
-	}
-	it.task = t
-	run.finished(it)
-	return nil
-}
-
 // restartInterrupted starts again the elements whose tasks were evicted
 // while their bundle lives (it showed no sign of life for the stale period:
 // a slow step fused before it, say). Their calls are made again; nothing is
@@ -186,7 +109,7 @@ func (f *bundleFn) adopt(ctx context.Context, ts beam.EventTime, key, value any,
 //
 // With WithOrdered a key's earliest undecided element starts again without
 // a place (see restartHeads); the others wait for one, as new elements do.
-func (f *bundleFn) restartInterrupted(ctx context.Context, run *bundleRun, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+func (f *Path) restartInterrupted(ctx context.Context, run *bundleRun, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, terms.Failure)) error {
 	if f.Ordered {
 		if err := f.restartHeads(ctx, run); err != nil {
 			return err
@@ -208,7 +131,7 @@ func (f *bundleFn) restartInterrupted(ctx context.Context, run *bundleRun, emit 
 // one keep their places until it is decided, and when they hold every
 // place it would never find one. One such task per key of the bundle, as
 // on unbounded input.
-func (f *bundleFn) restartHeads(ctx context.Context, run *bundleRun) error {
+func (f *Path) restartHeads(ctx context.Context, run *bundleRun) error {
 	for _, it := range run.takeInterruptedHeads() {
 		t, err := f.StartUnbuffered(ctx, run.pool, it.el)
 		if err != nil {
@@ -224,7 +147,7 @@ func (f *bundleFn) restartHeads(ctx context.Context, run *bundleRun) error {
 // fails (returns an error, or panics: an emit panics when a later step of
 // the stage failed); the runner retries the bundle elsewhere and never
 // calls this instance again.
-func (f *bundleFn) releaseOnFailure(ctx context.Context, run *bundleRun, err *error) {
+func (f *Path) releaseOnFailure(ctx context.Context, run *bundleRun, err *error) {
 	if r := recover(); r != nil {
 		run.abandon(ctx, f)
 		f.run = nil
@@ -239,7 +162,7 @@ func (f *bundleFn) releaseOnFailure(ctx context.Context, run *bundleRun, err *er
 }
 
 // FinishBundle waits for every element of the bundle and emits the rest.
-func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) (err error) {
+func (f *Path) FinishBundle(ctx context.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, terms.Failure)) (err error) {
 	run := f.run
 	defer f.releaseOnFailure(ctx, run, &err)
 	// A wait for a long backoff or call touches the bundle now and then, so
@@ -274,7 +197,7 @@ func (f *bundleFn) FinishBundle(ctx context.Context, emit func(beam.EventTime, b
 // element whose task was interrupted (evicted) waits to be started again.
 // It also shows the bundle alive to the pool and to the registry, and fails
 // the bundle if the worker's pool was reset under it.
-func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+func (f *Path) flush(ctx context.Context, run *bundleRun, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, terms.Failure)) error {
 	if p, err := f.Pool(); err != nil || p != run.pool {
 		return fmt.Errorf("async: the worker's pool of %s was reset while a bundle ran (a restart): the bundle fails and is retried", f.Name)
 	}
@@ -314,7 +237,7 @@ func (f *bundleFn) flush(ctx context.Context, run *bundleRun, emit func(beam.Eve
 
 // emitResult emits one element's outputs, with the element's timestamp and
 // window.
-func (f *bundleFn) emitResult(ctx context.Context, el worker.Element, t *state.Task, emit func(beam.EventTime, beam.Z)) error {
+func (f *Path) emitResult(ctx context.Context, el worker.Element, t *state.Task, emit func(beam.EventTime, beam.Z)) error {
 	outputs, _ := t.Result()
 	return f.CommitOutputs(ctx, el.Key, el.ID.ID, int64(el.Timestamp), el.ID.Window, outputs, el.Done+t.Attempts(), t.FinishedAt(), emit)
 }
@@ -328,20 +251,51 @@ func (f *bundleFn) emitResult(ctx context.Context, el worker.Element, t *state.T
 // here, once: if a retry is still due, the bundle fails and is retried
 // whole, as before any attempt was made; if not, it is the element's
 // failure. Without a failure output every final failure fails the bundle.
-func (f *bundleFn) finalFailure(el worker.Element, t *state.Task, callErr error) (Failure, error) {
+func (f *Path) finalFailure(el worker.Element, t *state.Task, callErr error) (terms.Failure, error) {
 	env := state.Envelope{ID: el.ID.ID, EventTimeMs: int64(el.Timestamp), Value: el.ValueBytes, Attempts: el.Done, Window: el.ID.Window}
 	env, kind := f.RecordAttempts(env, t, callErr)
 	why := ""
 	if v := el.Verdict; v != nil && v.Declined {
 		why = v.Why
 	} else if retry, w := f.Retryable(kind, env.Attempts, callErr); retry {
-		return Failure{}, fmt.Errorf("async: element %x of key %v ended on an error its retry policy did not see, with retries left: the bundle fails and is retried: %w", el.ID.ID, el.Key, callErr)
+		return terms.Failure{}, fmt.Errorf("async: element %x of key %v ended on an error its retry policy did not see, with retries left: the bundle fails and is retried: %w", el.ID.ID, el.Key, callErr)
 	} else {
 		why = w
 	}
 	failure, err := f.FailedForGood(el.Key, []byte(el.ID.Key), env, kind, why, callErr)
 	if err != nil {
-		return Failure{}, err
+		return terms.Failure{}, err
 	}
 	return *failure, nil
+}
+
+// FlushNow flushes the bundle in progress, as its next ProcessElement would.
+func (f *Path) FlushNow(ctx context.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, terms.Failure)) error {
+	return f.flush(ctx, f.run, emit, fail)
+}
+
+// Adopt takes into the bundle an element whose call t, of the unbounded
+// path, finished with success on this worker (the end-of-input drain,
+// the front's escrowdrain.go), as ProcessElement takes an element but with t as its
+// task: its outputs are emitted with the bundle's results (with
+// WithOrdered in their turn), and it is neither accepted nor called again.
+// attempts counts the element's failed attempts before t.
+func (f *Path) Adopt(ctx context.Context, ts beam.EventTime, key, value any, attempts int, t *state.Task) (err error) {
+	run := f.run
+	defer f.releaseOnFailure(ctx, run, &err)
+	el, err := f.Prepare(key, value, nil, ts)
+	if err != nil {
+		return err
+	}
+	el.Done, el.Verdict = attempts, &worker.RetryVerdict{}
+	it := run.accept(el, f.IDFn != nil, f.Ordered)
+	if it.copyOf != nil { // WithIDFn: one element with a pending one, which serves it
+		run.pool.Remove(t)
+		f.Metrics().Deduplicated.Inc(ctx, 1)
+		f.Event(terms.EventDeduplicated, key, it.el.ID.ID, 0, nil)
+		return nil
+	}
+	it.task = t
+	run.finished(it)
+	return nil
 }

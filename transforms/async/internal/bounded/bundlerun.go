@@ -1,4 +1,8 @@
-package async
+package bounded
+
+// Path, and one bundle of bounded input on one DoFn instance (bundleRun):
+// its elements, which of them finished, and the order in which they are
+// decided.
 
 import (
 	"context"
@@ -6,18 +10,44 @@ import (
 	"time"
 
 	"github.com/asyncbeam/asyncbeam/state"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
-// One bundle of bounded input on one DoFn instance: its elements, which of
-// them finished, and the order in which they are decided.
+// Path runs a bundleFn's callbacks. On bounded input a runner
+// commits a bundle's outputs with the consumption of its input, and
+// retries a failed bundle as a whole, so an element whose call finishes
+// inside its bundle needs no bag entry: ProcessElement starts it on the
+// shared pool and emits every result of the bundle that has finished since
+// (each with its own element's timestamp and window), and FinishBundle
+// waits for the rest. When WithMaxItemsHeld elements are held,
+// ProcessElement waits for a place, emitting this bundle's results as they
+// finish; that bounds the memory whatever the size of the bundle.
+//
+// A bundle that fails is never resumed: Beam Go drops the DoFn instance of a
+// failed bundle and never calls its Teardown. So the bundle releases its
+// work itself when it fails: when one of its methods returns an error, and
+// when an emit panics (that is how a failure of a later step in the same
+// fused stage reaches it). A bundle that fails without a sign to it (an
+// earlier step of its stage failed) leaves its work to eviction for room.
+type Path struct {
+	*worker.Core
+	run *bundleRun
+}
+
+// New runs the callbacks of a DoFn with core c, whose retries
+// wait in the worker (c.RetryInWorker): a bundle has no later callback to
+// write a retry back to.
+func New(c *worker.Core) *Path {
+	return &Path{Core: c}
+}
 
 // abandon drops the tasks of a bundle that failed.
-func (r *bundleRun) abandon(ctx context.Context, f *bundleFn) {
+func (r *bundleRun) abandon(ctx context.Context, f *Path) {
 	for _, t := range r.pool.ForOwner(r.id) {
 		r.pool.Remove(t)
 		f.CountAbandoned() // this bundle's own counts are dropped with it
-		f.Event(EventCancelled, f.DecodeKey(t.Key.Element.Key), t.Key.Element.ID, t.Attempts(), nil)
+		f.Event(terms.EventCancelled, f.DecodeKey(t.Key.Element.Key), t.Key.Element.ID, t.Attempts(), nil)
 	}
 }
 
@@ -39,7 +69,7 @@ type bundleRun struct {
 	// queues holds each key's undecided elements in acceptance order
 	// (WithOrdered only).
 	queues map[string][]*bundleItem
-	// endOfInput: the bundle runs an end-of-input drain (escrowdrain.go),
+	// endOfInput: the bundle runs an end-of-input drain (the front's escrowdrain.go),
 	// whose elements may take the places of the stream's calls (reclaim).
 	// Set and read on the bundle's goroutine.
 	endOfInput bool
@@ -232,4 +262,33 @@ func (r *bundleRun) popDecided(kb string) []*bundleItem {
 		r.queues[kb] = q
 	}
 	return ready
+}
+
+// BundleID is the pool owner of the tasks of the bundle in progress ("":
+// none).
+func (f *Path) BundleID() string {
+	if f.run == nil {
+		return ""
+	}
+	return f.run.id
+}
+
+// Undecided counts the elements of the bundle in progress that are neither
+// emitted nor failed for good.
+func (f *Path) Undecided() int {
+	if f.run == nil {
+		return 0
+	}
+	return f.run.undecided()
+}
+
+// Finished counts the calls of the bundle in progress that finished and
+// wait for the bundle's next flush.
+func (f *Path) Finished() int {
+	if f.run == nil {
+		return 0
+	}
+	f.run.mu.Lock()
+	defer f.run.mu.Unlock()
+	return len(f.run.done)
 }
