@@ -58,8 +58,8 @@ import (
 //
 // The test asserts that rule on the Python job service: if that half fails,
 // a newer apache-beam honours the model, and the README's Runners row for
-// this runner (and the transform's refusal, async.errDrainedTwice) must
-// change.
+// this runner (and the transform's refusal, drain.ErrDrainedTwice in
+// transforms/async/internal/drain) must change.
 func TestEarlyEventTimeTimersOnPythonJobService(t *testing.T) {
 	const elements = 15 // the job's default --ticks
 	job := build(t, "./integration/testdata/watermarkjob")
@@ -103,7 +103,7 @@ func TestEarlyEventTimeTimersOnPythonJobService(t *testing.T) {
 				case python && late == 0:
 					t.Errorf("on the Python job service no element arrived after countLate's event-time timer fired: this apache-beam " +
 						"holds the watermark as the Beam model says, so the README's Runners row for this runner, which says it does not " +
-						"(and why async.WithEndOfInputDrain() is refused there, async.errDrainedTwice), must change, and this test with it")
+						"(and why async.WithEndOfInputDrain() is refused there, drain.ErrDrainedTwice), must change, and this test with it")
 				}
 			})
 		}

@@ -19,7 +19,7 @@ import (
 // callback sent and the record of a commit of the key's oldest escrowed
 // element. That commit's own callback is not run (it would read the
 // key's queue, which costs streamFn the backlog with or without the
-// drain); its record is made as keyTurn.store makes one, so escrowFn holds
+// drain); its record is made as package stream makes one, so escrowFn holds
 // the backlog throughout. drain=on less drain=off is the drain's cost per
 // element.
 func BenchmarkDrainRecord(b *testing.B) {

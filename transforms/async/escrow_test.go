@@ -153,14 +153,14 @@ func (k *escrowKey) applyAll(t *testing.T, steps []escrowStep) history {
 }
 
 // logLen is how many entries the key's log holds.
-func (k *escrowKey) logLen() int { return len(k.st.bags[escrowStateID]) }
+func (k *escrowKey) logLen() int { return len(k.st.bags[drain.LogStateID]) }
 
 // named counts the elements the key's log names (an element escrowed and
 // released counts twice).
 func (k *escrowKey) named(t *testing.T) int {
 	t.Helper()
 	n := 0
-	for _, e := range k.st.bags[escrowStateID] {
+	for _, e := range k.st.bags[drain.LogStateID] {
 		raw := e.([]byte)
 		switch raw[0] {
 		case drain.EntryEscrow:
@@ -186,7 +186,7 @@ func (k *escrowKey) named(t *testing.T) int {
 // book reads the key's log back.
 func (k *escrowKey) book(t *testing.T) (held, early []int64) {
 	t.Helper()
-	b, err := k.f.read(k.st)
+	b, err := k.f.drainPath().Read(k.st)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +204,7 @@ func (k *escrowKey) book(t *testing.T) (held, early []int64) {
 // summary reads the key's summary back; false: none is stored.
 func (k *escrowKey) summary(t *testing.T) (drain.Summary, bool) {
 	t.Helper()
-	entries := k.st.bags[summaryStateID]
+	entries := k.st.bags[drain.SummaryStateID]
 	switch len(entries) {
 	case 0:
 		return drain.Summary{}, false
@@ -372,8 +372,8 @@ func TestEscrowRecordReadsFlat(t *testing.T) {
 		for s := int64(0); s < int64(backlog); s++ {
 			step(escrowStep{escrow: []int64{s}}, eventTime(0))
 		}
-		k.st.readsOf(escrowStateID)
-		k.st.readsOf(summaryStateID)
+		k.st.readsOf(drain.LogStateID)
+		k.st.readsOf(drain.SummaryStateID)
 		records := 2*backlog + 1_000
 		for i := int64(0); i < int64(records); i++ {
 			step(escrowStep{escrow: []int64{int64(backlog) + i}, release: []int64{i}}, eventTime(i+1))
@@ -383,8 +383,8 @@ func TestEscrowRecordReadsFlat(t *testing.T) {
 				}
 			}
 		}
-		logReads, logBytes := k.st.readsOf(escrowStateID)
-		sumReads, sumBytes := k.st.readsOf(summaryStateID)
+		logReads, logBytes := k.st.readsOf(drain.LogStateID)
+		sumReads, sumBytes := k.st.readsOf(drain.SummaryStateID)
 		if logReads == 0 {
 			t.Errorf("backlog %d: the log was never read over %d records; want its rewrites", backlog, records)
 		}
@@ -412,11 +412,11 @@ func TestEscrowBookReleaseOfDrained(t *testing.T) {
 		t.Errorf("release of an element not drained: %v; want nil", err)
 	}
 	if err := b.Release([]drain.ID{{Nonce: 7, Seq: 2}}); err != drain.ErrDrainedTwice {
-		t.Errorf("release of a drained element: %v; want errDrainedTwice", err)
+		t.Errorf("release of a drained element: %v; want drain.ErrDrainedTwice", err)
 	}
 	envs, raws := escrowEnvs([]int64{2})
 	if err := b.Escrow(envs, raws); err != drain.ErrDrainedTwice {
-		t.Errorf("escrow of a drained element: %v; want errDrainedTwice", err)
+		t.Errorf("escrow of a drained element: %v; want drain.ErrDrainedTwice", err)
 	}
 	// A log whose drained entry is read after the escrow of a drained
 	// element: read must refuse it too.
@@ -427,9 +427,9 @@ func TestEscrowBookReleaseOfDrained(t *testing.T) {
 		} {
 			k := newEscrowKey(t)
 			k.st.reversed = reversed
-			k.st.bags = map[string][]any{escrowStateID: {escrowEntry, drain.IDsEntry(drain.EntryDrained, []drain.ID{{Nonce: 7, Seq: 2}})}}
-			if _, err := k.f.read(k.st); !errors.Is(err, drain.ErrDrainedTwice) {
-				t.Errorf("%s, reversed %v: reading a log that escrows a drained element: %v; want errDrainedTwice", name, reversed, err)
+			k.st.bags = map[string][]any{drain.LogStateID: {escrowEntry, drain.IDsEntry(drain.EntryDrained, []drain.ID{{Nonce: 7, Seq: 2}})}}
+			if _, err := k.f.drainPath().Read(k.st); !errors.Is(err, drain.ErrDrainedTwice) {
+				t.Errorf("%s, reversed %v: reading a log that escrows a drained element: %v; want drain.ErrDrainedTwice", name, reversed, err)
 			}
 		}
 	}
@@ -463,7 +463,7 @@ func TestEscrowFnDrainedTwice(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := k.apply(late.record(drain.HoldNone)); !errors.Is(err, drain.ErrDrainedTwice) {
-				t.Errorf("after the drain, record %+v: %v; want errDrainedTwice", late, err)
+				t.Errorf("after the drain, record %+v: %v; want drain.ErrDrainedTwice", late, err)
 			}
 		})
 	}
@@ -493,70 +493,6 @@ func TestEscrowFnEarlyReleaseOutlivesDrain(t *testing.T) {
 	}
 	if last, ok := k.tm.lastSet(); ok && !last.Clear {
 		t.Errorf("drain timer %+v; want none set", last)
-	}
-}
-
-// TestDrainFiring: the drain timer of every hold fires after any event time
-// a watermark reaches before the end of input (the year 3000 here), no
-// earlier than its hold (Flink holds nothing for a later hold), no later
-// than the global window's end, and at another instant for another hold
-// less than drainSpan away (see drainFiring), also across the band's lower
-// edge, where the firing turns from congruent to the hold itself.
-func TestDrainFiring(t *testing.T) {
-	year3000 := mtime.FromTime(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))
-	end := mtime.EndOfGlobalWindowTime
-	band := end - mtime.Time(drainSpan)
-	check := func(hold mtime.Time) mtime.Time {
-		f := drainFiring(hold)
-		if f <= year3000 || f > end {
-			t.Errorf("drainFiring(%d) = %d; want in (%d, %d]", hold, f, year3000, end)
-		}
-		if f < hold {
-			t.Errorf("drainFiring(%d) = %d; want at or after the hold", hold, f)
-		}
-		return f
-	}
-	for _, holds := range [][]mtime.Time{
-		{mtime.MinTimestamp, -1, 0, 1, 2, mtime.Now(), mtime.Now() + 1, year3000},
-		{band - 2, band - 1, band, band + 1, band + 2},
-		{band, end - 2, end - 1, end},
-		// k ms apart, where k is the band's offset from a multiple of
-		// drainSpan: a firing congruent to the hold above the edge would
-		// give both one instant.
-		{end - 2*mtime.Time(int64(end)%drainSpan), end - mtime.Time(int64(end)%drainSpan)},
-	} { // each list within drainSpan
-		seen := map[mtime.Time]mtime.Time{}
-		for _, hold := range holds {
-			f := check(hold)
-			if other, ok := seen[f]; ok {
-				t.Errorf("holds %d and %d fire at the same instant %d", other, hold, f)
-			}
-			seen[f] = hold
-		}
-	}
-	// Pairs less than drainSpan apart, around the band's lower edge and
-	// across the whole range of event times.
-	r := rand.New(rand.NewPCG(3, 4))
-	for i := 0; i < 100000; i++ {
-		var a mtime.Time
-		switch i % 3 {
-		case 0:
-			a = band - mtime.Time(drainSpan) + mtime.Time(r.Int64N(2*drainSpan))
-		case 1:
-			a = mtime.MinTimestamp + mtime.Time(r.Int64N(int64(end-mtime.MinTimestamp)))
-		default:
-			a = band - mtime.Time(r.Int64N(1000)) // the edge, by ms
-		}
-		b := a + 1 + mtime.Time(r.Int64N(drainSpan-1))
-		if i%3 == 2 {
-			b = a + 1 + mtime.Time(r.Int64N(2000))
-		}
-		if b > end {
-			continue
-		}
-		if fa, fb := check(a), check(b); fa == fb {
-			t.Fatalf("holds %d and %d (%d apart) fire at the same instant %d", a, b, b-a, fa)
-		}
 	}
 }
 

@@ -202,7 +202,7 @@ func apply(s beam.Scope, c worker.Core, col beam.PCollection, outT reflect.Type)
 	return outs, unrestorable, nil
 }
 
-// drainStep applies the end-of-input drain (escrow.go) to streamFn's
+// drainStep applies the end-of-input drain (internal/drain) to streamFn's
 // records, with WithEndOfInputDrain, and adds what it runs to the
 // outputs and failures, before their windows are restored.
 func drainStep(s beam.Scope, c worker.Core, outs []beam.PCollection, inner reflect.Type) ([]beam.PCollection, error) {

@@ -33,7 +33,7 @@ package async
 // global window, or in fixed, sliding or session windows.
 //
 // With the end-of-input drain (WithEndOfInputDrain, the default here),
-// escrowFn (escrow.go) keeps one state and one timer per key while the
+// escrowFn (internal/drain) keeps one state and one timer per key while the
 // stream runs: the records a committed bundle of streamFn sends it are in
 // flight until the runner delivers them: all at once and in order on prism,
 // some at a time and in order per key on Flink, some at a time and shuffled
@@ -433,7 +433,7 @@ type simSchedule struct {
 	model       simModel
 	finalRounds int
 	flink       simFlinkOptions
-	// noDrain: without WithEndOfInputDrain (escrow.go); the records a final
+	// noDrain: without WithEndOfInputDrain (internal/drain); the records a final
 	// watermark leaves in the keys' bags are then lost (lostAtEnd).
 	noDrain bool
 	// ignoreEscrowHold breaks the watermark model on purpose: escrowFn's
@@ -646,7 +646,7 @@ type collector struct {
 	// panicAt makes the emit of that many outputs panic, as an emit does
 	// when a later step of the stage fails (-1: never).
 	panicAt int
-	// escrows are the records for the end-of-input drain (escrow.go), with
+	// escrows are the records for the end-of-input drain (internal/drain), with
 	// their timestamps and keys.
 	escrows    []simRecord
 	escrowKeys []string
@@ -857,7 +857,7 @@ type simKey struct {
 	// timer's hold until then); nil: none.
 	hold  *mtime.Time
 	owner int
-	// escrow is escrowFn's state of the key (escrow.go), and the records
+	// escrow is escrowFn's state of the key (internal/drain), and the records
 	// in flight to it.
 	escrow simEscrow
 }
@@ -1289,7 +1289,7 @@ func (w *streamWorld) finish() {
 	w.violation("keys still hold elements after 200 rounds")
 }
 
-// drain runs the end-of-input drain (escrow.go) once the input watermark
+// drain runs the end-of-input drain (internal/drain) once the input watermark
 // has passed the end of time, on every model: escrowFn takes the records
 // of each key still in flight (feedEscrow), then, if it holds anything, its
 // timer fires in a bundle of its own. A key that holds elements without a
@@ -1311,7 +1311,7 @@ func (w *streamWorld) drain() {
 		if e.st == nil { // no record came
 			continue
 		}
-		b, err := w.escrowInstance().read(e.st)
+		b, err := w.escrowInstance().drainPath().Read(e.st)
 		if err != nil {
 			w.violation("escrowFn state of key %s: %v", key, err)
 			return
@@ -1373,7 +1373,7 @@ func (w *streamWorld) drain() {
 		e.st = st
 		e.timer = nil // fired; set again only if the drain set it
 		e.setTimer(tm)
-		if left, err := w.escrowInstance().read(e.st); err != nil || len(left.Held)+len(left.Early) != 0 {
+		if left, err := w.escrowInstance().drainPath().Read(e.st); err != nil || len(left.Held)+len(left.Early) != 0 {
 			w.violation("the drain left the state of key %s holding elements or releases (err %v)", key, err)
 		}
 		w.drained += len(c.commits)

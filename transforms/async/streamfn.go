@@ -22,7 +22,7 @@ type streamFn struct {
 	// Queued holds the elements that found no room, until a callback of
 	// their key has room to start them (see stream.QueuedStateID).
 	Queued beamstate.Bag[[]byte]
-	// Commit fires when the planner says (keyTurn.plan).
+	// Commit fires when the planner says (package stream, turn.go: plan).
 	Commit beamtimers.ProcessingTime
 
 	path *stream.Path // made at the first callback

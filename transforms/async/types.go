@@ -152,7 +152,7 @@ const (
 	MetricFailed       = terms.MetricFailed       // elements that failed for good: EventFailed
 	// MetricDrained counts the elements of unbounded input that the runner
 	// ended with uncommitted (no timer of their key fired again) and that
-	// the end-of-input drain committed (escrow.go): each is accepted once
+	// the end-of-input drain committed (internal/drain): each is accepted once
 	// more and run again, unless its call had finished on the worker.
 	MetricDrained     = terms.MetricDrained
 	MetricInFlight    = terms.MetricInFlight    // gauge: local tasks of the transform in the worker

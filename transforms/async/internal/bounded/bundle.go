@@ -276,7 +276,7 @@ func (f *Path) FlushNow(ctx context.Context, emit func(beam.EventTime, beam.Z), 
 
 // Adopt takes into the bundle an element whose call t, of the unbounded
 // path, finished with success on this worker (the end-of-input drain,
-// the front's escrowdrain.go), as ProcessElement takes an element but with t as its
+// package drain), as ProcessElement takes an element but with t as its
 // task: its outputs are emitted with the bundle's results (with
 // WithOrdered in their turn), and it is neither accepted nor called again.
 // attempts counts the element's failed attempts before t.

@@ -1,7 +1,7 @@
 package bounded
 
-// What a bundle does for the end-of-input drain (the front's
-// escrowdrain.go), whose DoFn runs the elements the stream left: it tells
+// What a bundle does for the end-of-input drain (package drain), whose
+// DoFn runs the elements the stream left: it tells
 // the stream's calls that finished with success (Adopt takes those), and
 // takes the places of the calls that will never be committed.
 

@@ -14,9 +14,11 @@ import (
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
 
-// Path runs a bundleFn's callbacks. On bounded input a runner
-// commits a bundle's outputs with the consumption of its input, and
-// retries a failed bundle as a whole, so an element whose call finishes
+// Path runs the callbacks of a DoFn of bounded input (bundleFn,
+// keyedBundleFn), and the bundles of the end-of-input drain (escrowFn).
+//
+// On bounded input a runner commits a bundle's outputs with the
+// consumption of its input, and retries a failed bundle as a whole, so an element whose call finishes
 // inside its bundle needs no bag entry: ProcessElement starts it on the
 // shared pool and emits every result of the bundle that has finished since
 // (each with its own element's timestamp and window), and FinishBundle
@@ -35,10 +37,11 @@ type Path struct {
 	run *bundleRun
 }
 
-// New runs the callbacks of a DoFn with core c, whose retries
-// wait in the worker (c.RetryInWorker): a bundle has no later callback to
-// write a retry back to.
+// New runs the callbacks of a DoFn with core c (bundleFn's, keyedBundleFn's
+// or escrowFn's). It sets c.RetryInWorker: a bundle has no later callback
+// to write a retry back to, so retries wait in the worker.
 func New(c *worker.Core) *Path {
+	c.RetryInWorker = true
 	return &Path{Core: c}
 }
 
@@ -69,7 +72,7 @@ type bundleRun struct {
 	// queues holds each key's undecided elements in acceptance order
 	// (WithOrdered only).
 	queues map[string][]*bundleItem
-	// endOfInput: the bundle runs an end-of-input drain (the front's escrowdrain.go),
+	// endOfInput: the bundle runs an end-of-input drain (package drain),
 	// whose elements may take the places of the stream's calls (reclaim).
 	// Set and read on the bundle's goroutine.
 	endOfInput bool

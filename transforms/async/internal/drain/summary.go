@@ -158,3 +158,31 @@ func NextOrdinal() uint64 {
 		}
 	}
 }
+
+// drainSpan is the width of the band below the global window's end where
+// drain timers fire: 2^50 ms, some 35,000 years, so that the band starts
+// far beyond any event time a watermark reaches before the end of input.
+const drainSpan = int64(1) << 50
+
+// drainFiring is when the drain timer held at hold fires: in the band of
+// drainSpan below the global window's end, which the watermark passes only
+// at the end of input, never before its hold, and at another instant for
+// another hold less than drainSpan away. A hold in the band (as at the
+// global window's end) fires at itself; one below it at the band's instant
+// congruent to it modulo drainSpan, which no other hold within drainSpan
+// shares. Never before the hold, because Beam forbids an output timestamp
+// after the firing, and Flink holds the watermark only for one before it
+// (DoFnOperator's FlinkTimerInternals.timerUsesOutputTimestamp; a timer at
+// its own output timestamp fires before the watermark passes it).
+// A firing that moves with its hold is needed on prism (v2.77): it takes a
+// timer set again at the same instant with another hold for the earlier
+// setting and releases the earlier hold twice, which fails its job.
+func drainFiring(hold mtime.Time) mtime.Time {
+	band := mtime.EndOfGlobalWindowTime - mtime.Time(drainSpan)
+	hold = min(hold, mtime.EndOfGlobalWindowTime) // no element is later
+	if hold >= band {
+		return hold
+	}
+	offset := ((int64(hold-band) % drainSpan) + drainSpan) % drainSpan
+	return band + mtime.Time(offset)
+}

@@ -4,7 +4,8 @@ package stream
 // callback opens the key, commits what has finished, accepts its element (a
 // ProcessElement), stores the changes in the key's bags and plans the key's
 // timer, in that order. Path's ProcessElement and OnTimer are these steps;
-// commit.go has what committing does, keyview.go the bags' format.
+// commit.go has what committing does, keyread.go and keywrite.go the bags'
+// reads and writes.
 
 import (
 	"context"

@@ -65,7 +65,7 @@ type Config struct {
 	OutputType *beam.EncodedType
 	// Drain makes the unbounded path escrow every accepted element with a
 	// second DoFn that runs, at the end of input, whatever the runner left
-	// uncommitted (escrow.go): WithEndOfInputDrain.
+	// uncommitted (internal/drain): WithEndOfInputDrain.
 	Drain bool
 	// DrainDeclined: WithoutEndOfInputDrain was given, so a job server
 	// that is Flink takes the job without the drain (jobedit.go).

@@ -1,7 +1,7 @@
-package async
+package drain
 
-// The drain itself (escrow.go): when escrowFn's timer fires, and how it
-// runs what a key still holds. An element whose call the stream path
+// The drain itself: when escrowFn's timer fires, and how it runs what a
+// key still holds. An element whose call the stream path
 // finished on this worker is committed without calling again; the others
 // run as the bounded path runs them (bundleFn), and the stream's calls
 // that will never be committed give up their places to them.
@@ -12,53 +12,25 @@ import (
 	"sort"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
 	beamstate "github.com/apache/beam/sdks/v2/go/pkg/beam/core/state"
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/bounded"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/drain"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
+	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 )
-
-// drainSpan is the width of the band below the global window's end where
-// drain timers fire: 2^50 ms, some 35,000 years, so that the band starts
-// far beyond any event time a watermark reaches before the end of input.
-const drainSpan = int64(1) << 50
-
-// drainFiring is when the drain timer held at hold fires: in the band of
-// drainSpan below the global window's end, which the watermark passes only
-// at the end of input, never before its hold, and at another instant for
-// another hold less than drainSpan away. A hold in the band (as at the
-// global window's end) fires at itself; one below it at the band's instant
-// congruent to it modulo drainSpan, which no other hold within drainSpan
-// shares. Never before the hold, because Beam forbids an output timestamp
-// after the firing, and Flink holds the watermark only for one before it
-// (DoFnOperator's FlinkTimerInternals.timerUsesOutputTimestamp; a timer at
-// its own output timestamp fires before the watermark passes it).
-// A firing that moves with its hold is needed on prism (v2.77): it takes a
-// timer set again at the same instant with another hold for the earlier
-// setting and releases the earlier hold twice, which fails its job.
-func drainFiring(hold mtime.Time) mtime.Time {
-	band := mtime.EndOfGlobalWindowTime - mtime.Time(drainSpan)
-	hold = min(hold, mtime.EndOfGlobalWindowTime) // no element is later
-	if hold >= band {
-		return hold
-	}
-	offset := ((int64(hold-band) % drainSpan) + drainSpan) % drainSpan
-	return band + mtime.Time(offset)
-}
 
 // OnTimer is the end of input: the key's escrowed elements were never
 // committed by streamFn, and never will be. Each is committed here, in its
 // key's acceptance order: from its stream call if that finished on this
 // worker with success, else by a call of this bundle; FinishBundle emits
 // what is left in this bundle, which also writes the key's state.
-func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
-	if timer.Family != f.Drain.Family {
+func (f *Path) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key any, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, terms.Failure)) error {
+	if timer.Family != f.timer.Family {
 		return fmt.Errorf("async: timer of unknown family %q", timer.Family)
 	}
-	b, err := f.read(sp)
+	b, err := f.Read(sp)
 	if err != nil {
 		return err
 	}
@@ -66,7 +38,7 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 	if err != nil {
 		return err
 	}
-	sum.Timer = drain.HoldNone // it fired
+	sum.Timer = HoldNone // it fired
 	// The drained elements stay named in the log, which the runner
 	// collects with the window, and so do the early releases. Where the
 	// runner honours the watermark every record has arrived before this
@@ -75,27 +47,27 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 	// then fails the job (drain.ErrDrainedTwice), and an escrow of a released
 	// one is cancelled, not drained again.
 	if b.Entries > 0 {
-		if err := f.Escrow.Clear(sp); err != nil {
+		if err := f.log.Clear(sp); err != nil {
 			return fmt.Errorf("async: clearing bag state: %w", err)
 		}
 	}
 	if len(b.Held) > 0 || b.DrainedRaw != nil {
-		ids := make([]drain.ID, 0, len(b.Held)+len(b.Drained))
+		ids := make([]ID, 0, len(b.Held)+len(b.Drained))
 		for id := range b.Drained {
 			ids = append(ids, id)
 		}
 		for _, env := range b.Held {
-			ids = append(ids, drain.IDOf(env))
+			ids = append(ids, IDOf(env))
 		}
-		drain.SortIDs(ids)
-		if err := f.Escrow.Add(sp, drain.IDsEntry(drain.EntryDrained, ids)); err != nil {
+		SortIDs(ids)
+		if err := f.log.Add(sp, IDsEntry(EntryDrained, ids)); err != nil {
 			return fmt.Errorf("async: adding to bag state: %w", err)
 		}
 		sum.Drained = true
 	}
 	early := b.EarlyIDs()
 	if len(early) > 0 {
-		if err := f.Escrow.Add(sp, drain.IDsEntry(drain.EntryRelease, early)); err != nil {
+		if err := f.log.Add(sp, IDsEntry(EntryRelease, early)); err != nil {
 			return fmt.Errorf("async: adding to bag state: %w", err)
 		}
 	}
@@ -106,7 +78,7 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 			return err
 		}
 	case found:
-		if err := f.EscrowSummary.Clear(sp); err != nil {
+		if err := f.summary.Clear(sp); err != nil {
 			return fmt.Errorf("async: clearing bag state: %w", err)
 		}
 	}
@@ -120,8 +92,9 @@ func (f *escrowFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamti
 // finished on this worker with success is adopted; a stream call still
 // running, or failed, is removed, and the element runs in this bundle. So
 // does one this worker never ran. This bundle's elements then take the
-// places of stream calls that will never be committed (reclaim).
-func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure)) error {
+// places of stream calls that will never be committed (bounded.Path's
+// reclaim).
+func (f *Path) drain(ctx context.Context, key any, held []state.Envelope, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, terms.Failure)) error {
 	if len(held) == 0 {
 		return nil
 	}
@@ -135,7 +108,7 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 	if err != nil {
 		return fmt.Errorf("async: encoding key %v: %w", key, err)
 	}
-	run := f.path()
+	run := f.bundle
 	owner, pool := string(kb), run.EndOfInput()
 	for _, env := range held {
 		value, err := f.drainedValue(key, env)
@@ -153,9 +126,9 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 			}
 			pool.Remove(t)
 			f.Metrics().Cancelled.Inc(ctx, 1)
-			f.Event(EventCancelled, key, env.ID, t.Attempts(), nil)
+			f.Event(terms.EventCancelled, key, env.ID, t.Attempts(), nil)
 		}
-		if err := f.bundleFn.ProcessElement(ctx, ts, key, value, emit, fail); err != nil {
+		if err := f.bundle.ProcessElement(ctx, ts, key, value, emit, fail); err != nil {
 			return err
 		}
 	}
@@ -164,9 +137,9 @@ func (f *escrowFn) drain(ctx context.Context, key any, held []state.Envelope, em
 
 // drainedValue is the input value of an escrowed element, as bundleFn
 // takes it: with its window when the input carries windows.
-func (f *escrowFn) drainedValue(key any, env state.Envelope) (any, error) {
+func (f *Path) drainedValue(key any, env state.Envelope) (any, error) {
 	if f.Carried {
-		return windowed{Window: env.Window, Value: env.Value}, nil
+		return worker.Carry.Wrap(env.Window, env.Value), nil
 	}
 	return f.DecodeValue(key, env.Value)
 }
