@@ -63,7 +63,7 @@ func (st escrowStep) record(hold mtime.Time) []byte {
 	return drain.EncodeRecord(uint64(st.ord), hold, raws, escrowIDs(st.release))
 }
 
-// timestamp is the record's timestamp, as keyTurn.store gives it.
+// timestamp is the record's timestamp, as package stream gives it.
 func (st escrowStep) timestamp() mtime.Time {
 	at := int64(mtime.MaxTimestamp)
 	for _, s := range append(append([]int64(nil), st.escrow...), st.release...) {

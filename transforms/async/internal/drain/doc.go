@@ -21,8 +21,9 @@
 // queued elements, or none) and an ordinal (NextOrdinal) that orders the
 // records of a key. escrowFn, a second stateful DoFn keyed alike, keeps
 // each key's escrowed elements minus its released ones as a log in one bag
-// (Book), and a summary in another (Summary). An event-time timer near the global window's end (drainFiring) is held where
-// the summary says, and set again only when that moves. The timer fires
+// (Book), and a summary in another (Summary). An event-time timer near
+// the global window's end (drainFiring) is held where the summary says,
+// and set again only when that moves. The timer fires
 // only once the input watermark has passed the end of time and streamFn's
 // own holds are gone; what it finds then was never committed by streamFn
 // and never will be (drain.go). On runners that fire streamFn's
@@ -58,5 +59,5 @@
 // next records correct it.
 //
 // Two DoFns, not one with two timer families: Beam Go v2.77's harness can
-// hang a bundle of a DoFn that declares two (see chooseDoFn).
+// hang a bundle of a DoFn that declares two (see chooseDoFn in the front's pardo.go).
 package drain

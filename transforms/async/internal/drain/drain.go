@@ -1,10 +1,10 @@
 package drain
 
 // The drain itself: when escrowFn's timer fires, and how it runs what a
-// key still holds. An element whose call the stream path
-// finished on this worker is committed without calling again; the others
-// run as the bounded path runs them (bundleFn), and the stream's calls
-// that will never be committed give up their places to them.
+// key still holds. An element whose call the stream path finished on this
+// worker is committed without calling again; the others run as the bounded
+// path runs them (bounded.Path), and the stream's calls that will never be
+// committed give up their places to them.
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func (f *Path) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers
 	// runner honours the watermark every record has arrived before this
 	// timer fires; one that fires it early (Beam Python's job service) can
 	// bring records after it: an escrow or release of a drained element
-	// then fails the job (drain.ErrDrainedTwice), and an escrow of a released
+	// then fails the job (ErrDrainedTwice), and an escrow of a released
 	// one is cancelled, not drained again.
 	if b.Entries > 0 {
 		if err := f.log.Clear(sp); err != nil {

@@ -20,9 +20,10 @@ import (
 // JSON), what each DoFn instance rebuilds from it in Setup (instance), and,
 // looked up in the worker's registry on use, what lives once per worker
 // process (the Pool, the event hub, the guard, the result cache). What lives for one
-// bundle or one key's callback is the DoFns' (views, bundleRun, keyTurn).
-// The DoFns hold their state and timer fields themselves, because Beam looks
-// for them at the top level only.
+// bundle or one key's callback is the paths' (stream.Path's views and
+// keyTurn, bounded.Path's bundleRun). The DoFns, in the front, hold their
+// state and timer fields themselves, because Beam looks for them at the
+// top level only.
 type Core struct {
 	terms.Config
 	instance
