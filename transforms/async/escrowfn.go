@@ -28,7 +28,7 @@ type escrowFn struct {
 	// the summary says, and is cleared when nothing is to be held.
 	Drain beamtimers.EventTime
 
-	keys *drain.Path // made at the first callback
+	drainer *drain.Path // the drain's path, made at the first callback
 }
 
 func newEscrowFn(c worker.Core) *escrowFn {
@@ -36,12 +36,13 @@ func newEscrowFn(c worker.Core) *escrowFn {
 		EscrowSummary: beamstate.MakeBagState[[]byte](drain.SummaryStateID), Drain: beamtimers.InEventTime(drain.DrainFamily + c.TimerSuffix)}
 }
 
-// drainPath is the path that runs f's callbacks.
+// drainPath is the drain's path that runs f's callbacks (path is its
+// bundleFn's, which runs the elements it drains).
 func (f *escrowFn) drainPath() *drain.Path {
-	if f.keys == nil {
-		f.keys = drain.New(f.path(), &f.Escrow, &f.EscrowSummary, &f.Drain)
+	if f.drainer == nil {
+		f.drainer = drain.New(f.path(), &f.Escrow, &f.EscrowSummary, &f.Drain)
 	}
-	return f.keys
+	return f.drainer
 }
 
 // StartBundle begins a bundle; only a drain runs anything in it.

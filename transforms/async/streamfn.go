@@ -25,7 +25,7 @@ type streamFn struct {
 	// Commit fires when the planner says (package stream, turn.go: plan).
 	Commit beamtimers.ProcessingTime
 
-	path *stream.Path // made at the first callback
+	unbounded *stream.Path // made at the first callback
 }
 
 func newStreamFn(c worker.Core) *streamFn {
@@ -33,30 +33,30 @@ func newStreamFn(c worker.Core) *streamFn {
 		Commit: beamtimers.InProcessingTime(stream.CommitFamily + c.TimerSuffix)}
 }
 
-// run is the path that runs f's callbacks.
-func (f *streamFn) run() *stream.Path {
-	if f.path == nil {
-		f.path = stream.New(&f.Core, &f.Pending, &f.Queued, &f.Commit)
+// path is the unbounded path that runs f's callbacks.
+func (f *streamFn) path() *stream.Path {
+	if f.unbounded == nil {
+		f.unbounded = stream.New(&f.Core, &f.Pending, &f.Queued, &f.Commit)
 	}
-	return f.path
+	return f.unbounded
 }
 
 // StartBundle begins a bundle of the path.
 func (f *streamFn) StartBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure), _ stream.EscrowEmit) {
-	f.run().StartBundle()
+	f.path().StartBundle()
 }
 
 // FinishBundle ends a bundle of the path.
 func (f *streamFn) FinishBundle(_ context.Context, _ func(beam.EventTime, beam.Z), _ func(beam.EventTime, Failure), _ stream.EscrowEmit) error {
-	return f.run().FinishBundle()
+	return f.path().FinishBundle()
 }
 
 // ProcessElement takes one element of a key.
 func (f *streamFn) ProcessElement(ctx context.Context, ts beam.EventTime, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, value beam.Y, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure), escrow stream.EscrowEmit) error {
-	return f.run().ProcessElement(ctx, ts, sp, tp, key, value, emit, fail, escrow)
+	return f.path().ProcessElement(ctx, ts, sp, tp, key, value, emit, fail, escrow)
 }
 
 // OnTimer commits a key at its timer.
 func (f *streamFn) OnTimer(ctx context.Context, sp beamstate.Provider, tp beamtimers.Provider, key beam.X, timer beamtimers.Context, emit func(beam.EventTime, beam.Z), fail func(beam.EventTime, Failure), escrow stream.EscrowEmit) error {
-	return f.run().OnTimer(ctx, sp, tp, key, timer, emit, fail, escrow)
+	return f.path().OnTimer(ctx, sp, tp, key, timer, emit, fail, escrow)
 }
