@@ -33,7 +33,7 @@ type Runner struct {
 	// (Cadence.FirstLead).
 	ended bool
 	// busyShare is the share of elements of keys the worker had seen
-	// before that came as a busy key's (Cadence.Busy): a moving share,
+	// before that came as a busy key's (Cadence.busy): a moving share,
 	// each element weighing a sixty-fourth; returned says there was one
 	// since Since. It tells whether a key the worker has not seen yet is
 	// likely one whose next element comes soon (Cadence.Plan).
@@ -98,6 +98,27 @@ type Pace struct {
 func (p *Pace) Planned(key string, at, now time.Time, c Cadence) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.planned(key, at, now, c)
+}
+
+// Plan plans key's timer from f (Cadence.Plan) with the Runner as of f.Now
+// (the caller's f.Runner is not read), and records it as Planned does. An
+// element of a key the worker had seen (f.Seen) is recorded as Returned
+// first, from the same reading of the key: one lock for the three steps.
+func (p *Pace) Plan(c Cadence, key string, f Facts) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	f.Runner = p.runner(f.Now)
+	busy := c.busy(f)
+	if f.AtElement && !f.Seen.IsZero() {
+		p.noteReturn(busy)
+	}
+	at := c.plan(f, busy)
+	p.planned(key, at, f.Now, c)
+	return at
+}
+
+func (p *Pace) planned(key string, at, now time.Time, c Cadence) {
 	if p.plans == nil {
 		p.plans = map[string]Plan{}
 	}
@@ -122,10 +143,14 @@ func (p *Pace) Planned(key string, at, now time.Time, c Cadence) {
 }
 
 // Returned records an element of a key the worker had seen before, and
-// whether it came as a busy key's (Cadence.Busy).
+// whether it came as a busy key's (Cadence.busy). Plan does it too.
 func (p *Pace) Returned(busy bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.noteReturn(busy)
+}
+
+func (p *Pace) noteReturn(busy bool) {
 	x := 0.0
 	if busy {
 		x = 1
@@ -197,6 +222,10 @@ func (p *Pace) BundleEnded(began, now time.Time, inForce []Plan, most time.Durat
 func (p *Pace) Runner(now time.Time) Runner {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	return p.runner(now)
+}
+
+func (p *Pace) runner(now time.Time) Runner {
 	beat := p.spans.beat()
 	return Runner{overrun: p.overrun.at(now, beat), bundle: p.spans.mean(), longest: p.longest.at(now, beat), ended: p.ended, busyShare: p.busyShare, returned: p.returned, Since: p.since}
 }

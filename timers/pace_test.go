@@ -275,3 +275,37 @@ func TestPaceReturned(t *testing.T) {
 		t.Errorf("after a pause longer than Forget: returned %v, ended %v; want neither", r.returned, r.ended)
 	}
 }
+
+// TestPacePlan: Pace.Plan plans as Cadence.Plan does with the pace's
+// Runner, records the plan as Planned does, and records an element of a
+// key seen before as Returned does (a timer's callback and a new key's
+// element record none).
+func TestPacePlan(t *testing.T) {
+	c := NewCadence(100 * ms)
+	t0 := time.Unix(100, 0)
+	for _, tc := range []struct {
+		name     string
+		f        Facts
+		returned bool
+	}{
+		{"element of a key seen before", Facts{Now: t0, AtElement: true, Seen: t0.Add(-10 * ms), Active: 1}, true},
+		{"element of a new key", Facts{Now: t0, AtElement: true, Active: 1}, false},
+		{"timer", Facts{Now: t0, Seen: t0.Add(-10 * ms), Active: 1}, false},
+	} {
+		var p, q Pace
+		p.BundleEnded(t0.Add(-time.Second), t0.Add(-500*ms), nil, time.Minute)
+		q.BundleEnded(t0.Add(-time.Second), t0.Add(-500*ms), nil, time.Minute)
+		f := tc.f
+		f.Runner = q.Runner(t0)
+		want := c.Plan(f)
+		if got := p.Plan(c, "k", tc.f); !got.Equal(want) {
+			t.Errorf("%s: Plan = %v, want %v (Cadence.Plan)", tc.name, got, want)
+		}
+		if pl, ok := p.InForce("k"); !ok || !pl.At.Equal(want) || !pl.Set.Equal(t0) {
+			t.Errorf("%s: plan in force %+v, %v; want at %v, set %v", tc.name, pl, ok, want, t0)
+		}
+		if got := p.Runner(t0).returned; got != tc.returned {
+			t.Errorf("%s: returned %v, want %v", tc.name, got, tc.returned)
+		}
+	}
+}

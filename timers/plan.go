@@ -74,11 +74,6 @@ func (c Cadence) busy(f Facts) bool {
 	return f.Gaps > 0 && f.Gap < within && since < within
 }
 
-// Busy reports whether the planner takes the callback's key for a busy
-// one (see Plan); a worker tells its Pace of each element of a key it had
-// seen (Pace.Returned).
-func (c Cadence) Busy(f Facts) bool { return c.busy(f) }
-
 // newcomer reports whether the callback is an element of a key with no
 // earlier one on this worker (Seen zero), with no element waiting for room
 // and no retry due, while the worker has set timers for less than c.Forget
@@ -195,10 +190,13 @@ func (c Cadence) longCallWait(runningFor time.Duration) time.Duration {
 //   - A retry that is due earlier brings the timer forward to it, a busy
 //     key's too (no later element of the key may come to start it), but
 //     not sooner than the guard or c.FirstLead allows.
-func (c Cadence) Plan(f Facts) time.Time {
+func (c Cadence) Plan(f Facts) time.Time { return c.plan(f, c.busy(f)) }
+
+// plan is Plan, with busy(f) given.
+func (c Cadence) plan(f Facts, busy bool) time.Time {
 	guard := max(f.Runner.Guard(c), c.firstLead(f))
 	soonest := f.Now.Add(max(minRearm, guard))
-	if busy := c.busy(f); busy || c.newcomer(f) {
+	if busy || c.newcomer(f) {
 		lead := max(c.backstop(f.MeanGap), guard)
 		if busy || !f.Runner.returned || f.Runner.busyShare >= 0.5 {
 			lead = max(lead, c.nextBundle(f))

@@ -341,12 +341,8 @@ func (f *timerOnlyStream) ProcessElement(ts beam.EventTime, sp beamstate.Provide
 	}
 	a := f.arrived[k]
 	facts := timers.Facts{Now: now, AtElement: true, Seen: last, Gaps: a.Gaps, Gap: a.Gap, MeanGap: a.MeanGap,
-		Active: 1, Runner: timerOnlyPace.Runner(now), BundleAge: now.Sub(f.began)}
-	if !last.IsZero() {
-		timerOnlyPace.Returned(cad.Busy(facts))
-	}
-	at := cad.Plan(facts)
-	timerOnlyPace.Planned(k, at, now, cad)
+		Active: 1, BundleAge: now.Sub(f.began)}
+	at := timerOnlyPace.Plan(cad, k, facts)
 	f.Commit.Set(tp, at, beamtimers.WithOutputTimestamp(f.holds[k].ToTime()))
 	return f.Pending.Add(sp, v)
 }

@@ -168,14 +168,9 @@ func (k *keyTurn) plan(tp beamtimers.Provider, element bool) {
 		ShortestRun: v.res.shortestRun,
 		RetryDue:    v.res.dueNext,
 		Pool:        timers.Load{Expected: pool.ExpectedLatency(), Unfinished: pool.Unfinished(), Held: pool.Len(), Capacity: f.Held, PerWave: perWave},
-		Runner:      pace.Runner(now),
 		BundleAge:   now.Sub(f.views.began),
 	}
-	if element && !v.seen.IsZero() {
-		pace.Returned(f.Cadence().Busy(facts))
-	}
-	at := f.Cadence().Plan(facts)
-	pace.Planned(v.owner, at, now, f.Cadence())
+	at := pace.Plan(f.Cadence(), v.owner, facts)
 	if f.TimersSilenced() {
 		return
 	}
