@@ -7,7 +7,9 @@
 // pipeline on embedded prism, a local runner that can, and says so in one
 // log line (as Beam Python's direct runner hands pipelines to a local runner
 // that supports them). A runner that needs flags (Dataflow, a job server)
-// is checked for them before any work. A job for a job server (flink, spark,
+// is checked for them before any work. On prism, and on a job server that
+// may be prism, it turns off prism's bundle splits, which lose the state of
+// stateful DoFns (package nosplit). A job for a job server (flink, spark,
 // universal, portable) goes through RunPortable: package portable sends
 // Flink the options Beam Go cannot (streaming mode, the source's idle
 // shutdown, checkpointing) and marks the async transforms' revert steps as
@@ -30,6 +32,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/runners"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/x/beamx"
 
+	"github.com/asyncbeam/asyncbeam/runner/nosplit"
 	"github.com/asyncbeam/asyncbeam/runner/portable"
 )
 
@@ -129,7 +132,8 @@ func DryRun() bool {
 }
 
 // Run checks the runner and runs p, returning its result (with metrics):
-// --runner=direct runs on embedded prism (see the package doc), and the
+// --runner=direct runs on embedded prism (see the package doc), prism's
+// bundle splits are turned off where it may run (nosplit.Use), and the
 // portable runners (flink, spark, universal, portable) submit through
 // RunPortable.
 func Run(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
@@ -138,6 +142,7 @@ func Run(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	}
 	useLocalRunner()
 	useRegisteredName()
+	nosplit.Use()
 	if isPortable(Name()) {
 		return RunPortable(ctx, p)
 	}

@@ -72,6 +72,10 @@
 //     at least 1 s (at C up to 1 s) unless a later element of their key
 //     commits them.
 //   - A hot key's callback reads its whole backlog: keep backlogs bounded.
+//   - Prism (v2.78.0) loses the bag state of a stateful DoFn when it splits
+//     a running bundle, so the transform turns prism's splits off when it
+//     is built (runner/nosplit): parse flags before building the pipeline,
+//     and do not set --experiments again after it.
 //   - Updating a running unbounded pipeline to a version that reads its
 //     state differently needs a drain first (DESIGN.md, "State across
 //     versions").

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 
+	"github.com/asyncbeam/asyncbeam/runner/nosplit"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/worker"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
@@ -103,6 +104,7 @@ var errCacheKeyFn = errors.New("WithCache: KeyFn caches one element's outputs fo
 // also adjust the settings (Enrich's default cache).
 func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Option,
 	inspect func(keyT, valT reflect.Type, set *settings) (wrapped.Spec, reflect.Type, error)) ([]beam.PCollection, error) {
+	nosplit.Use() // prism's bundle splits lose bag state: turn them off
 	if !col.IsValid() {
 		return nil, fmt.Errorf("the input PCollection is invalid (zero value?)")
 	}

@@ -13,20 +13,22 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/passert"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/testing/ptest"
 
+	"github.com/asyncbeam/asyncbeam/runner/nosplit"
 	"github.com/asyncbeam/asyncbeam/transforms/async"
 )
 
-// TestMain runs the pipeline tests on prism, without prism's splits of
-// the unbounded sources (prism_disable_sdf_split) unless the split stress
-// test runs (-prism.splitstress) or -experiments is given. Beam Go v2.78.0
-// splits periodic.Impulse while its ProcessElement updates its watermark
-// estimator, a data race in Beam's code (core/sdf/watermark_estimator.go,
-// read by a split, written by the element) that the race detector reports
-// now and then; the transform does not take part in it.
+// TestMain runs the pipeline tests on prism without prism's splits of
+// running bundles (prism_disable_sdf_split, which every transform adds when
+// built, see runner/nosplit), unless -experiments is given, so that the
+// pipelines that build no transform run without them too. Beam Go v2.78.0
+// also splits periodic.Impulse while its ProcessElement updates its
+// watermark estimator, a data race in Beam's code (core/sdf/
+// watermark_estimator.go, read by a split, written by the element) that the
+// race detector reports now and then.
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if f := flag.Lookup("prism.splitstress"); (f == nil || f.Value.String() == "0") && *jobopts.Experiments == "" {
-		*jobopts.Experiments = "prism_disable_sdf_split"
+	if *jobopts.Experiments == "" {
+		*jobopts.Experiments = nosplit.Experiment
 	}
 	ptest.Main(m)
 }
