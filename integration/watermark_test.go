@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/asyncbeam/asyncbeam/runner/nosplit"
 )
 
 // TestEarlyEventTimeTimersOnPythonJobService shows, with plain Beam Go
@@ -76,7 +78,9 @@ func TestEarlyEventTimeTimersOnPythonJobService(t *testing.T) {
 				name = shape.name + ", Python job service"
 			}
 			t.Run(name, func(t *testing.T) {
-				args := append([]string{"--runner=prism"}, shape.args...)
+				// The job has stateful DoFns and launches with beamx.Run:
+				// prism's splits off, as runner.Run would have them.
+				args := append([]string{"--runner=prism", "--experiments=" + nosplit.Experiment}, shape.args...)
 				if python {
 					args = append([]string{"--runner=universal", "--endpoint=" + pythonJobService(t), "--environment_type=LOOPBACK"}, shape.args...)
 				}

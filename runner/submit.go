@@ -29,6 +29,7 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/util/grpcx"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/asyncbeam/asyncbeam/runner/nosplit"
 	"github.com/asyncbeam/asyncbeam/runner/portable"
 )
 
@@ -48,11 +49,14 @@ func isPortable(name string) bool {
 // stable input), and waits for it unless --async. A job that ended well
 // whose metrics the job server cannot give is a success: its result has
 // no metrics, and MetricsError says why. Run uses it for the portable
-// runners (flink, spark, universal, portable).
+// runners (flink, spark, universal, portable). On universal and portable
+// it turns off prism's bundle splits (nosplit.Use): the job server may be
+// prism.
 func RunPortable(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	if !beam.Initialized() {
 		return nil, fmt.Errorf("runner: call beam.Init before building the pipeline")
 	}
+	nosplit.Use()
 	if *jobopts.Strict {
 		if _, err := vet.Execute(ctx, p); err != nil {
 			return nil, fmt.Errorf("runner: strict mode: %w", err)

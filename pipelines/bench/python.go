@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/asyncbeam/asyncbeam/runner/nosplit"
 )
 
 // pythonNote is said on every python row. Beam Python's AsyncWrapper sets
@@ -64,9 +66,11 @@ func pythonWorker(ctx context.Context, sp spec, endpoint string) (worker, error)
 		fmt.Sprint("--slow_every=", sp.SlowEvery), "--slow_at=" + intsText(sp.SlowAt), fmt.Sprint("--slow_x=", sp.SlowX),
 		"--outputs=" + outsPath, "--first=" + firstPath}
 	// Beam's own options, which the script hands to PipelineOptions: the
-	// job server and the SDK worker in the python process (LOOPBACK).
+	// job server and the SDK worker in the python process (LOOPBACK), and
+	// prism's splits off, as the Go rows have them (runner/nosplit: a split
+	// loses the state of AsyncWrapper's bags as it does the transform's).
 	args = append(args, "--runner=PortableRunner", "--job_endpoint="+endpoint,
-		"--environment_type=LOOPBACK", "--streaming")
+		"--environment_type=LOOPBACK", "--experiments="+nosplit.Experiment, "--streaming")
 	figures := func(out []byte) (result, error) {
 		var r struct {
 			WallS       float64 `json:"wall_s"`

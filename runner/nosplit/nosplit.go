@@ -7,15 +7,17 @@
 // residual holds. The split bundle still commits, when it ends, the state it
 // was given at its start for every key it began with, released keys
 // included: a key that a later bundle took over and committed in the
-// meantime gets its older state back. Its new elements are lost and its
-// committed ones run again (run: 4 of 37 runs of the bench's stream over
-// 100 and 10,000 keys on a loaded machine, up to 2,073 outputs lost and 576
-// repeated in one run; read: engine/elementmanager.go, splitBundle and
-// PersistBundle). The experiment Experiment turns the splitting off.
+// meantime gets its older state back, and that bundle's writes are lost
+// (run: prism_test.go with -nosplit.splitson; read: engine/elementmanager.go,
+// splitBundle and PersistBundle). The async transform then loses the
+// elements accepted there and outputs again those committed there (run: 4
+// of 37 runs of the bench's stream on a loaded machine). Experiment turns
+// the splitting off, for every stage of the job: prism then never splits a
+// large bundle to spread it either.
 //
 // Use adds it to Beam's --experiments flag. Every transform of
-// transforms/async calls Use when it is built, and runner.Run calls it
-// before it submits.
+// transforms/async calls Use when it is built, and runner.Run and
+// runner.RunPortable call it before they submit.
 package nosplit
 
 import (
@@ -40,9 +42,10 @@ var flagMu struct {
 
 // Use adds Experiment to the --experiments flag when Wanted says the
 // runner named by --runner may be prism. It does nothing when the flag
-// holds it already, logs one line the first time it adds it, and is safe
-// for concurrent use. Flags must be parsed before Use: a later flag.Parse
-// that sets --experiments replaces what Use added.
+// holds it already, and logs one line the first time it adds it. Calls of
+// Use may run at once; flag.Parse and a pipeline's submission must not run
+// beside it. Flags must be parsed before Use: a later flag.Parse that sets
+// --experiments replaces what Use added.
 func Use() {
 	if !Wanted(*runners.Runner) {
 		return
@@ -77,8 +80,9 @@ func add(exps *string) bool {
 // and the legacy direct runner (package runner runs those on embedded
 // prism), and the portable runner's names, since a job server does not say
 // which runner it is. Other job servers ignore an experiment they do not
-// know (run: Beam Python's portable job service). Dataflow, Flink and Spark
-// by name never run on prism, and get nothing.
+// know (run: the integration tests against Beam Python's portable job
+// service pass with it). Dataflow, Flink and Spark by name never run on
+// prism, and get nothing.
 func Wanted(runner string) bool {
 	switch strings.ToLower(strings.TrimSpace(runner)) {
 	case "", "prism", "prismrunner", "direct", "directrunner", "universal", "portable", "portablerunner":

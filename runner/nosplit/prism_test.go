@@ -10,6 +10,9 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,12 +74,20 @@ func init() {
 	register.Emitter1[string]()
 }
 
-// runWaves runs the three waves over keys keys, and returns the run's error:
-// non-nil when some key's counts are not 1, 2 and 3.
-func runWaves(keys int, experiments string) error {
+// runWaves runs the three waves over keys keys, with prism's splits on
+// (--experiments empty) or turned off by Use, and returns how many bundles
+// prism split and the run's error, which names the entries passert missed
+// when some key's counts are not 1, 2 and 3.
+func runWaves(keys int, splitsOn bool) (int64, error) {
 	const waves = 3
 	interval := 3 * time.Second
 	start := time.Now().Add(time.Second).Truncate(time.Millisecond)
+	saved := *jobopts.Experiments
+	defer func() { *jobopts.Experiments = saved }()
+	*jobopts.Experiments = ""
+	if !splitsOn {
+		nosplit.Use()
+	}
 	p, s := beam.NewPipelineWithRoot()
 	imp := periodic.Impulse(s, start, start.Add(waves*interval), interval, false)
 	keyed := beam.ParDo(s, &wave{Keys: keys, StartMs: start.UnixMilli(), IntervalMs: interval.Milliseconds()}, imp)
@@ -88,36 +99,67 @@ func runWaves(keys int, experiments string) error {
 		}
 	}
 	passert.EqualsList(s, counts, want)
-	saved := *jobopts.Experiments
-	defer func() { *jobopts.Experiments = saved }()
-	*jobopts.Experiments = experiments
-	return ptest.Run(p)
+	splits := &splitCounter{Handler: slog.Default().Handler()}
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(splits))
+	err := ptest.Run(p)
+	return splits.n.Load(), err
 }
 
-// TestPrismWithoutSplitsKeepsState runs the waves with the experiment: every
-// key counts 1, 2 and 3.
+// TestPrismWithoutSplitsKeepsState runs the waves with the splits turned
+// off by Use: prism splits nothing, and every key counts 1, 2 and 3.
 func TestPrismWithoutSplitsKeepsState(t *testing.T) {
-	if err := runWaves(20, nosplit.Experiment); err != nil {
-		t.Errorf("with --experiments=%s: %v", nosplit.Experiment, err)
+	n, err := runWaves(20, false)
+	if err != nil {
+		t.Errorf("with the splits turned off (--experiments=%s): %v", *jobopts.Experiments, err)
+	}
+	if n != 0 {
+		t.Errorf("with the splits turned off, prism split %d bundle(s), want 0", n)
 	}
 }
 
 // TestPrismSplitsLoseState runs the waves with prism's splitting on, and
-// reports how many runs lost state. It fails when none did: then prism no
-// longer loses state on a split here, and package nosplit may be reviewed.
+// reports how many runs lost state (passert missed entries). It fails when
+// none did: then prism no longer loses state on a split here, and package
+// nosplit may be reviewed. It also fails when prism split nothing.
 func TestPrismSplitsLoseState(t *testing.T) {
 	if *splitsOn == 0 {
 		t.Skip("-nosplit.splitson=N runs it N times")
 	}
-	lost := 0
+	lost, split := 0, int64(0)
 	for run := 0; run < *splitsOn; run++ {
-		err := runWaves(20, "")
-		if err != nil {
+		n, err := runWaves(20, true)
+		split += n
+		if err != nil && strings.Contains(err.Error(), "missing entries") {
 			lost++
 		}
-		t.Logf("run %d of %d: %v", run+1, *splitsOn, err)
+		t.Logf("run %d of %d: prism split %d bundle(s); %v", run+1, *splitsOn, n, err)
+	}
+	if split == 0 {
+		t.Fatalf("prism split no bundle in %d runs: the test did not reach what it is for", *splitsOn)
 	}
 	if lost == 0 {
 		t.Errorf("no run of %d lost state with prism's splitting on", *splitsOn)
 	}
+}
+
+// splitCounter counts prism's "split elements" records and passes every
+// record on to Handler as it would have been.
+type splitCounter struct {
+	slog.Handler
+	n atomic.Int64
+}
+
+func (h *splitCounter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l == slog.LevelDebug || h.Handler.Enabled(ctx, l)
+}
+
+func (h *splitCounter) Handle(ctx context.Context, r slog.Record) error {
+	if r.Message == "split elements" {
+		h.n.Add(1)
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
 }
