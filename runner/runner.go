@@ -142,10 +142,10 @@ func Run(ctx context.Context, p *beam.Pipeline) (beam.PipelineResult, error) {
 	}
 	useLocalRunner()
 	useRegisteredName()
-	nosplit.Use()
 	if isPortable(Name()) {
-		return RunPortable(ctx, p)
+		return RunPortable(ctx, p) // which calls nosplit.Use itself
 	}
+	nosplit.Use()
 	if *portable.Checkpointing != 0 {
 		slog.Warn("runner: --checkpointing_interval is for Flink; the " + Name() + " runner does not read it")
 	}
