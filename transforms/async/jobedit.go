@@ -3,8 +3,7 @@ package async
 // What the transform needs from the job that carries it to a job server
 // (package runner/portable): on Flink, its revert steps marked as requiring
 // stable input, and the end-of-input drain on every step that reads
-// unbounded input. ParDo sets the drain's default for the runner the
-// --runner flag names, and installs portable's hook so that beamx.Run and
+// unbounded input. ParDo installs portable's hook so that beamx.Run and
 // ptest send the job as runner.Run does.
 
 import (
@@ -17,7 +16,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	v1pb "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx/v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/protox"
@@ -28,30 +26,8 @@ import (
 	"github.com/asyncbeam/asyncbeam/runner/portable"
 )
 
-func init() { portable.AddEdit(editJob) }
-
 // flagRunner is the runner the --runner flag names.
 func flagRunner() portable.Kind { return portable.KindOfFlag(*runners.Runner) }
-
-// resolveDrain sets the end-of-input drain's default: on for unbounded input
-// built for Flink, where pending elements are otherwise lost at the end of
-// input; off elsewhere (prism fires the commit timers until the keys are
-// empty, run; Dataflow does, read). Turning it off for Flink is logged
-// with what it loses.
-func (s *settings) resolveDrain(unbounded bool, runner portable.Kind) {
-	switch {
-	case !unbounded || runner != portable.Flink:
-	case !s.drainSet:
-		s.drain = true
-	case !s.drain:
-		declinedDrainLog.Do(func() {
-			slog.Warn("async: WithoutEndOfInputDrain on Flink: the elements still pending when the input ends, or when the job is drained, " +
-				"get no output and no failure record (Flink drops processing-time timers of the global window at its final watermark)")
-		})
-	}
-}
-
-var declinedDrainLog sync.Once
 
 // installPortable makes a job for a job server pass through
 // portable.Complete whatever launches it (portable.Install), when the
@@ -153,13 +129,4 @@ func streamConfig(t *pipepb.PTransform) (drainFields, bool, error) {
 		return drainFields{}, false, err
 	}
 	return f, true, nil
-}
-
-// isType reports whether an encoded DoFn type is rt, or a pointer to it.
-func isType(t *v1pb.Type, rt reflect.Type) bool {
-	for t.GetKind() == v1pb.Type_PTR {
-		t = t.GetElement()
-	}
-	key, _ := runtime.TypeKey(rt)
-	return t != nil && t.GetExternalKey() == key
 }

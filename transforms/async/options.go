@@ -1,64 +1,14 @@
 package async
 
-// The transform's options that are not about retries (those are in
-// retry.go) or priority (priority.go), their defaults and validation.
+// The options of the pool, the commit timers, the bounds on what a worker
+// holds, element identity and the end-of-input drain. Retries, protection,
+// the cache, batches, listeners, order and priority have files of their
+// own.
 
 import (
-	"errors"
 	"fmt"
-	"reflect"
 	"time"
-
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/google/uuid"
-
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
-	"github.com/asyncbeam/asyncbeam/transforms/async/internal/wrapped"
-	"github.com/asyncbeam/asyncbeam/transforms/guard"
 )
-
-// Defaults of the options.
-const (
-	DefaultParallelism       = 16
-	DefaultCallbackFrequency = time.Second
-	DefaultMaxWait           = time.Duration(0)
-)
-
-// Option configures ParDo. Invalid values are reported by TryParDo (ParDo
-// panics with the same error) at pipeline construction.
-type Option func(*settings)
-
-type settings struct {
-	parallelism int
-	freq        time.Duration
-	buffer      int // 0: default from parallelism
-	held        int // 0: default from parallelism and buffer
-	maxWait     time.Duration
-	idFn        any
-	callTimeout time.Duration
-	maxAttempts int
-	backoff     Backoff
-	retryIf     func(error) bool
-	fallbacks   []string
-	ordered     bool
-	priorityFn  any
-	listeners   []Listener
-	protect     terms.Protection
-	cache       *Cache
-	noCache     bool // WithoutCache
-	drain       bool // the end-of-input drain runs (see resolveDrain)
-	drainSet    bool // WithEndOfInputDrain or WithoutEndOfInputDrain was given
-	batch       batchSettings
-	// parallelismSet: WithParallelism was given (it conflicts with
-	// WithAdaptiveParallelism).
-	parallelismSet bool
-	errs           []error
-}
-
-func defaultSettings() settings {
-	return settings{parallelism: DefaultParallelism, freq: DefaultCallbackFrequency, maxWait: DefaultMaxWait, maxAttempts: 1, backoff: DefaultBackoff,
-		protect: terms.Protection{BudgetShare: guard.DefaultBudgetShare, OverloadThreshold: DefaultOverloadThreshold}}
-}
 
 // WithParallelism sets the most calls of the wrapped fn that run at once in
 // one worker process, across all bundles and DoFn instances of this
@@ -222,100 +172,4 @@ func WithEndOfInputDrain() Option {
 // takes the job all the same.
 func WithoutEndOfInputDrain() Option {
 	return func(s *settings) { s.drain, s.drainSet = false, true }
-}
-
-// resolve applies opts and validates the combination.
-func resolve(opts []Option) (settings, error) {
-	s := defaultSettings()
-	for _, o := range opts {
-		if o == nil {
-			s.errs = append(s.errs, errors.New("a nil Option was passed"))
-			continue
-		}
-		o(&s)
-	}
-	resolveProtection(&s.protect, &s)
-	s.resolveCache()
-	s.resolveBatch()
-	if s.buffer == 0 {
-		s.buffer = max(2*s.parallelism, 10)
-	} else if s.buffer < s.parallelism {
-		s.errs = append(s.errs, fmt.Errorf("WithMaxItemsToBuffer(%d) is smaller than the parallelism %d: at most %d calls could ever run; raise the buffer or lower the parallelism", s.buffer, s.parallelism, s.buffer))
-	}
-	if s.held == 0 {
-		s.held = max(64*s.parallelism, s.buffer)
-	} else if s.held < s.buffer {
-		s.errs = append(s.errs, fmt.Errorf("WithMaxItemsHeld(%d) is smaller than the buffer %d (WithMaxItemsToBuffer, default max(2*parallelism, 10), or 2*parallelism*batch size for BatchParDo): raise it, or lower the buffer", s.held, s.buffer))
-	}
-	return s, errors.Join(s.errs...)
-}
-
-// inspectRetryIf checks the retry predicate.
-func inspectRetryIf(fn func(error) bool) (*wrapped.Shipped, error) {
-	if fn == nil {
-		return nil, nil
-	}
-	return wrapped.EncodeFunc("WithRetryIf", fn)
-}
-
-// inspectValueFn checks a function of the element's value (WithIDFn,
-// WithPriority): func(V) out.
-func inspectValueFn(option string, fn any, valT, out reflect.Type) (*wrapped.Shipped, error) {
-	if fn == nil {
-		return nil, nil
-	}
-	ft := reflect.TypeOf(fn)
-	if ft.Kind() != reflect.Func || ft.NumIn() != 1 || ft.NumOut() != 1 || !valT.AssignableTo(ft.In(0)) || ft.Out(0) != out {
-		return nil, fmt.Errorf("%s: fn has type %v; want func(%v) %v", option, ft, valT, out)
-	}
-	return wrapped.EncodeFunc(option, fn)
-}
-
-// newConfig checks everything about the transform that is not the input and
-// the wrapped fn (already inspected as spec) and returns its configuration.
-func newConfig(name string, spec wrapped.Spec, keyT, valT reflect.Type, set settings, hasFailures bool) (terms.Config, error) {
-	idFn, err := inspectValueFn("WithIDFn", set.idFn, valT, reflect.TypeOf(""))
-	if err != nil {
-		return terms.Config{}, err
-	}
-	retryIf, err := inspectRetryIf(set.retryIf)
-	if err != nil {
-		return terms.Config{}, err
-	}
-	priorityFn, err := inspectValueFn("WithPriority", set.priorityFn, valT, reflect.TypeOf(0))
-	if err != nil {
-		return terms.Config{}, err
-	}
-	listeners, err := inspectListeners(set.listeners)
-	if err != nil {
-		return terms.Config{}, err
-	}
-	return terms.Config{
-		Name:              name,
-		ID:                uuid.NewString(),
-		TimerSuffix:       terms.TimerSuffix(name),
-		User:              spec,
-		KeyType:           beam.EncodedType{T: keyT},
-		ValueType:         beam.EncodedType{T: valT},
-		IDFn:              idFn,
-		Parallelism:       set.parallelism,
-		Buffer:            set.buffer,
-		Held:              set.held,
-		CallbackFrequency: set.freq,
-		MaxWait:           set.maxWait,
-		CallTimeout:       set.callTimeout,
-		MaxAttempts:       set.maxAttempts,
-		Backoff:           set.backoff,
-		RetryIf:           retryIf,
-		Fallbacks:         set.fallbacks,
-		HasFailures:       hasFailures,
-		Ordered:           set.ordered,
-		PriorityFn:        priorityFn,
-		Listeners:         listeners,
-		Protect:           set.protect,
-		Cache:             terms.InspectCache(set.cache),
-		Batch:             newBatchSpec(set.batch),
-		Drain:             set.drain,
-		DrainDeclined:     set.drainSet && !set.drain,
-	}, nil
 }

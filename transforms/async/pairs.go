@@ -22,7 +22,9 @@ type kvOutput struct {
 
 var kvOutputType = reflect.TypeOf(kvOutput{})
 
-func init() {
+// registerPairOutput tells the machinery how to make a kvOutput (see
+// wrapped.SetPairOutput).
+func registerPairOutput() {
 	wrapped.SetPairOutput(kvOutputType, func(key, value []byte) any { return kvOutput{Key: key, Value: value} })
 }
 

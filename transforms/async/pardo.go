@@ -45,7 +45,7 @@ func ParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...Optio
 // error). Each such element is written there exactly once and removed from
 // bag state in the same callback, instead of failing its key's commit.
 func TryParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (out, failures beam.PCollection, err error) {
-	outs, err := build(s.Scope("async.ParDoWithFailures"), fn, col, true, opts)
+	outs, err := buildParDo(s.Scope("async.ParDoWithFailures"), fn, col, true, opts)
 	if err != nil {
 		return beam.PCollection{}, beam.PCollection{}, fmt.Errorf("async.ParDoWithFailures: %w", err)
 	}
@@ -75,16 +75,16 @@ func TryParDoWithFailures(s beam.Scope, fn any, col beam.PCollection, opts ...Op
 // An element that fails for good fails its key's commit with the cause; use
 // TryParDoWithFailures to receive such elements as data instead.
 func TryParDo(s beam.Scope, fn any, col beam.PCollection, opts ...Option) (beam.PCollection, error) {
-	outs, err := build(s.Scope("async.ParDo"), fn, col, false, opts)
+	outs, err := buildParDo(s.Scope("async.ParDo"), fn, col, false, opts)
 	if err != nil {
 		return beam.PCollection{}, fmt.Errorf("async.ParDo: %w", err)
 	}
 	return outs[0], nil
 }
 
-// build validates everything and applies the stateful DoFn, which always has
+// buildParDo validates everything and applies the stateful DoFn, which always has
 // two outputs: the results and the failures.
-func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []Option) ([]beam.PCollection, error) {
+func buildParDo(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []Option) ([]beam.PCollection, error) {
 	return buildWith(s, col, hasFailures, opts, func(keyT, valT reflect.Type, set *settings) (wrapped.Spec, reflect.Type, error) {
 		if set.cache != nil && set.cache.KeyFn != nil {
 			return wrapped.Spec{}, nil, errCacheKeyFn
@@ -100,7 +100,7 @@ func build(s beam.Scope, fn any, col beam.PCollection, hasFailures bool, opts []
 var errCacheKeyFn = errors.New("WithCache: KeyFn caches one element's outputs for every element with the same key function value, which gives records each other's outputs; " +
 	"to look something up by part of a record and merge it in, use async.Enrich (records keyed by the lookup key); without KeyFn the cache is keyed by the whole element")
 
-// buildWith is build with the wrapped fn inspected by inspect, which may
+// buildWith is buildParDo with the wrapped fn inspected by inspect, which may
 // also adjust the settings (Enrich's default cache).
 func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Option,
 	inspect func(keyT, valT reflect.Type, set *settings) (wrapped.Spec, reflect.Type, error)) ([]beam.PCollection, error) {
@@ -130,7 +130,7 @@ func buildWith(s beam.Scope, col beam.PCollection, hasFailures bool, opts []Opti
 		return nil, err
 	}
 	c := worker.Core{Config: cfg}
-	outs, unrestorable, err := apply(s, c, col, outT)
+	outs, unrestorable, err := applyPath(s, c, col, outT)
 	if err != nil {
 		return nil, err
 	}
@@ -171,12 +171,12 @@ func revertStep(s beam.Scope, spec wrapped.Spec, c worker.Core, failures beam.PC
 	return reverted[0], nil
 }
 
-// apply applies the DoFn chooseDoFn picks for col. Input that is not in the
+// applyPath applies the DoFn chooseDoFn picks for col. Input that is not in the
 // global window goes through the global window, each element with its
 // window, and each output comes back to its element's window (windows.go);
 // the failure records of elements whose window cannot come back
 // (unrestorable, with a failure output) are returned apart.
-func apply(s beam.Scope, c worker.Core, col beam.PCollection, outT reflect.Type) (outs []beam.PCollection, unrestorable beam.PCollection, err error) {
+func applyPath(s beam.Scope, c worker.Core, col beam.PCollection, outT reflect.Type) (outs []beam.PCollection, unrestorable beam.PCollection, err error) {
 	in, inner := col, outT
 	c.OutputType = &beam.EncodedType{T: outT} // the result cache encodes outputs with it
 	if carriesWindows(col) {

@@ -1,7 +1,8 @@
 package async
 
 // Registration with Beam of the DoFns, emitters and types the transform
-// uses, so that a worker process can rebuild them.
+// uses, so that a worker process can rebuild them; and of the hooks the
+// machinery and runner/portable call back.
 
 import (
 	"context"
@@ -12,6 +13,7 @@ import (
 	beamtimers "github.com/apache/beam/sdks/v2/go/pkg/beam/core/timers"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/register"
 
+	"github.com/asyncbeam/asyncbeam/runner/portable"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/stream"
 )
 
@@ -40,4 +42,7 @@ func init() {
 	beam.RegisterType(reflect.TypeOf(LogListener{}))
 	beam.RegisterType(reflect.TypeOf(JSONLinesListener{}))
 	beam.RegisterType(reflect.TypeOf(TimingListener{}))
+	registerPairOutput()
+	registerCarry()
+	portable.AddEdit(editJob)
 }

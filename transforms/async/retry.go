@@ -43,19 +43,6 @@ import (
 // is nil.
 func Permanent(err error) error { return wrapped.PermanentOf(err) }
 
-// ExponentialBackoff doubles the delay from initial up to max, with 20% jitter.
-func ExponentialBackoff(initial, max time.Duration) Backoff {
-	return Backoff{Initial: initial, Max: max, Multiplier: 2, Jitter: 0.2}
-}
-
-// FixedBackoff waits d before every retry.
-func FixedBackoff(d time.Duration) Backoff {
-	return Backoff{Initial: d, Max: d, Multiplier: 1}
-}
-
-// DefaultBackoff is ExponentialBackoff(100 ms, 30 s).
-var DefaultBackoff = ExponentialBackoff(100*time.Millisecond, 30*time.Second)
-
 // WithCallTimeout sets a deadline per attempt: the attempt's context is
 // cancelled at the deadline and the attempt fails with kind "timeout". A fn
 // that ignores its context keeps its pool slot until it returns (the

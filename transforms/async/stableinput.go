@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx"
 	v1pb "github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime/graphx/v1"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/util/protox"
@@ -50,7 +51,7 @@ func RequireStableInput(p *pipepb.Pipeline) (int, error) {
 		}
 		var pardo pipepb.ParDoPayload
 		if err := proto.Unmarshal(t.GetSpec().GetPayload(), &pardo); err != nil {
-			return 0, fmt.Errorf("async: reading the ParDo payload of transform %s (%s): %w", id, t.GetUniqueName(), err)
+			return 0, fmt.Errorf("async: reading the ParDoPayload of transform %s (%s): %w", id, t.GetUniqueName(), err)
 		}
 		revert, err := runsRevert(pardo.GetDoFn())
 		if err != nil {
@@ -66,7 +67,7 @@ func RequireStableInput(p *pipepb.Pipeline) (int, error) {
 		pardo.RequiresStableInput = true
 		payload, err := proto.Marshal(&pardo)
 		if err != nil {
-			return 0, fmt.Errorf("async: writing the ParDo payload of transform %s (%s): %w", id, t.GetUniqueName(), err)
+			return 0, fmt.Errorf("async: writing the ParDoPayload of transform %s (%s): %w", id, t.GetUniqueName(), err)
 		}
 		t.Spec.Payload = payload
 	}
@@ -90,4 +91,13 @@ func runsRevert(spec *pipepb.FunctionSpec) (bool, error) {
 		return false, err
 	}
 	return isType(tp.GetEdge().GetFn().GetType(), reflect.TypeOf(revertFn{})), nil
+}
+
+// isType reports whether an encoded DoFn type is rt, or a pointer to it.
+func isType(t *v1pb.Type, rt reflect.Type) bool {
+	for t.GetKind() == v1pb.Type_PTR {
+		t = t.GetElement()
+	}
+	key, _ := runtime.TypeKey(rt)
+	return t != nil && t.GetExternalKey() == key
 }

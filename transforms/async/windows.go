@@ -63,8 +63,9 @@ type windowed struct {
 	Value  []byte
 }
 
-// init tells the machinery how a value carries its window (see worker.Carry).
-func init() {
+// registerCarry tells the machinery how a value carries its window (see
+// worker.Carry).
+func registerCarry() {
 	worker.Carry.Open = func(v any) (string, []byte, bool) {
 		w, ok := v.(windowed)
 		return w.Window, w.Value, ok

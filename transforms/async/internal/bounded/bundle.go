@@ -188,7 +188,7 @@ func (f *Path) FinishBundle(ctx context.Context, emit func(beam.EventTime, beam.
 	}
 	f.Publish(ctx, run.pool)
 	f.run = nil
-	f.Tickets().Finish() // the counts it published are final (internal/worker/publish.go)
+	f.Tickets().Finish() // the counts it published are final (internal/worker/tickets.go)
 	return nil
 }
 

@@ -28,7 +28,7 @@ func (f *Path) StartBundle() {
 // FinishBundle tells the pool's pace (timers.Pace) which of the bundle's
 // keys had a timer that fell due while the bundle held them: the runner
 // could not fire it, and the planner must set later timers further out.
-// The counts the bundle published become final (internal/worker/publish.go).
+// The counts the bundle published become final (internal/worker/tickets.go).
 func (f *Path) FinishBundle() error {
 	if len(f.views.byOwner) == 0 {
 		f.Tickets().Finish()

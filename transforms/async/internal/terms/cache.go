@@ -4,8 +4,6 @@ package terms
 
 import (
 	"time"
-
-	"github.com/asyncbeam/asyncbeam/transforms/cache"
 )
 
 // Cache is documented for users where the front names it (async's types.go).
@@ -75,16 +73,8 @@ type CacheSpec struct {
 	RedisRequired                     bool
 }
 
-// sharedCache is the config of the transform's Redis-shared cache: under
-// Cache.Prefix, the namespace of its lookup (cachens.go).
-func (c *Config) SharedCache() cache.SharedConfig {
-	s := c.Cache
-	return cache.SharedConfig{Addr: s.Redis, Prefix: s.Prefix, Namespace: c.CacheNamespace(), TTL: s.TTL,
-		PasswordEnv: s.PasswordEnv, PasswordFile: s.PasswordFile, CAFile: s.CAFile}
-}
-
 // InspectCache is WithCache's Cache as the DoFn carries it (KeyFn was
-// refused by build).
+// refused by buildParDo).
 func InspectCache(c *Cache) *CacheSpec {
 	if c == nil {
 		return nil

@@ -26,8 +26,8 @@ func (c *Config) CacheNamespace() string { return cache.NamespaceOf(c.lookupIden
 //     JSON of its exported fields, its shipped configuration (a service's
 //     URL, a model's name);
 //   - WithFallbacks: the first value. Only attempts that all take one
-//     value are cached (cache.go): the first, or all of them when one
-//     value is given.
+//     value are cached (internal/worker/cachedjob.go): the first, or all
+//     of them when one value is given.
 //
 // Enrich's join is not part of it: it runs after the cache, per record.
 func (c *Config) lookupIdentity() [][]byte {
@@ -48,4 +48,12 @@ func (c *Config) lookupIdentity() [][]byte {
 		parts = append(parts, []byte("fallback"), []byte(c.Fallbacks[0]))
 	}
 	return parts
+}
+
+// SharedCache is the config of the transform's Redis-shared cache: under
+// Cache.Prefix, the namespace of its lookup (CacheNamespace).
+func (c *Config) SharedCache() cache.SharedConfig {
+	s := c.Cache
+	return cache.SharedConfig{Addr: s.Redis, Prefix: s.Prefix, Namespace: c.CacheNamespace(), TTL: s.TTL,
+		PasswordEnv: s.PasswordEnv, PasswordFile: s.PasswordFile, CAFile: s.CAFile}
 }

@@ -6,12 +6,10 @@ package worker
 import (
 	"context"
 	"runtime/debug"
-	"sync"
 
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/cache"
-	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
 // BatchItem is what a request carries for one element.
@@ -114,52 +112,6 @@ func answerItem(b *BatchItem, it state.BatchItem, outs []any, err error, store f
 type batchResult struct {
 	outs [][]any
 	errs []error
-}
-
-// batchStats counts a transform's requests in a worker process, for the
-// metrics (published at callbacks, like the guard's): the counts through a
-// ledger, the sizes for the distribution as they come (a failed bundle's
-// samples of it are lost).
-type batchStats struct {
-	mu              sync.Mutex
-	requests, items int64
-	sizes           []int64 // sizes of the requests made since the last publish
-	published       *ledger.Ledger
-}
-
-func (b *batchStats) observe(n int) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.requests++
-	b.items += int64(n)
-	b.sizes = append(b.sizes, int64(n))
-}
-
-// drain returns the counts now and the sizes since the last drain.
-func (b *batchStats) drain() (counts, sizes []int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	s := b.sizes
-	b.sizes = nil
-	return []int64{b.requests, b.items}, s
-}
-
-// batchStats returns this transform's request counts in this process.
-func (f *Core) batchStats() *batchStats {
-	return f.worker().batch
-}
-
-// publishBatches publishes the requests made since the last callback.
-func (f *Core) publishBatches(ctx context.Context) {
-	b := f.batchStats()
-	counts, sizes := b.drain()
-	for _, n := range sizes {
-		f.metrics.BatchSize.Update(ctx, n)
-	}
-	if d, any := f.tickets.Take(b.published, counts); any {
-		f.metrics.Requests.Inc(ctx, d[0])
-		f.metrics.RequestItems.Inc(ctx, d[1])
-	}
 }
 
 // batchConfig is the pool's batching for this transform.

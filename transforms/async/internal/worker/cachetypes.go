@@ -29,6 +29,15 @@ func (f *Core) CachedShape() []byte {
 	return []byte(b.String())
 }
 
+// cachedType is the type of what the cache holds: Enrich's answers, else
+// the outputs.
+func (f *Core) cachedType() reflect.Type {
+	if f.User.Enrich != nil {
+		return f.User.Enrich.Answer.T
+	}
+	return f.OutputType.T
+}
+
 // DescribeType writes t with every struct's exported fields, their names,
 // types and tags, recursively (seen, the named types met, cuts cycles):
 // what a coder of t depends on.

@@ -1,11 +1,11 @@
 package worker
 
 // One element's way from prepare (encode, identify, priority) through
-// submit to the call of the wrapped fn (work), and its outputs' commit.
+// submit to the pool, the job the pool runs for it (its call is in
+// attempt.go), and its outputs' commit.
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -152,50 +152,4 @@ func (f *Core) StartUnbuffered(_ context.Context, pool *state.Pool, el Element) 
 // answers).
 func (f *Core) job(el Element) state.Job {
 	return f.joined(el, f.Cached(el, f.batchJob(el, state.Job{Work: f.work(el), Retry: f.inWorkerRetry(el), Priority: el.Priority, Previous: el.Previous})))
-}
-
-// work is one element's call; attempt n of the task is attempt done+n of the
-// element. The caller holds the user fn for the task; it is released when the
-// task's last attempt returns (see wrapped.Fn.Release).
-func (f *Core) work(el Element) state.Work {
-	limit, key, id := f.CallTimeout, el.Key, el.ID.ID
-	in := wrapped.CallInput{Key: key, Value: el.Value, TS: el.Timestamp, Window: el.ID.Window}
-	return func(ctx context.Context, attempt int) ([]any, error) {
-		n := el.Done + attempt
-		ctx = terms.WithAttempt(ctx, n, f.Fallbacks)
-		ctx = context.WithValue(ctx, CallKey{}, CallInfo{F: f, Key: key, ID: id, Attempt: n})
-		f.attemptBegins(el, attempt)
-		outputs, err := callWithin(ctx, limit, func(ctx context.Context) ([]any, error) { return f.user.Call(ctx, in) })
-		if err == nil {
-			f.Event(terms.EventSucceeded, key, id, n, nil)
-		}
-		return outputs, err
-	}
-}
-
-// attemptBegins tells the listener that attempt (counted within the task)
-// of el begins: a rescheduled element reports EventRescheduled as its first
-// attempt begins, so that a listener sees it before EventStarted.
-func (f *Core) attemptBegins(el Element, attempt int) {
-	if el.Rescheduled && attempt == 1 {
-		f.Event(terms.EventRescheduled, el.Key, el.ID.ID, el.Done, nil)
-	}
-	f.Event(terms.EventStarted, el.Key, el.ID.ID, el.Done+attempt, nil)
-}
-
-// callWithin runs one call of the wrapped fn (call), with a deadline when
-// limit > 0: a call still running at the deadline returns a timeoutError,
-// whatever it returned, and no result.
-func callWithin[R any](ctx context.Context, limit time.Duration, call func(context.Context) (R, error)) (R, error) {
-	if limit <= 0 {
-		return call(ctx)
-	}
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	result, err := call(ctx)
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		var none R
-		return none, &terms.TimeoutError{Limit: limit, Err: err}
-	}
-	return result, err
 }

@@ -1,5 +1,9 @@
 package worker
 
+// The pool's gate on a worker: the guard built from the transform's
+// protection, how it reads an attempt's end, and the wait an overload
+// answer asks for. Its counts are published in publish.go.
+
 import (
 	"context"
 	"errors"
@@ -10,16 +14,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-
 	"github.com/asyncbeam/asyncbeam/state"
 	"github.com/asyncbeam/asyncbeam/transforms/async/internal/terms"
 	"github.com/asyncbeam/asyncbeam/transforms/guard"
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
-
-// The pool's gate on a worker: the guard built from the transform's
-// protection, and its counts published as metrics.
 
 // Guarded is the pool's gate: the transform's guard, and what of its counts
 // the transform has published as Beam metrics.
@@ -163,36 +162,4 @@ const maxRetryAfter = 5 * time.Minute
 func OverloadWait(err error) time.Duration {
 	_, d := guard.IsOverloaded(err)
 	return min(d, maxRetryAfter)
-}
-
-// publishGuard adds the guard's counts since the last publication to the
-// Beam metrics, and sets the concurrency limit gauge.
-func (f *Core) publishGuard(ctx context.Context, pool *state.Pool) {
-	g, ok := pool.Gate().(*Guarded)
-	if !ok {
-		return
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	s := g.Stats()
-	d, any := f.tickets.Take(g.published, statsVector(s))
-	if !any && g.limitPublished {
-		return // nothing new: no metric updates per element
-	}
-	g.limitPublished = true
-	if !g.warned {
-		if msg := ParallelismWarning(f.Name, f.Parallelism, f.Protect.AdaptiveMax > 0, s); msg != "" {
-			g.warned = true
-			slog.Warn(msg)
-		}
-	}
-	m := f.metrics
-	for i, counter := range []beam.Counter{m.Calls, m.Overloaded, m.Throttled, m.ThrottledMs, m.BudgetWaits, m.SharedErrors} {
-		counter.Inc(ctx, d[i])
-	}
-	limit := s.Limit
-	if limit == 0 {
-		limit = f.Parallelism
-	}
-	m.Limit.Set(ctx, int64(limit))
 }

@@ -4,7 +4,6 @@ package worker
 // use; it hands each event to every listener.
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -99,37 +98,4 @@ func (h *Hub) Close() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// Events returns the transform's hub in this process, or nil without
-// listeners. Like pool, it is looked up on every use so that a registry Reset
-// is seen at once.
-func (f *Core) Events() *Hub {
-	if len(f.Listeners) == 0 {
-		return nil
-	}
-	h, err := f.worker().hubOf(f)
-	if err != nil {
-		// Setup made the hub; a failure now means a Reset since, and a Setup
-		// that no longer succeeds.
-		slog.Error("async: the event listener cannot be rebuilt", "transform", f.Name, "err", err)
-		return nil
-	}
-	return h
-}
-
-// Event counts one event about element id of key (see countEvent) and
-// sends it, if there is a listener. fill sets the fields specific to the
-// event's type.
-func (f *Core) Event(typ terms.EventType, key any, id string, attempt int, fill func(*terms.Event)) {
-	f.countEvent(typ)
-	h := f.Events()
-	if h == nil {
-		return
-	}
-	e := terms.Event{Type: typ, Transform: f.Name, Key: key, KeyText: fmt.Sprint(key), ElementID: hex.EncodeToString([]byte(id)), Attempt: attempt, Time: f.clock.Now()}
-	if fill != nil {
-		fill(&e)
-	}
-	h.deliver(e)
 }

@@ -30,15 +30,6 @@ func (f *Core) Retryable(kind string, attempts int, err error) (ok bool, why str
 	return f.RetryIf.Func().Call([]any{err})[0].(bool), ""
 }
 
-// RetryVerdict is the in-worker retry policy's decision to stop retrying an
-// element (declined), and why when its error does not say it (WithRetryIf
-// panicked). A task that ended on an error without one ended on an error
-// the policy never saw.
-type RetryVerdict struct {
-	Declined bool
-	Why      string
-}
-
 // inWorkerRetry is the pool's retry policy for a task when RetryInWorker is
 // set (nil otherwise): the same decision and backoff as a retry through bag
 // state, counting the done attempts made before this task. A decision to

@@ -5,11 +5,9 @@ package worker
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 
-	"github.com/asyncbeam/asyncbeam/transforms/cache"
 	"github.com/asyncbeam/asyncbeam/transforms/internal/ledger"
 )
 
@@ -42,30 +40,6 @@ func newWorker() *worker {
 	}
 }
 
-// hubOf returns the listeners' hub, building it on first use; nil without
-// listeners.
-func (w *worker) hubOf(f *Core) (*Hub, error) {
-	if len(f.Listeners) == 0 {
-		return nil, nil
-	}
-	return buildOnce(w, &w.hub, func() (*Hub, error) { return newHub(f.Listeners) })
-}
-
-// cacheOf returns the result cache, building it on first use; nil without
-// WithCache.
-func (w *worker) cacheOf(f *Core) (*resultCache, error) {
-	if f.Cache == nil {
-		return nil, nil
-	}
-	return buildOnce(w, &w.cache, func() (*resultCache, error) {
-		c, err := f.newResultCache()
-		if err != nil {
-			return nil, fmt.Errorf("async: %s: the result cache: %w", f.Name, err)
-		}
-		return c, nil
-	})
-}
-
 // buildOnce returns *part, building it under w.mu when it is not built yet;
 // a build that fails keeps nothing, and the next use tries again.
 func buildOnce[T any](w *worker, part *atomic.Pointer[T], build func() (*T, error)) (*T, error) {
@@ -88,21 +62,6 @@ func buildOnce[T any](w *worker, part *atomic.Pointer[T], build func() (*T, erro
 	return p, nil
 }
 
-// newResultCache builds the cache WithCache asked for.
-func (f *Core) newResultCache() (*resultCache, error) {
-	local, err := cache.NewLocal(f.Cache.Size, f.Cache.TTL, f.clock.Now)
-	if err != nil {
-		return nil, err
-	}
-	rc := &resultCache{Local: local, Shape: f.CachedShape(), published: ledger.New(len(cacheStats{}.vector()))}
-	if f.Cache.Redis != "" {
-		if rc.shared, err = cache.NewShared(f.SharedCache()); err != nil {
-			return nil, err
-		}
-	}
-	return rc, nil
-}
-
 // Close closes the listeners and the connection to Redis, if they were
 // built; neither is built after it.
 func (w *worker) Close() error {
@@ -117,17 +76,4 @@ func (w *worker) Close() error {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
-}
-
-// worker returns the transform's per-process object. It is looked up on
-// every use rather than kept, so that a registry Reset (a simulated worker
-// restart) is seen at once; the instance keeps the last one it found for
-// the counts taken on the pool's goroutines (see eventCounts).
-func (f *Core) worker() *worker {
-	v, _ := f.Registry().SharedValue(f.ID, func() (any, error) { return newWorker(), nil })
-	w := v.(*worker)
-	if f.last != nil && f.last.Load() != w {
-		f.last.Store(w)
-	}
-	return w
 }

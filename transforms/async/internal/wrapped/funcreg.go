@@ -154,15 +154,6 @@ func DoFnLines(t reflect.Type) []string {
 	return append([]string{line}, paramLines(params(ft), home)...)
 }
 
-// params are ft's parameter types.
-func params(ft reflect.Type) []reflect.Type {
-	in := make([]reflect.Type, ft.NumIn())
-	for i := range in {
-		in[i] = ft.In(i)
-	}
-	return in
-}
-
 // paramLines register the emitters (func(A[, B[, C]])) and iterators
 // (func(*A[, *B]) bool) among in, once each, as Beam's register package
 // spells them.

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"regexp"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/runtime"
@@ -86,6 +87,9 @@ func sameEncoding(a, b reflect.Type) bool {
 	jb, errB := json.Marshal(&beam.EncodedType{T: b})
 	return errA == nil && errB == nil && string(ja) == string(jb)
 }
+
+// closureName matches the symbol name of a closure or function literal.
+var closureName = regexp.MustCompile(`\.func\d+(\.\d+)*$`)
 
 // EncodeFunc checks that fn (already type-checked) is a registered
 // top-level function, which is what a worker can find by name.

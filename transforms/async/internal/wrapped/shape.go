@@ -6,19 +6,12 @@ package wrapped
 // or returned outputs (O, or K2 and V2), with an optional error last.
 //
 // Key-value outputs travel through the transform as pairs of encoded bytes
-// (the front's pair type, one concrete type for every K2 and V2) and become a
-// PCollection<KV<K2, V2>> in a last step (the front's).
+// (pairs.go).
 
 import (
-	"context"
 	"fmt"
 	"reflect"
-	"strconv"
-	"strings"
 
-	"github.com/apache/beam/sdks/v2/go/pkg/beam"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/mtime"
-	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/graph/window"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 )
 
@@ -178,101 +171,4 @@ func allEmitters(ft reflect.Type, i int) bool {
 		}
 	}
 	return true
-}
-
-// CallInput is one element as a call of the wrapped fn receives it.
-type CallInput struct {
-	Key, Value any
-	TS         beam.EventTime
-	Window     string // windowText of the element's window
-}
-
-// args are the arguments of one call, emit being the call's emitter (not
-// valid when the fn returns its outputs).
-func (s ProcShape) args(ft reflect.Type, ctx context.Context, in CallInput, emit reflect.Value) ([]reflect.Value, error) {
-	args := make([]reflect.Value, len(s.params))
-	for i, p := range s.params {
-		switch p {
-		case paramContext:
-			args[i] = reflect.ValueOf(&ctx).Elem()
-		case ParamWindow:
-			w, err := parseWindowText(in.Window)
-			if err != nil {
-				return nil, err
-			}
-			args[i] = reflect.ValueOf(&w).Elem()
-		case ParamTime:
-			args[i] = reflect.ValueOf(in.TS)
-		case paramKey:
-			args[i] = valueOf(in.Key, ft.In(i))
-		case paramValue:
-			args[i] = valueOf(in.Value, ft.In(i))
-		case paramEmit:
-			args[i] = emit
-		}
-	}
-	return args, nil
-}
-
-// parseWindowText is windowText reversed, for a fn that takes its element's
-// window.
-func parseWindowText(w string) (typex.Window, error) {
-	if w == "" {
-		return window.GlobalWindow{}, nil
-	}
-	if start, end, ok := strings.Cut(strings.TrimSuffix(strings.TrimPrefix(w, "["), ")"), ", "); ok {
-		s, err1 := strconv.ParseInt(start, 10, 64)
-		e, err2 := strconv.ParseInt(end, 10, 64)
-		if err1 == nil && err2 == nil {
-			return window.IntervalWindow{Start: mtime.Time(s), End: mtime.Time(e)}, nil
-		}
-	}
-	return nil, fmt.Errorf("async: the element's window %q is not one the transform writes", w)
-}
-
-// pairType is the type of a pair output and newPair makes one from its key
-// and value, each encoded with its coder: the front's (SetPairOutput). Beam
-// names the step that splits pairs, and the result cache its keys, after
-// that type, so it stays with the front whatever the code's layout.
-var (
-	pairType reflect.Type
-	newPair  func(key, value []byte) any
-)
-
-// SetPairOutput sets the type of pair outputs and how one is made. The
-// front calls it in its init, before any fn is inspected or called.
-func SetPairOutput(t reflect.Type, make func(key, value []byte) any) {
-	pairType, newPair = t, make
-}
-
-// PairTypes are K2 and V2 of a fn whose outputs are key-value pairs, as the
-// spec carries them to workers.
-type PairTypes struct {
-	Key, Value beam.EncodedType
-}
-
-// PairEncoder makes the pair outputs of one call. Encoders are made per
-// call: calls run concurrently.
-type PairEncoder struct {
-	key, value beam.ElementEncoder
-}
-
-func newPairEncoder(p *PairTypes) *PairEncoder {
-	if p == nil {
-		return nil
-	}
-	return &PairEncoder{key: beam.NewElementEncoder(p.Key.T), value: beam.NewElementEncoder(p.Value.T)}
-}
-
-// pair encodes one output pair.
-func (e *PairEncoder) pair(k, v any) (any, error) {
-	kb, err := Encode(e.key, k)
-	if err != nil {
-		return nil, fmt.Errorf("async: encoding an output key %v: %w", k, err)
-	}
-	vb, err := Encode(e.value, v)
-	if err != nil {
-		return nil, fmt.Errorf("async: encoding an output value %v: %w", v, err)
-	}
-	return newPair(kb, vb), nil
 }

@@ -1,26 +1,20 @@
 package wrapped
 
-// The wrapped fn on a worker: rebuilt from its Spec (userspec.go) and
-// called (ProcessElement with its bundle methods, Revert) with panics
-// turned into errors.
+// The wrapped fn on a worker: rebuilt from its Spec (userspec.go), with its
+// bundle and lifecycle methods forwarded and its compensation (Revert)
+// called, panics turned into errors. Its calls are in call.go (one element)
+// and callbatch.go (one request of a batch fn).
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"regexp"
 	"runtime/debug"
 	"strings"
 	"sync"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/log"
-)
-
-var (
-	contextType = reflect.TypeOf((*context.Context)(nil)).Elem()
-	errorType   = reflect.TypeOf((*error)(nil)).Elem()
-	closureName = regexp.MustCompile(`\.func\d+(\.\d+)*$`)
 )
 
 // Fn is the wrapped fn on a worker. Its ProcessElement (with StartBundle
@@ -43,6 +37,12 @@ type Fn struct {
 	mu      sync.Mutex
 	refs    int
 	closing bool
+}
+
+// batchCall is a batch fn's ProcessBatch, bound on a worker.
+type batchCall struct {
+	ft   reflect.Type // without receiver
+	call func(args []reflect.Value) []any
 }
 
 // Start rebuilds the wrapped fn on a worker and forwards its Setup:
@@ -105,6 +105,30 @@ func newUserFn(spec Spec) (*Fn, error) {
 	return nil, fmt.Errorf("async: the transform carries no wrapped fn")
 }
 
+// newBatchCall binds spec's ProcessBatch (BatchEnrich: LookupBatch): the
+// method of ptr, or spec's function when ptr is not valid.
+func newBatchCall(spec Spec, ptr reflect.Value) batchCall {
+	if !ptr.IsValid() {
+		fn := spec.Func.fn
+		return batchCall{ft: fn.Type(), call: func(args []reflect.Value) []any {
+			in := make([]any, len(args))
+			for i, a := range args {
+				in[i] = a.Interface()
+			}
+			return fn.Call(in)
+		}}
+	}
+	m := ptr.MethodByName(spec.BatchMethod())
+	return batchCall{ft: m.Type(), call: func(args []reflect.Value) []any {
+		res := m.Call(args)
+		out := make([]any, len(res))
+		for i, r := range res {
+			out[i] = r.Interface()
+		}
+		return out
+	}}
+}
+
 // analyze reads the shape of ProcessElement (or Enrich's lookup), checked
 // at construction.
 func (u *Fn) analyze(spec Spec) (err error) {
@@ -117,15 +141,6 @@ func (u *Fn) analyze(spec Spec) (err error) {
 		return fmt.Errorf("async: rebuilding the wrapped fn: %w", err)
 	}
 	return nil
-}
-
-// interfaces returns the values of vs as interfaces.
-func interfaces(vs []reflect.Value) []any {
-	out := make([]any, len(vs))
-	for i, v := range vs {
-		out[i] = v.Interface()
-	}
-	return out
 }
 
 // setup forwards Setup.
@@ -173,69 +188,6 @@ func (u *Fn) teardown(ctx context.Context) {
 	if err := u.lifecycle(ctx, "Teardown", nil); err != nil {
 		log.Warnf(ctx, "async: Teardown of %s after its last call: %v", u.Name, err)
 	}
-}
-
-// Call runs StartBundle, ProcessElement and FinishBundle for one element and
-// returns everything they emitted or ProcessElement returned.
-func (u *Fn) Call(ctx context.Context, in CallInput) ([]any, error) {
-	out := &callOutputs{pairs: newPairEncoder(u.pairs)}
-	var emit reflect.Value
-	if u.Shape.emitT != nil {
-		emit = reflect.MakeFunc(u.Shape.emitT, out.emit)
-	}
-	if err := u.lifecycle(ctx, "StartBundle", &emit); err != nil {
-		return nil, err
-	}
-	args, err := u.Shape.args(u.procT, ctx, in, emit)
-	if err != nil {
-		return nil, err
-	}
-	res := u.invoke(args)
-	if u.Shape.returnsError {
-		if err, _ := res[len(res)-1].(error); err != nil {
-			return nil, err
-		}
-	}
-	if u.Shape.returned > 0 {
-		out.add(res[:u.Shape.returned]...)
-	}
-	if err := u.lifecycle(ctx, "FinishBundle", &emit); err != nil {
-		return nil, err
-	}
-	if out.err != nil {
-		return nil, PermanentOf(out.err) // the same outputs would fail again
-	}
-	return out.list, nil
-}
-
-// callOutputs gathers one call's outputs: emitted (as Beam's emitters, not
-// safe for concurrent use) or returned.
-type callOutputs struct {
-	pairs *PairEncoder // nil: the outputs are values of one type
-	list  []any
-	err   error // the first output that could not be encoded
-}
-
-// emit is the emitter's body: func(O) or func(K2, V2).
-func (c *callOutputs) emit(args []reflect.Value) []reflect.Value {
-	c.add(interfaces(args)...)
-	return nil
-}
-
-// add adds one output: a value, or a key and a value.
-func (c *callOutputs) add(o ...any) {
-	if c.pairs == nil {
-		c.list = append(c.list, o[0])
-		return
-	}
-	p, err := c.pairs.pair(o[0], o[1])
-	if err != nil {
-		if c.err == nil {
-			c.err = err
-		}
-		return
-	}
-	c.list = append(c.list, p)
 }
 
 // Revert calls the compensation method, if the fn has one, for an element
@@ -287,20 +239,4 @@ func (u *Fn) lifecycle(ctx context.Context, name string, emit *reflect.Value) er
 		return fmt.Errorf("%s.%s: %w", strings.TrimPrefix(u.Name, "*"), name, err)
 	}
 	return nil
-}
-
-// valueOf converts an element to the parameter type, mapping a nil interface
-// to the parameter's zero value.
-func valueOf(x any, t reflect.Type) reflect.Value {
-	if x == nil {
-		return reflect.Zero(t)
-	}
-	return reflect.ValueOf(x)
-}
-
-func resultError(out []reflect.Value) error {
-	if len(out) == 0 || out[0].IsNil() {
-		return nil
-	}
-	return out[0].Interface().(error)
 }

@@ -1,26 +1,16 @@
 package wrapped
 
+// Enrich's lookup and join: their shapes, checked at construction, and the
+// join of a record with its lookup's answer on a worker.
+
 import (
-	"context"
 	"fmt"
 	"reflect"
 	"runtime/debug"
-	"slices"
 
 	"github.com/apache/beam/sdks/v2/go/pkg/beam"
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/core/typex"
 )
-
-// Enrich's lookup and join: their shapes, checked at construction, and the
-// join of a record with its lookup's answer on a worker.
-
-// EnrichSpec is what the spec of an Enrich lookup carries besides the
-// lookup: the join and the answer's type, with which the result cache
-// encodes answers.
-type EnrichSpec struct {
-	Join   *Shipped
-	Answer beam.EncodedType
-}
 
 // LookupForm is one form of Enrich's lookup: one key per call (Enrich) or
 // many (BatchEnrich).
@@ -215,54 +205,6 @@ func analyzeLookupBatch(ft, keyT reflect.Type, what string) (reflect.Type, error
 		return bad("its first result is %v; want the answers, a slice []A with one per key", ft.Out(0))
 	}
 	return ft.Out(0).Elem(), nil
-}
-
-// callLookupBatch calls a batch lookup once for keys and returns each
-// key's answer (as its one output) and error, or the request's error; ft
-// is the lookup's type (without receiver). A list of answers or errors of
-// another length than keys fails the request.
-func (u *Fn) callLookupBatch(ctx context.Context, keys []any) (outs [][]any, errs []error, err error) {
-	ft := u.batch.ft
-	n := len(keys)
-	args := make([]reflect.Value, 0, 2)
-	if ft.In(0) == contextType {
-		args = append(args, reflect.ValueOf(ctx))
-	}
-	kt := ft.In(len(args))
-	ks := reflect.MakeSlice(kt, n, n)
-	for i := range keys {
-		ks.Index(i).Set(valueOf(keys[i], kt.Elem()))
-	}
-	res := u.batch.call(append(args, ks))
-	switch len(res) {
-	case 2:
-		err, _ = res[1].(error)
-	case 3:
-		errs, _ = res[1].([]error)
-		err, _ = res[2].(error)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	answers := reflect.ValueOf(res[0])
-	switch {
-	case answers.Len() == 0 && n > 0 && len(errs) == n && !slices.Contains(errs, nil):
-		return make([][]any, n), errs, nil // every key failed: no answers needed
-	case answers.Len() != n:
-		return nil, nil, fmt.Errorf("%s returned %d answers; want %d, one per key, in the keys' order", u.Name, answers.Len(), n)
-	case errs != nil && len(errs) != n:
-		return nil, nil, fmt.Errorf("%s returned %d errors; want %d, one per key (nil for a success), or a nil list", u.Name, len(errs), n)
-	}
-	if errs == nil {
-		errs = make([]error, n)
-	}
-	outs = make([][]any, n)
-	for i := range outs {
-		if errs[i] == nil {
-			outs[i] = []any{answers.Index(i).Interface()}
-		}
-	}
-	return outs, errs, nil
 }
 
 // lookupShape and joinShape are quoted by every error about the lookup's or
