@@ -97,7 +97,7 @@ func newConfig(name string, spec wrapped.Spec, keyT, valT reflect.Type, set sett
 		Parallelism:       set.parallelism,
 		Buffer:            set.buffer,
 		Held:              set.held,
-		CallbackFrequency: set.freq,
+		CallbackFrequency: set.callbackFrequency,
 		MaxWait:           set.maxWait,
 		CallTimeout:       set.callTimeout,
 		MaxAttempts:       set.maxAttempts,

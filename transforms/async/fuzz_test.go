@@ -22,7 +22,7 @@ func FuzzOptions(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if s.parallelism <= 0 || s.buffer < s.parallelism || s.freq <= 0 || s.maxWait < 0 || s.callTimeout < 0 || s.maxAttempts < 1 {
+		if s.parallelism <= 0 || s.buffer < s.parallelism || s.callbackFrequency <= 0 || s.maxWait < 0 || s.callTimeout < 0 || s.maxAttempts < 1 {
 			t.Fatalf("accepted an unusable combination: %+v", s)
 		}
 		if d := s.backoff.Delay(attempts, []byte("seed")); d < 0 || d > s.backoff.Max {

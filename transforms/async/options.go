@@ -42,7 +42,7 @@ func WithCallbackFrequency(d time.Duration) Option {
 			s.errs = append(s.errs, fmt.Errorf("WithCallbackFrequency(%v): the frequency must be > 0 (a zero period would fire without end)", d))
 			return
 		}
-		s.freq = d
+		s.callbackFrequency = d
 	}
 }
 

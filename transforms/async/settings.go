@@ -22,27 +22,29 @@ const (
 // panics with the same error) at pipeline construction.
 type Option func(*settings)
 
+// settings are what the Options write. A zero buffer or held means the
+// default, which resolve derives from the parallelism (and the batch size).
 type settings struct {
-	parallelism int
-	freq        time.Duration
-	buffer      int // 0: default from parallelism
-	held        int // 0: default from parallelism and buffer
-	maxWait     time.Duration
-	idFn        any
-	callTimeout time.Duration
-	maxAttempts int
-	backoff     Backoff
-	retryIf     func(error) bool
-	fallbacks   []string
-	ordered     bool
-	priorityFn  any
-	listeners   []Listener
-	protect     terms.Protection
-	cache       *Cache
-	noCache     bool // WithoutCache
-	drain       bool // the end-of-input drain runs (see resolveDrain)
-	drainSet    bool // WithEndOfInputDrain or WithoutEndOfInputDrain was given
-	batch       batchSettings
+	parallelism       int
+	callbackFrequency time.Duration
+	buffer            int // 0: default from parallelism
+	held              int // 0: default from parallelism and buffer
+	maxWait           time.Duration
+	idFn              any
+	callTimeout       time.Duration
+	maxAttempts       int
+	backoff           Backoff
+	retryIf           func(error) bool
+	fallbacks         []string
+	ordered           bool
+	priorityFn        any
+	listeners         []Listener
+	protect           terms.Protection
+	cache             *Cache
+	noCache           bool // WithoutCache
+	drain             bool // the end-of-input drain runs (see resolveDrain)
+	drainSet          bool // WithEndOfInputDrain or WithoutEndOfInputDrain was given
+	batch             batchSettings
 	// parallelismSet: WithParallelism was given (it conflicts with
 	// WithAdaptiveParallelism).
 	parallelismSet bool
@@ -50,7 +52,7 @@ type settings struct {
 }
 
 func defaultSettings() settings {
-	return settings{parallelism: DefaultParallelism, freq: DefaultCallbackFrequency, maxWait: DefaultMaxWait, maxAttempts: 1, backoff: DefaultBackoff,
+	return settings{parallelism: DefaultParallelism, callbackFrequency: DefaultCallbackFrequency, maxWait: DefaultMaxWait, maxAttempts: 1, backoff: DefaultBackoff,
 		protect: terms.Protection{BudgetShare: guard.DefaultBudgetShare, OverloadThreshold: DefaultOverloadThreshold}}
 }
 
