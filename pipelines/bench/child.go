@@ -36,24 +36,9 @@ func runChild(s spec) (result, error) {
 		return result{}, err
 	}
 	var prof bytes.Buffer
-	if s.embedded() || *cpuProfile != "" {
-		if err := pprof.StartCPUProfile(&prof); err != nil {
-			return result{}, err
-		}
-	}
-	submitted := time.Now()
-	res0, runErr := runner.Run(context.Background(), p)
-	wall := time.Since(submitted)
-	if s.embedded() || *cpuProfile != "" {
-		pprof.StopCPUProfile()
-	}
-	if runErr != nil {
-		return result{}, runErr
-	}
-	if *cpuProfile != "" {
-		if err := os.WriteFile(*cpuProfile, prof.Bytes(), 0o644); err != nil {
-			return result{}, err
-		}
+	res0, submitted, wall, err := profiledRun(s, p, &prof)
+	if err != nil {
+		return result{}, err
 	}
 	outputs.Lock()
 	outs := append([]output(nil), outputs.all...)
@@ -80,4 +65,31 @@ func runChild(s spec) (result, error) {
 		res.PeakHeld = max(res.PeakHeld, p.PeakHeld())
 	}
 	return res, nil
+}
+
+// profiledRun runs p and returns the runner's result, when it was
+// submitted and how long it ran. On embedded prism or with --cpuprofile it
+// profiles the run's CPU time into prof; with --cpuprofile it writes the
+// profile to that file once the run has succeeded.
+func profiledRun(s spec, p *beam.Pipeline, prof *bytes.Buffer) (beam.PipelineResult, time.Time, time.Duration, error) {
+	if s.embedded() || *cpuProfile != "" {
+		if err := pprof.StartCPUProfile(prof); err != nil {
+			return nil, time.Time{}, 0, err
+		}
+	}
+	submitted := time.Now()
+	res0, runErr := runner.Run(context.Background(), p)
+	wall := time.Since(submitted)
+	if s.embedded() || *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
+	if runErr != nil {
+		return nil, time.Time{}, 0, runErr
+	}
+	if *cpuProfile != "" {
+		if err := os.WriteFile(*cpuProfile, prof.Bytes(), 0o644); err != nil {
+			return nil, time.Time{}, 0, err
+		}
+	}
+	return res0, submitted, wall, nil
 }

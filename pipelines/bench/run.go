@@ -49,17 +49,7 @@ func measureRun(s spec) (result, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *runTimeout)
 	defer cancel()
-	var w worker
-	var err error
-	if s.Contender == "python" {
-		endpoint := s.Endpoint
-		if js != nil {
-			endpoint = fmt.Sprintf("localhost:%d", js.port)
-		}
-		w, err = pythonWorker(ctx, s, endpoint)
-	} else {
-		w, err = goWorker(ctx, s, js)
-	}
+	w, err := newWorker(ctx, s, js)
 	if err != nil {
 		return result{}, err
 	}
@@ -100,6 +90,29 @@ func measureRun(s spec) (result, error) {
 	if err != nil {
 		return result{}, err
 	}
+	addUsage(&res, s, worker, runner, series, origin)
+	return res, nil
+}
+
+// newWorker makes the spec's worker: Beam Python, submitting to the job
+// server js or else to the spec's endpoint, or the Go child (goWorker).
+func newWorker(ctx context.Context, s spec, js *jobServer) (worker, error) {
+	if s.Contender == "python" {
+		endpoint := s.Endpoint
+		if js != nil {
+			endpoint = fmt.Sprintf("localhost:%d", js.port)
+		}
+		return pythonWorker(ctx, s, endpoint)
+	}
+	return goWorker(ctx, s, js)
+}
+
+// addUsage adds to res, the worker's figures, what the worker and the
+// runner used: CPU time per 1,000 outputs, peak RSS, the CPU time series
+// (from origin), and with idle time the CPU spent while quiet. On embedded
+// prism the two are one process (worker): the child's profile (RunnerShare)
+// splits its CPU time.
+func addUsage(res *result, s spec, worker, runner usage, series []cpuPoint, origin time.Time) {
 	if s.embedded() { // one process: split its time by the child's profile
 		runner.cpu = time.Duration(float64(worker.cpu) * res.RunnerShare)
 		worker.cpu -= runner.cpu
@@ -120,7 +133,6 @@ func measureRun(s spec) (result, error) {
 			}
 		}
 	}
-	return res, nil
 }
 
 // goWorker runs the spec in a child process of this program, on the job

@@ -98,85 +98,124 @@ func checkTargets(rows []row) []target {
 		}
 		switch a.Suite {
 		case "batch":
-			c.add(fmt.Sprintf("batch %s: async ≥ 0.85 of the limit", a.shape()), a, "", func() (bool, string) {
-				return a.stat(ratio).med >= 0.85, fmt.Sprintf("%.2f", a.stat(ratio).med)
-			})
-			b, missing := c.ref("batch", "bundle", same(a.spec))
-			c.add(fmt.Sprintf("batch %s: async throughput ≥ 0.9 × bundle's", a.shape()), a, missing, func() (bool, string) {
-				return a.stat(tput).med >= 0.9*b.stat(tput).med, fmt.Sprintf("async %.0f/s, bundle %.0f/s", a.stat(tput).med, b.stat(tput).med)
-			})
-			if a.N == 100_000 {
-				small := a.spec
-				small.N = 20_000
-				if a.Keys == a.N {
-					small.Keys = small.N
-				}
-				s, missing := c.ref("batch", "async", same(small))
-				c.add(fmt.Sprintf("batch keys=%s: async worker peak RSS at N=100,000 ≤ 1.25 × at N=20,000", keysText(a.Keys, a.N)), a, missing, func() (bool, string) {
-					return a.stat(rss).med <= 1.25*s.stat(rss).med, fmt.Sprintf("%.0f MB against %.0f MB", a.stat(rss).med, s.stat(rss).med)
-				})
-			}
+			c.batch(a)
 		case "stream":
-			c.keepUp(a, 400*time.Millisecond)
-			b, missing := c.ref("stream", "bundle", same(a.spec))
-			c.add(fmt.Sprintf("stream %s: async p99 ≤ 3 × bundle's p99", a.shape()), a, missing, func() (bool, string) {
-				return a.stat(p99).med <= 3*b.stat(p99).med, fmt.Sprintf("async %.0f ms, bundle %.0f ms (medians)", a.stat(p99).med, b.stat(p99).med)
-			})
+			c.stream(a)
 		case "windows":
 			c.keepUp(a, a.C+time.Second)
 		case "robust":
 			c.robust(a)
 		case "fewer": // issue 22: batches of 50 at 0.8 of their limit, p99 ≤ C + 1 s (+ the batch wait, which the bench leaves at 0)
-			if a.Batch != 50 {
-				continue // the other sizes are shown, not judged
-			}
-			why := c.runnerCannot(a)
-			c.sustains(a, why)
-			c.p99Within(a, a.C+time.Second, why)
+			c.fewer(a)
 		case "windowed":
 			c.add(fmt.Sprintf("windowed %s: async ≥ 0.85 of the limit", a.shape()), a, "", func() (bool, string) {
 				return a.stat(ratio).med >= 0.85, fmt.Sprintf("%.2f", a.stat(ratio).med)
 			})
 		case "sparse":
-			c.add(fmt.Sprintf("sparse %s: async p99 ≤ 400ms (every run)", a.shape()), a, "", func() (bool, string) {
-				return a.stat(p99).hi <= 400, fmt.Sprintf("worst %.0f ms", a.stat(p99).hi)
-			})
-			c.add(fmt.Sprintf("sparse %s: async ≤ 0.5 CPU s (worker + runner) per 1,000 outputs (every run)", a.shape()), a, cpuUnjudged(a), func() (bool, string) {
-				return a.stat(cpu).hi <= 0.5, fmt.Sprintf("worst %.3f (worker %.3f, runner %.3f)", a.stat(cpu).hi, a.stat(cpuWorker).hi, a.stat(cpuRunner).hi)
-			})
+			c.sparse(a)
 		case "csweep":
 			if a.C == 100*time.Millisecond {
 				c.keepUp(a, 400*time.Millisecond)
 			}
 		case "overload":
-			limit := a.limitRate()
-			c.add("overload 1.2×P/L: async sustains ≥ 0.9 × P/L while the source runs (every run)", a, "", func() (bool, string) {
-				return a.stat(sustained).lo >= 0.9*limit, fmt.Sprintf("worst %.0f/s against %.0f/s", a.stat(sustained).lo, 0.9*limit)
-			})
-			c.add("overload 1.2×P/L: the backlog drains at ≥ 0.9 × P/L after the source stops (every run)", a, "", func() (bool, string) {
-				return a.stat(drain).lo >= 0.9*limit, fmt.Sprintf("worst %.0f/s against %.0f/s (backlog %.0f)", a.stat(drain).lo, 0.9*limit, a.stat(backlog).med)
-			})
-			c.add("overload 1.2×P/L: the worker never holds more than WithMaxItemsHeld (every run)", a, "", func() (bool, string) {
-				return a.stat(peakHeld).hi <= float64(a.held()), fmt.Sprintf("peak %.0f held, bound %d", a.stat(peakHeld).hi, a.held())
-			})
+			c.overload(a)
 		case "heavytail":
 			limit := a.limitRate()
 			c.add("heavy tail: async sustains ≥ 0.8 × P / mean L (every run)", a, "", func() (bool, string) {
 				return a.stat(sustained).lo >= 0.8*limit, fmt.Sprintf("worst %.0f/s against %.0f/s", a.stat(sustained).lo, 0.8*limit)
 			})
 		case "steady":
-			s, missing := c.ref("stream", "async", func(o spec) bool { // the same workload with a shorter source
-				short := a.spec
-				short.For = o.For
-				return o.For < a.For && same(short)(o)
-			})
-			c.add(fmt.Sprintf("steady: async worker peak RSS with a %v source ≤ 1.2 × with the stream suite's shorter one", a.For), a, missing, func() (bool, string) {
-				return a.stat(rss).med <= 1.2*s.stat(rss).med, fmt.Sprintf("%.0f MB against %.0f MB (a %v source)", a.stat(rss).med, s.stat(rss).med, s.For)
-			})
+			c.steady(a)
 		}
 	}
 	c.againstPython()
 	return c.ts
+}
+
+// batch adds the batch suite's targets: async at 0.85 of the limit and at
+// 0.9 of bundle's throughput; and at N = 100,000, a worker peak RSS within
+// 1.25 × that at N = 20,000.
+func (c *checker) batch(a row) {
+	c.add(fmt.Sprintf("batch %s: async ≥ 0.85 of the limit", a.shape()), a, "", func() (bool, string) {
+		return a.stat(ratio).med >= 0.85, fmt.Sprintf("%.2f", a.stat(ratio).med)
+	})
+	b, missing := c.ref("batch", "bundle", same(a.spec))
+	c.add(fmt.Sprintf("batch %s: async throughput ≥ 0.9 × bundle's", a.shape()), a, missing, func() (bool, string) {
+		return a.stat(tput).med >= 0.9*b.stat(tput).med, fmt.Sprintf("async %.0f/s, bundle %.0f/s", a.stat(tput).med, b.stat(tput).med)
+	})
+	if a.N == 100_000 {
+		small := a.spec
+		small.N = 20_000
+		if a.Keys == a.N {
+			small.Keys = small.N
+		}
+		s, missing := c.ref("batch", "async", same(small))
+		c.add(fmt.Sprintf("batch keys=%s: async worker peak RSS at N=100,000 ≤ 1.25 × at N=20,000", keysText(a.Keys, a.N)), a, missing, func() (bool, string) {
+			return a.stat(rss).med <= 1.25*s.stat(rss).med, fmt.Sprintf("%.0f MB against %.0f MB", a.stat(rss).med, s.stat(rss).med)
+		})
+	}
+}
+
+// stream adds keepUp's targets with a p99 bound of 400 ms, and a p99
+// within 3 × bundle's.
+func (c *checker) stream(a row) {
+	c.keepUp(a, 400*time.Millisecond)
+	b, missing := c.ref("stream", "bundle", same(a.spec))
+	c.add(fmt.Sprintf("stream %s: async p99 ≤ 3 × bundle's p99", a.shape()), a, missing, func() (bool, string) {
+		return a.stat(p99).med <= 3*b.stat(p99).med, fmt.Sprintf("async %.0f ms, bundle %.0f ms (medians)", a.stat(p99).med, b.stat(p99).med)
+	})
+}
+
+// fewer adds the fewer suite's targets on its batches of 50: keepUp's rate
+// target and a p99 within C + 1 s, not judged where the runner cannot move
+// the rate (runnerCannot).
+func (c *checker) fewer(a row) {
+	if a.Batch != 50 {
+		return // the other sizes are shown, not judged
+	}
+	why := c.runnerCannot(a)
+	c.sustains(a, why)
+	c.p99Within(a, a.C+time.Second, why)
+}
+
+// sparse adds the sparse suite's targets: a p99 within 400 ms and at most
+// 0.5 CPU s (worker and runner) per 1,000 outputs, in every run.
+func (c *checker) sparse(a row) {
+	c.add(fmt.Sprintf("sparse %s: async p99 ≤ 400ms (every run)", a.shape()), a, "", func() (bool, string) {
+		return a.stat(p99).hi <= 400, fmt.Sprintf("worst %.0f ms", a.stat(p99).hi)
+	})
+	c.add(fmt.Sprintf("sparse %s: async ≤ 0.5 CPU s (worker + runner) per 1,000 outputs (every run)", a.shape()), a, cpuUnjudged(a), func() (bool, string) {
+		return a.stat(cpu).hi <= 0.5, fmt.Sprintf("worst %.3f (worker %.3f, runner %.3f)", a.stat(cpu).hi, a.stat(cpuWorker).hi, a.stat(cpuRunner).hi)
+	})
+}
+
+// overload adds the targets of a source at 1.2 × P/L: async sustains 0.9 ×
+// P/L while the source runs, drains the backlog at 0.9 × P/L after, and
+// never holds more than WithMaxItemsHeld; in every run.
+func (c *checker) overload(a row) {
+	limit := a.limitRate()
+	c.add("overload 1.2×P/L: async sustains ≥ 0.9 × P/L while the source runs (every run)", a, "", func() (bool, string) {
+		return a.stat(sustained).lo >= 0.9*limit, fmt.Sprintf("worst %.0f/s against %.0f/s", a.stat(sustained).lo, 0.9*limit)
+	})
+	c.add("overload 1.2×P/L: the backlog drains at ≥ 0.9 × P/L after the source stops (every run)", a, "", func() (bool, string) {
+		return a.stat(drain).lo >= 0.9*limit, fmt.Sprintf("worst %.0f/s against %.0f/s (backlog %.0f)", a.stat(drain).lo, 0.9*limit, a.stat(backlog).med)
+	})
+	c.add("overload 1.2×P/L: the worker never holds more than WithMaxItemsHeld (every run)", a, "", func() (bool, string) {
+		return a.stat(peakHeld).hi <= float64(a.held()), fmt.Sprintf("peak %.0f held, bound %d", a.stat(peakHeld).hi, a.held())
+	})
+}
+
+// steady adds the steady suite's target: the worker's peak RSS with a long
+// source within 1.2 × that of the stream suite's shorter one.
+func (c *checker) steady(a row) {
+	s, missing := c.ref("stream", "async", func(o spec) bool { // the same workload with a shorter source
+		short := a.spec
+		short.For = o.For
+		return o.For < a.For && same(short)(o)
+	})
+	c.add(fmt.Sprintf("steady: async worker peak RSS with a %v source ≤ 1.2 × with the stream suite's shorter one", a.For), a, missing, func() (bool, string) {
+		return a.stat(rss).med <= 1.2*s.stat(rss).med, fmt.Sprintf("%.0f MB against %.0f MB (a %v source)", a.stat(rss).med, s.stat(rss).med, s.For)
+	})
 }
 
 // againstPython compares async with each python row of the python suite

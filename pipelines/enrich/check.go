@@ -1,5 +1,7 @@
 package main
 
+// The job's end: every input line accounted for once, across the outputs.
+
 import (
 	"encoding/json"
 	"errors"
@@ -8,8 +10,6 @@ import (
 	"sort"
 	"time"
 )
-
-// The job's end: every input line accounted for once, across the outputs.
 
 // summarize checks both outputs against the input and prints the summary:
 // an enriched record is found by its id, a failure by its record's id, or
@@ -32,17 +32,7 @@ func summarize(inIDs []string, out files, wall time.Duration, svc *service, call
 	if err != nil {
 		return err
 	}
-	missing, dups := 0, 0
-	for _, id := range inIDs {
-		switch seen[id] {
-		case 0:
-			missing++
-		case 1:
-		default:
-			dups++
-		}
-		seen[id] = -1 // count each input ID once
-	}
+	missing, dups := unaccounted(inIDs, seen)
 	line := fmt.Sprintf("records: in=%d out=%d failed=%d wall=%s throughput=%.0f/s calls=%d overloaded=%d concurrency=%d",
 		len(inIDs), enriched, failed, wall.Round(time.Millisecond), float64(len(inIDs))/wall.Seconds(), calls.calls, calls.overloaded, calls.limit)
 	if *cacheFlag != "" {
@@ -61,22 +51,47 @@ func summarize(inIDs []string, out files, wall time.Duration, svc *service, call
 		}
 		line += fmt.Sprintf(" parallelism=%d limit=%s (%.2f of it)", svc.peak.Load(), limit.Round(time.Millisecond), limit.Seconds()/wall.Seconds())
 	}
-	if len(kinds) > 0 {
-		names := make([]string, 0, len(kinds))
-		for k := range kinds {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		line += " failures:"
-		for _, k := range names {
-			line += fmt.Sprintf(" %s=%d", k, kinds[k])
-		}
-	}
+	line += failureKinds(kinds)
 	fmt.Printf("output: %s\nfailures: %s\n%s\n", out.enriched, out.failures, line)
 	if missing > 0 || dups > 0 {
 		return fmt.Errorf("%d input records missing from both outputs and %d duplicated", missing, dups)
 	}
 	return nil
+}
+
+// unaccounted counts the input IDs seen in neither output (missing) and
+// those seen more than once (dups). It marks each input ID in seen as
+// counted, so that a repeated input ID is counted once.
+func unaccounted(inIDs []string, seen map[string]int) (missing, dups int) {
+	for _, id := range inIDs {
+		switch seen[id] {
+		case 0:
+			missing++
+		case 1:
+		default:
+			dups++
+		}
+		seen[id] = -1 // count each input ID once
+	}
+	return missing, dups
+}
+
+// failureKinds is the summary line's failure counts by kind, in name
+// order (" failures: kind=n ..."), or "" when there are none.
+func failureKinds(kinds map[string]int) string {
+	if len(kinds) == 0 {
+		return ""
+	}
+	names := make([]string, 0, len(kinds))
+	for k := range kinds {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	line := " failures:"
+	for _, k := range names {
+		line += fmt.Sprintf(" %s=%d", k, kinds[k])
+	}
+	return line
 }
 
 // countRecords reads a JSON Lines file (a missing file holds none).

@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"context"
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,12 @@ import (
 	"github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem"
 	_ "github.com/apache/beam/sdks/v2/go/pkg/beam/io/filesystem/local"
 )
+
+// sampleRecords are the 3,000 order records shipped in data/: the input
+// when neither --input nor --generate is given.
+//
+//go:embed data/records.jsonl
+var sampleRecords []byte
 
 // inputPath returns --input; or writes --generate records, or the embedded
 // sample, next to the output and returns that file.
@@ -136,4 +143,20 @@ func accountingID(n int, line string) string {
 		return fmt.Sprintf("line:%d", n)
 	}
 	return "id:" + fmt.Sprint(rec["id"])
+}
+
+// inputIDs reads the input file and returns, for each non-empty line, how
+// the final check finds it among the outputs (see accountingID).
+func inputIDs(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening input: %w", err)
+	}
+	defer f.Close()
+	var ids []string
+	err = eachLine(f, func(n int, line string) error {
+		ids = append(ids, accountingID(n, line))
+		return nil
+	})
+	return ids, err
 }
