@@ -66,11 +66,9 @@
 //     failure record of kind KindWindow.
 //   - In sliding windows the fn is called once per window.
 //   - On prism a busy key's last results wait for a backstop timer when its
-//     input stops: 0.5 to 3 s at the default callback frequency, and up to
-//     four times the worker's longest recent bundle while bundles are long
-//     (about 15 s at most at the default). A worker's first elements wait
-//     at least 1 s (at C up to 1 s) unless a later element of their key
-//     commits them.
+//     input stops: 0.5 to 3 s at the default callback frequency, up to about
+//     15 s while bundles are long. A worker's first elements wait at least
+//     1 s unless a later element of their key commits them.
 //   - A hot key's callback reads its whole backlog: keep backlogs bounded.
 //   - Prism (v2.78.0) loses the bag state of a stateful DoFn when it splits
 //     a running bundle, so the transform turns prism's splits off when it
