@@ -22,7 +22,9 @@
 //
 // With --checkpointing_interval it sends Flink's checkpointing_interval and
 // enable_stable_input_drain. Every --runner_option=name=value goes to any
-// portable runner as beam:option:name:v1 and wins over the values above.
+// portable runner as beam:option:name:v1 and wins over the values above,
+// but for experiments, refused: it would replace the job's whole list
+// (pass them with --experiments).
 //
 // A job server named only by --runner=universal (or portable) is asked
 // which runner it is (the JobService's DescribePipelineOptions: Flink's

@@ -23,7 +23,8 @@ const (
 	optCheckpointing     = "checkpointing_interval"
 	optStableInputDrain  = "enable_stable_input_drain"
 	optMaxBundleTimeMs   = "max_bundle_time_mills"
-	defaultBundleTimeMs  = 1000 // Flink's max_bundle_time_mills in streaming mode
+	optExperiments       = "experiments" // Beam's list, which --experiments fills
+	defaultBundleTimeMs  = 1000          // Flink's max_bundle_time_mills in streaming mode
 	idleShutdownMs       = 15000
 	minIntervalInBundles = 5 // without finish_bundle_before_checkpointing (see checkBuffering)
 )
@@ -78,6 +79,9 @@ func topLevel(kind Kind, streaming bool, interval time.Duration, user []string) 
 		name, v, err := parseOption(s)
 		if err != nil {
 			return nil, err
+		}
+		if name == optExperiments {
+			return nil, fmt.Errorf("--runner_option=%q: it would replace the job's whole experiments list, Beam's own and the one that turns off prism's bundle splits (runner/nosplit); pass experiments with --experiments=a,b instead", s)
 		}
 		opts[name] = v
 	}

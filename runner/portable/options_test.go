@@ -91,6 +91,7 @@ func TestTopLevel(t *testing.T) {
 			want: map[string]string{"max_bundle_size": "7"}},
 		{name: "bad interval", kind: Flink, interval: time.Microsecond, wantErr: "want 1ms or more"},
 		{name: "bad option", kind: Flink, user: []string{"x"}, wantErr: "want name=value"},
+		{name: "experiments refused", kind: Unknown, user: []string{`experiments=["a"]`}, wantErr: "pass experiments with --experiments"},
 	} {
 		got, err := topLevel(tc.kind, tc.streaming, tc.interval, tc.user)
 		if tc.wantErr != "" {
