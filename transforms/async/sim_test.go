@@ -269,7 +269,9 @@ var simWindowKinds = []string{"global", "fixed", "sliding", "sessions"}
 //     watermarkHolds). Records to escrowFn arrive all at once, in order (the
 //     simulator's choice). prism fails the job on a failed bundle (execute.go:
 //     FailBundle); the simulator retries it instead, which asks more of the
-//     transform.
+//     transform. No bundle is split: prism's splits lose a split bundle's
+//     keys' state (v2.78.0, run; runner/nosplit), and the transform turns
+//     them off, so the model has none.
 //   - Dataflow (Runner v2, the only one for Go: its runner harness is not
 //     public, so the Java worker's code stands for Windmill's rules, which
 //     both share; inferred): bag order is not promised (read here last entry
