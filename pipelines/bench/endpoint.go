@@ -21,6 +21,7 @@ import (
 	"strings"
 
 	"github.com/asyncbeam/asyncbeam/pipelines/bench/launcherflags"
+	"github.com/asyncbeam/asyncbeam/runner/portable"
 )
 
 // external is the job server the runs submit to when the bench does not
@@ -87,10 +88,22 @@ func chooseExternal(set map[string]string, processSuites []string) (external, er
 	return external{Endpoint: endpoint, Runner: name}, nil
 }
 
-// setFlags are the flags set on the command line, by name.
+// repeated is a flag given once per value (portable's --runner_option).
+type repeated interface{ Values() []string }
+
+var _ repeated = &portable.RunnerOptions
+
+// setFlags are the flags set on the command line, by name; a repeated
+// flag's values one per line.
 func setFlags() map[string]string {
 	set := map[string]string{}
-	flag.Visit(func(f *flag.Flag) { set[f.Name] = f.Value.String() })
+	flag.Visit(func(f *flag.Flag) {
+		if r, ok := f.Value.(repeated); ok {
+			set[f.Name] = strings.Join(r.Values(), "\n")
+			return
+		}
+		set[f.Name] = f.Value.String()
+	})
 	return set
 }
 
@@ -102,7 +115,7 @@ var benchSets = []string{"runner", "endpoint", "environment_type", "experiments"
 // bench's own on port, or the one at the spec's endpoint) it submits with
 // the runner named and its SDK worker inside (LOOPBACK). On embedded prism
 // runner.Run chooses. Every other flag of Beam or the launcher set goes as
-// given, in name order.
+// given, in name order, once per line of its value (a repeated flag).
 func childArgs(s spec, port int, set map[string]string) []string {
 	var args []string
 	switch {
@@ -126,7 +139,9 @@ func childArgs(s spec, port int, set map[string]string) []string {
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		args = append(args, "--"+name+"="+set[name])
+		for _, v := range strings.Split(set[name], "\n") {
+			args = append(args, "--"+name+"="+v)
+		}
 	}
 	return args
 }

@@ -75,6 +75,9 @@ func TestChildArgs(t *testing.T) {
 				"parallelism": "2", "checkpointing_interval": "5s", "stream_rates": "0.4", "suites": "stream"},
 			[]string{"--runner=flink", "--endpoint=flink:8099", "--environment_type=LOOPBACK", "--experiments=a," + exp + ",b",
 				"--checkpointing_interval=5s", "--parallelism=2"}},
+		{"a repeated flag goes once per value", spec{}, 0,
+			map[string]string{"runner_option": "max_bundle_size=5\nflink_version=\"1.10\""},
+			[]string{"--runner_option=max_bundle_size=5", `--runner_option=flink_version="1.10"`}},
 	} {
 		if got := childArgs(tt.s, tt.port, tt.set); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)

@@ -3,6 +3,7 @@ package portable
 import (
 	"flag"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -33,6 +34,9 @@ func init() {
 type optionList []string
 
 func (l *optionList) String() string { return strings.Join(*l, ",") }
+
+// Values returns the values given, one per use of the flag.
+func (l *optionList) Values() []string { return slices.Clone(*l) }
 
 func (l *optionList) Set(s string) error {
 	if _, _, err := parseOption(s); err != nil {
